@@ -1,0 +1,1 @@
+"""tokenswarm's Locust side: users, SSE client, dataset, records. Imports stdlib, locust and gevent only."""

@@ -1,0 +1,289 @@
+"""ShareGPT loading and vLLM-standard prompt sampling.
+
+Stage: dataset. The orchestrator loads and samples before a run and writes ``prompts.jsonl`` (one
+``Prompt.to_json`` per line); Locust workers read it back with ``Prompt.from_json``. Allowed
+imports: the standard library only (it runs inside Locust workers: no pandas, yaml or numpy, and
+never ``orchestrate``, which imports this module, never the reverse).
+
+Sampling follows vLLM's ShareGPT benchmark (copied by AIPerf): shuffle with a seed, walk the
+shuffled conversations, keep the opening pair (first human turn, first reply) of those that pass
+the length filters, stop at ``num_prompts``. Texts are tokenized lazily, in batches, by an injected
+counter (the server's /tokenize, or ``estimate_tokens`` when it has none).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import random
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+TokenCounter = Callable[[list[str]], list[int]]
+
+#: Drop rules in the order they are checked; a dropped pair is counted under the first that fails.
+DROP_RULES = ("too_few_turns", "prompt_too_short", "output_too_short", "prompt_too_long",
+              "total_too_long", "exceeds_slot_context")
+HUMAN_ROLES = frozenset({"human", "user"})
+NON_REPLY_ROLES = HUMAN_ROLES | {"system"}
+
+
+class DatasetError(ValueError):
+    """A dataset or prompt line is missing or malformed, or no prompt survived sampling."""
+
+
+# resolved path -> (mtime_ns, size, conversations): one load per process, not one per user.
+_CACHE: dict[str, tuple[int, int, list[dict[str, Any]]]] = {}
+
+
+def _kind(value: Any) -> str:
+    names = {dict: "an object", list: "an array", str: "a string", bool: "a boolean",
+             int: "a number", float: "a number", type(None): "null"}
+    return names.get(type(value), type(value).__name__)
+
+
+def _entry_problem(entry: Any) -> str | None:
+    if not isinstance(entry, dict):
+        return f"expected an object with 'id' and 'conversations', got {_kind(entry)}"
+    if not isinstance(entry.get("id"), str):
+        return f"'id' must be a string, got {_kind(entry.get('id'))}"
+    turns = entry.get("conversations")
+    if not isinstance(turns, list):
+        return f"'conversations' must be an array, got {_kind(turns)}"
+    for j, turn in enumerate(turns):
+        if not (isinstance(turn, dict) and isinstance(turn.get("from"), str)
+                and isinstance(turn.get("value"), str)):
+            return f"conversations[{j}] must be an object with string 'from' and 'value'"
+    return None
+
+
+def load_sharegpt(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
+    """Load and validate a ShareGPT V3 file (a JSON array of ``{"id", "conversations"}``).
+
+    Cached per process by resolved path, mtime and size: callers share one list and must not
+    mutate it. Raises ``DatasetError`` naming the path and the problem.
+    """
+    p = Path(path)
+    if not p.is_file():
+        what = "is a directory" if p.is_dir() else "dataset file not found"
+        raise DatasetError(f"{p}: {what}, expected a ShareGPT JSON file")
+    try:
+        st, key = p.stat(), str(p.resolve())
+    except OSError as exc:
+        raise DatasetError(f"{p}: cannot read dataset file ({exc.strerror})") from None
+    hit = _CACHE.get(key)
+    if hit is not None and hit[:2] == (st.st_mtime_ns, st.st_size):
+        return hit[2]
+    _CACHE.pop(key, None)  # drop a stale copy before loading the new one
+    if st.st_size == 0:
+        raise DatasetError(f"{p}: file is empty, expected a JSON array of conversations")
+    try:
+        with open(p, encoding="utf-8-sig") as f:
+            data = json.load(f)
+    except UnicodeDecodeError as exc:
+        raise DatasetError(f"{p}: not UTF-8 (byte 0x{exc.object[exc.start]:02x} at byte offset "
+                           f"{exc.start})") from None
+    except json.JSONDecodeError as exc:
+        raise DatasetError(f"{p}: not valid JSON: {exc.msg} at line {exc.lineno} column "
+                           f"{exc.colno}") from None
+    except OSError as exc:
+        raise DatasetError(f"{p}: cannot read dataset file ({exc.strerror})") from None
+    if not isinstance(data, list):
+        raise DatasetError(f"{p}: expected a JSON array of conversations, got {_kind(data)}")
+    for i, entry in enumerate(data):
+        problem = _entry_problem(entry)
+        if problem is not None:
+            raise DatasetError(f"{p}: entry {i}: {problem}")
+    _CACHE[key] = (st.st_mtime_ns, st.st_size, data)
+    return data
+
+
+def clear_cache() -> None:
+    """Forget every loaded dataset (tests; long-lived processes switching files)."""
+    _CACHE.clear()
+
+
+def estimate_tokens(texts: list[str]) -> list[int]:
+    """Fallback token counter for servers without /tokenize: ``ceil(len(text) / 4)``.
+
+    ``len`` counts Unicode code points; an empty text is 0 tokens, any non-empty text at least 1.
+    Roughly right for English with BPE vocabularies; record the counter's name with the results.
+    """
+    return [math.ceil(len(t) / 4) for t in texts]
+
+
+@dataclass(frozen=True)
+class SamplingConfig:
+    """Sampling limits (defaults: the vLLM ShareGPT standard). Counts are tokens of the counter."""
+
+    num_prompts: int = 1000
+    seed: int = 0
+    min_prompt_tokens: int = 4
+    min_output_tokens: int = 4
+    max_prompt_tokens: int = 1024
+    max_total_tokens: int = 2048
+    fixed_output_tokens: int | None = None  # replaces the reply's length (min_output not applied)
+    max_tokens_cap: int | None = None  # scenario max_tokens: requested = min(reply, cap)
+    per_slot_context: int | None = None  # server per-slot n_ctx: prompt + requested must fit
+
+    def __post_init__(self) -> None:
+        optional = ("fixed_output_tokens", "max_tokens_cap", "per_slot_context")
+        for name in ("num_prompts", "min_prompt_tokens", "min_output_tokens", "max_prompt_tokens",
+                     "max_total_tokens", "seed") + optional:
+            value, lowest = getattr(self, name), 0 if name.startswith(("min_", "seed")) else 1
+            if not (value is None and name in optional) and (
+                    not isinstance(value, int) or isinstance(value, bool) or value < lowest):
+                raise ValueError(f"SamplingConfig.{name} must be an integer >= {lowest}"
+                                 f"{' or None' if name in optional else ''}, got {value!r}")
+
+
+@dataclass(frozen=True)
+class Prompt:
+    """One request to send: ``index`` is its position in the sample (the order it is sent in)."""
+
+    index: int
+    conversation_id: str
+    messages: tuple[dict[str, str], ...]  # chat messages: one user message (the first human turn)
+    prompt_tokens: int  # as counted by the sampler's token counter
+    output_tokens: int  # the request's max_tokens
+
+    def to_json(self) -> str:
+        """One compact JSON object (no newline), a line of ``prompts.jsonl``."""
+        return json.dumps({"index": self.index, "conversation_id": self.conversation_id,
+                           "messages": list(self.messages), "prompt_tokens": self.prompt_tokens,
+                           "output_tokens": self.output_tokens},
+                          ensure_ascii=False, separators=(",", ":"))
+
+    @classmethod
+    def from_json(cls, line: str) -> Prompt:
+        """Parse one ``to_json`` line; ``DatasetError`` says which field is wrong."""
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise DatasetError(f"prompt is not valid JSON: {exc.msg} at column {exc.colno}"
+                               ) from None
+        if not isinstance(obj, dict):
+            raise DatasetError(f"prompt must be a JSON object, got {_kind(obj)}")
+        for name, typ in (("index", int), ("conversation_id", str), ("messages", list),
+                          ("prompt_tokens", int), ("output_tokens", int)):
+            if not isinstance(obj.get(name), typ) or isinstance(obj.get(name), bool):
+                raise DatasetError(f"prompt field {name!r} must be {_kind(typ())}, "
+                                   f"got {_kind(obj.get(name))}")
+        messages = obj["messages"]
+        if not all(isinstance(m, dict) and isinstance(m.get("role"), str)
+                   and isinstance(m.get("content"), str) for m in messages):
+            raise DatasetError("prompt field 'messages' must hold objects with string 'role' and "
+                               "'content'")
+        return cls(obj["index"], obj["conversation_id"],
+                   tuple({"role": m["role"], "content": m["content"]} for m in messages),
+                   obj["prompt_tokens"], obj["output_tokens"])
+
+
+@dataclass(frozen=True)
+class SampleResult:
+    """What ``sample_prompts`` kept, what it dropped (by rule) and how many it examined."""
+
+    prompts: list[Prompt]
+    dropped: dict[str, int]
+    examined: int
+    token_counter: str
+    requested: int
+
+    @property
+    def shortfall(self) -> int:
+        """How many fewer prompts than ``num_prompts`` survived (0 when the sample is full)."""
+        return max(0, self.requested - len(self.prompts))
+
+
+def _opening_pair(conversation: dict[str, Any]) -> tuple[str, str] | None:
+    turns = conversation["conversations"]
+    if (len(turns) < 2 or turns[0]["from"].lower() not in HUMAN_ROLES
+            or turns[1]["from"].lower() in NON_REPLY_ROLES):
+        return None
+    return turns[0]["value"], turns[1]["value"]
+
+
+def _drop_rule(prompt: int, output: int, requested: int, cfg: SamplingConfig) -> str | None:
+    if prompt < cfg.min_prompt_tokens:
+        return "prompt_too_short"
+    if cfg.fixed_output_tokens is None and output < cfg.min_output_tokens:
+        return "output_too_short"
+    if prompt > cfg.max_prompt_tokens:
+        return "prompt_too_long"
+    if prompt + output > cfg.max_total_tokens:
+        return "total_too_long"
+    if cfg.per_slot_context is not None and prompt + requested > cfg.per_slot_context:
+        return "exceeds_slot_context"
+    return None
+
+
+def _count(counter: TokenCounter, texts: list[str], name: str) -> list[int]:
+    counts = list(counter(texts)) if texts else []
+    if len(counts) != len(texts):
+        raise DatasetError(f"token counter {name!r} returned {len(counts)} counts for {len(texts)} texts")
+    return counts
+
+
+def sample_prompts(conversations: Sequence[dict[str, Any]], config: SamplingConfig,
+                   count_tokens: TokenCounter, *, count_prompt_tokens: TokenCounter | None = None,
+                   token_counter: str | None = None, batch_size: int = 256) -> SampleResult:
+    """Shuffle with ``config.seed``, then keep the first ``num_prompts`` opening pairs that pass.
+
+    A conversation is usable when it has >= 2 turns, turn 0 is human ("human"/"user") and turn 1
+    a reply (any other role but "system"); otherwise it counts as ``too_few_turns`` (so do
+    conversations opening with a system turn). Output length is the reply's token count, or
+    ``fixed_output_tokens``; total limits use it, ``per_slot_context`` uses the requested
+    ``min(output, max_tokens_cap)``. Prompt tokens are raw text tokens (no chat template) unless
+    ``count_prompt_tokens`` is given: then prompts are counted with it (the orchestrator passes one
+    that counts exactly what the server will count, chat template included) and replies with
+    ``count_tokens``.
+    ``token_counter`` names the counter in the result (default: the function's ``__name__``).
+    Returns a possibly short sample; raises ``DatasetError`` when nothing survives.
+    """
+    name = token_counter or str(getattr(count_tokens, "__name__", "custom"))
+    order = list(range(len(conversations)))
+    random.Random(config.seed).shuffle(order)
+    fixed = config.fixed_output_tokens
+    dropped = dict.fromkeys(DROP_RULES, 0)
+    kept: list[Prompt] = []
+    examined = pos = 0
+    while len(kept) < config.num_prompts and pos < len(order):
+        need = config.num_prompts - len(kept)
+        batch = order[pos:pos + max(1, min(batch_size, 2 * need + 8))]
+        pos += len(batch)
+        pairs = [_opening_pair(conversations[i]) for i in batch]
+        if count_prompt_tokens is None:
+            texts = [t for pair in pairs if pair for t in (pair if fixed is None else pair[:1])]
+            counts = _count(count_tokens, texts, name)
+        else:
+            prompt_counts = iter(_count(count_prompt_tokens, [p[0] for p in pairs if p], name))
+            reply_counts = iter(_count(count_tokens, [p[1] for p in pairs if p], name)
+                                if fixed is None else [])
+            counts = [c for pair in pairs if pair for c in
+                      ((next(prompt_counts),) if fixed is not None else (next(prompt_counts), next(reply_counts)))]
+        it = iter(counts)
+        for i, pair in zip(batch, pairs):
+            if len(kept) == config.num_prompts:
+                break
+            examined += 1
+            if pair is None:
+                dropped["too_few_turns"] += 1
+                continue
+            prompt_tokens = next(it)
+            output = next(it) if fixed is None else fixed
+            cap = config.max_tokens_cap
+            requested = output if cap is None else min(output, cap)
+            rule = _drop_rule(prompt_tokens, output, requested, config)
+            if rule is not None:
+                dropped[rule] += 1
+                continue
+            conv = conversations[i]
+            kept.append(Prompt(len(kept), conv["id"], ({"role": "user", "content": pair[0]},),
+                               prompt_tokens, requested))
+    if not kept:
+        rules = ", ".join(f"{rule}={n}" for rule, n in dropped.items())
+        raise DatasetError(f"no conversation survived sampling ({examined} examined, token counter "
+                           f"{name!r}; dropped: {rules})")
+    return SampleResult(kept, dropped, examined, name, config.num_prompts)

@@ -1,0 +1,154 @@
+"""The seam between measuring and everything else: ``register(events)`` wires tokenswarm into Locust.
+
+Stage: load → records. Imports: stdlib, locust, gevent. ``users.py`` only measures and fires
+``events.llm_record``; the listeners here turn each finished record into Locust rows (the request
+row and METRIC rows, shown in the console, web UI and CSV), append it to ``requests.jsonl``, and own
+the prompt dispenser.
+
+Custom hook (added to ``environment.events`` at init):
+
+``llm_record(record: RequestRecord)``
+    fired once per request, after it has finished (completed, failed or cancelled).
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import IO, Any
+
+import gevent
+from locust.env import Environment
+from locust.event import EventHook, Events
+from locust.runners import WorkerRunner
+
+from locustfiles import options
+from locustfiles.dataset import Prompt, SamplingConfig, estimate_tokens, load_sharegpt, sample_prompts
+from locustfiles.dispenser import PromptDispenser
+from locustfiles.records import CANCELLED, METRIC, OK, REQUEST_NAME, REQUEST_TYPE, RequestRecord
+
+log = logging.getLogger("tokenswarm")
+
+
+class RequestFailure(Exception):
+    """The failure Locust stores for a request; its text is the fixed error class, so rows group."""
+
+
+class LlmRun:
+    """Per-process state of a tokenswarm run, reachable as ``environment.tokenswarm``."""
+
+    def __init__(self, environment: Environment) -> None:
+        self.environment = environment
+        self.dispenser: PromptDispenser | None = None
+        self.records_file: IO[str] | None = None
+        self.records_written = 0
+        self._next_id = 0
+
+    @property
+    def worker(self) -> str:
+        runner = self.environment.runner
+        return f"w{runner.client_id}" if isinstance(runner, WorkerRunner) else "local"
+
+    def next_request_id(self) -> str:
+        self._next_id += 1
+        return f"{self.worker}-{self._next_id}"
+
+    def open_records(self, path: str) -> None:
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        self.records_file = open(path, "a", buffering=1, encoding="utf-8")  # line-buffered: on disk at once
+
+    def close_records(self) -> None:
+        if self.records_file is not None:
+            self.records_file.close()
+            self.records_file = None
+
+
+def load_prompts(opts: Any) -> list[Prompt]:
+    """Prompts from ``--prompts-file`` (exact counts), else sampled from ``--dataset`` (estimated)."""
+    if opts.prompts_file:
+        with open(opts.prompts_file, encoding="utf-8") as f:
+            return [Prompt.from_json(line) for line in f if line.strip()]
+    if opts.dataset:
+        config = SamplingConfig(num_prompts=opts.num_prompts or 1000, seed=opts.seed,
+                                max_tokens_cap=opts.max_tokens)
+        log.warning("sampling %s with estimated token counts (chars/4); `tokenswarm run` measures "
+                    "them with the server's /tokenize", opts.dataset)
+        return sample_prompts(load_sharegpt(opts.dataset), config, estimate_tokens).prompts
+    raise SystemExit("tokenswarm: give --prompts-file or --dataset (a ShareGPT V3 JSON file)")
+
+
+def fire_locust_rows(environment: Environment, record: RequestRecord) -> None:
+    """The request row (E2E, output tokens as length) and TTFT/TPOT METRIC rows of one record.
+
+    METRIC rows are fired for completed requests only, so Locust's token totals (the TTFT row's
+    length is prompt tokens) match the records' totals over completed requests. Requests cancelled
+    by the stop (time cap, Ctrl-C) appear in the records only.
+    """
+    if record.status == CANCELLED:
+        return  # cut off by the stop itself: not a server outcome, and Locust may already be writing
+    fire = environment.events.request.fire
+    ok = record.status == OK
+    fire(request_type=REQUEST_TYPE, name=REQUEST_NAME, response_time=record.e2e_ms or 0.0,
+         response_length=(record.output_tokens or 0) if ok else 0, context={},
+         exception=None if ok else RequestFailure(record.error_class or record.status))
+    if not ok:
+        return
+    if record.ttft_ms is not None:
+        fire(request_type=METRIC, name="TTFT", response_time=record.ttft_ms,
+             response_length=record.prompt_tokens or 0, context={}, exception=None)
+    if record.tpot_ms is not None:
+        fire(request_type=METRIC, name="TPOT", response_time=record.tpot_ms,
+             response_length=record.output_tokens or 0, context={}, exception=None)
+
+
+def register(events: Events) -> None:
+    """Called once by the locustfile at import: flags now, the rest when Locust inits."""
+    events.init_command_line_parser.add_listener(options.add_arguments)
+    events.init.add_listener(install)
+
+
+def install(environment: Environment, **_kwargs: Any) -> None:
+    """Create ``environment.tokenswarm`` and the ``llm_record`` hook, and subscribe the listeners."""
+    run = LlmRun(environment)
+    environment.tokenswarm = run  # type: ignore[attr-defined]
+    environment.events.llm_record = EventHook()  # type: ignore[attr-defined]
+
+    def on_record(record: RequestRecord, **_kw: Any) -> None:
+        if run.records_file is not None:
+            run.records_file.write(record.to_json() + "\n")
+            run.records_written += 1
+        fire_locust_rows(environment, record)
+        if run.dispenser is not None:
+            run.dispenser.done()
+
+    def on_test_start(environment: Environment, **_kw: Any) -> None:
+        opts = environment.parsed_options
+        if opts is None or isinstance(environment.runner, WorkerRunner):
+            return
+        prompts = load_prompts(opts)
+        run.open_records(opts.records_file)
+        run.dispenser = PromptDispenser(prompts, opts.num_prompts, on_drained=_quit(environment))
+        log.info("tokenswarm: %d prompts to send, records -> %s", run.dispenser.limit, opts.records_file)
+
+    def on_quitting(environment: Environment, **_kw: Any) -> None:
+        run.close_records()
+
+    def on_user_error(user_instance: Any, exception: Exception, tb: Any, **_kw: Any) -> None:
+        # A bug in the user (not a server failure: those are records) would repeat on every
+        # request; stop at once instead of spinning until the time cap.
+        log.error("tokenswarm: user error %r; stopping the run", exception)
+        if environment.runner is not None:
+            gevent.spawn(environment.runner.quit)
+
+    environment.events.llm_record.add_listener(on_record)  # type: ignore[attr-defined]
+    environment.events.test_start.add_listener(on_test_start)
+    environment.events.quitting.add_listener(on_quitting)
+    environment.events.user_error.add_listener(on_user_error)
+
+
+def _quit(environment: Environment) -> Any:
+    def quit_runner() -> None:
+        log.info("tokenswarm: every prompt has been answered; stopping")
+        if environment.runner is not None:
+            environment.runner.quit()
+    return quit_runner

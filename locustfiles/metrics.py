@@ -1,0 +1,72 @@
+"""Per-request metrics, computed here and nowhere else (DESIGN.md "Metric definitions").
+
+Stage: load. Imports: stdlib only. Aggregates (percentiles, throughput) live in
+``orchestrate/summarize.py``; this module turns one ``StreamResult`` into one ``RequestRecord``.
+"""
+
+from __future__ import annotations
+
+from locustfiles.records import ERROR, OK, RequestRecord
+from locustfiles.sse import StreamResult
+
+MS = 1000.0
+
+
+def ttft_ms(send_t: float, content_times: list[float]) -> float | None:
+    """Send → first chunk with non-empty content. None when no content arrived."""
+    return (content_times[0] - send_t) * MS if content_times else None
+
+
+def tpot_ms(ttft: float | None, e2e: float, output_tokens: int | None) -> float | None:
+    """(E2E − TTFT) / (output_tokens − 1), only when output_tokens > 1 (vLLM's TPOT)."""
+    if ttft is None or not output_tokens or output_tokens <= 1:
+        return None
+    return (e2e - ttft) / (output_tokens - 1)
+
+
+def output_tokens(usage: dict | None, timings: dict | None, n_chunks: int) -> tuple[int, str]:
+    """The server's count when it gives one (``usage``, then ``timings``), else the chunk count."""
+    if usage and usage.get("completion_tokens") is not None:
+        return int(usage["completion_tokens"]), "usage"
+    if timings and timings.get("predicted_n") is not None:
+        return int(timings["predicted_n"]), "timings"
+    return n_chunks, "chunks"
+
+
+def build_record(record: RequestRecord, send_t: float, stream: StreamResult) -> RequestRecord:
+    """Fill ``record`` from a finished stream; ``send_t`` is the ``perf_counter()`` at send."""
+    times = stream.content_times
+    record.n_chunks = len(times)
+    record.chunk_offsets_ms = [round((t - send_t) * MS, 4) for t in times]
+    record.e2e_ms = (stream.end_time - send_t) * MS
+    record.ttft_ms = ttft_ms(send_t, times)
+    usage, timings = stream.usage, stream.timings
+    n_out, source = output_tokens(usage, timings, len(times))
+    record.output_tokens, record.output_tokens_source = n_out, source
+    record.tokens_per_chunk = n_out / len(times) if times else None
+    record.tpot_ms = tpot_ms(record.ttft_ms, record.e2e_ms, n_out)
+    record.finish_reason = stream.finish_reason
+    if usage:
+        record.prompt_tokens = usage.get("prompt_tokens")
+        details = usage.get("prompt_tokens_details") or {}
+        record.cached_tokens = details.get("cached_tokens")
+    if timings:
+        record.prefill_tokens = timings.get("prompt_n")
+        record.prompt_ms = timings.get("prompt_ms")
+        record.predicted_ms = timings.get("predicted_ms")
+        record.draft_tokens = timings.get("draft_n")
+        record.draft_accepted = timings.get("draft_n_accepted")
+        if record.cached_tokens is None and timings.get("cache_n") is not None:
+            record.cached_tokens = timings["cache_n"]
+        if record.prompt_tokens is None and record.prefill_tokens is not None:
+            record.prompt_tokens = record.prefill_tokens + (record.cached_tokens or 0)
+    if stream.error_class:
+        record.status, record.error_class, record.error_detail = ERROR, stream.error_class, stream.error_detail
+    else:
+        record.status = OK
+    return record
+
+
+def itl_gaps_ms(chunk_offsets_ms: list[float]) -> list[float]:
+    """Gaps between consecutive content chunks (each weighted by tokens per chunk when pooled)."""
+    return [b - a for a, b in zip(chunk_offsets_ms, chunk_offsets_ms[1:])]

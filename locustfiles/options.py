@@ -1,0 +1,31 @@
+"""tokenswarm's Locust command-line flags (``events.init_command_line_parser``).
+
+Stage: load. Imports: stdlib, locust. They also work in ``locust.conf`` and ``[tool.locust]``;
+in distributed runs Locust ships them to workers at test start.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def add_arguments(parser: Any) -> None:
+    """Register the flags on Locust's argument parser."""
+    group = parser.add_argument_group("tokenswarm", "LLM load: prompts, records, request shape")
+    group.add_argument("--prompts-file", default="", help="prompts.jsonl written by `tokenswarm run` "
+                       "(exact token counts); takes precedence over --dataset")
+    group.add_argument("--dataset", default="", help="ShareGPT V3 JSON, sampled at test start "
+                       "(token lengths from the server's /tokenize, else estimated)")
+    group.add_argument("--num-prompts", type=int, default=0,
+                       help="send exactly this many requests in total, then stop (0 = every prompt)")
+    group.add_argument("--max-tokens", type=int, default=256, help="cap on each request's max_tokens")
+    group.add_argument("--seed", type=int, default=0, help="sampling seed for --dataset")
+    group.add_argument("--records-file", default="requests.jsonl",
+                       help="where one JSON record per request is appended")
+    group.add_argument("--model", default="", help="the `model` field of each request (llama.cpp ignores it)")
+    group.add_argument("--api-key-env", default="TOKENSWARM_API_KEY",
+                       help="environment variable holding the API key (sent as Bearer)")
+    group.add_argument("--no-cache-prompt", action="store_true", default=False,
+                       help="send cache_prompt: false so llama.cpp reprocesses every prompt")
+    group.add_argument("--read-timeout", type=float, default=600.0,
+                       help="seconds a read may wait (long prefills need more than Locust's 60 s)")

@@ -1,0 +1,66 @@
+"""``RequestRecord``: the schema of ``requests.jsonl``, one line per request, exact floats.
+
+Stage: load → records. Imports: stdlib only. This is the contract between the Locust side and the
+report: the orchestrator reads these fields and nothing else about a request.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+OK = "ok"
+ERROR = "error"
+CANCELLED = "cancelled"
+"""In flight when the run was stopped (time cap or Ctrl-C): neither completed nor a server error."""
+
+REQUEST_TYPE = "POST"
+REQUEST_NAME = "/v1/chat/completions"
+"""Locust's row of the requests themselves (response time = E2E, length = output tokens)."""
+METRIC = "METRIC"
+"""Locust's request type of the derived rows (``TTFT``: length = prompt tokens; ``TPOT``)."""
+
+
+@dataclass
+class RequestRecord:
+    """One request as the client saw it. Times in ms relative to ``send_ts`` unless named ``_ts``."""
+
+    request_id: str
+    prompt_index: int
+    worker: str
+    send_ts: float
+    """Wall-clock send time (``time.time()``), for lining requests up across processes."""
+    status: str = OK
+    error_class: str | None = None
+    error_detail: str | None = None
+    http_status: int | None = None
+    ttft_ms: float | None = None
+    e2e_ms: float | None = None
+    tpot_ms: float | None = None
+    chunk_offsets_ms: list[float] = field(default_factory=list)
+    """Arrival of every content chunk, ms after send; ITL gaps are their differences."""
+    n_chunks: int = 0
+    tokens_per_chunk: float | None = None
+    requested_max_tokens: int | None = None
+    expected_prompt_tokens: int | None = None
+    """Prompt length measured before the run (``/tokenize`` of the chat-templated prompt, or an estimate)."""
+    prompt_tokens: int | None = None
+    cached_tokens: int | None = None
+    prefill_tokens: int | None = None
+    """``timings.prompt_n``: prompt tokens actually processed (not served from the prompt cache)."""
+    output_tokens: int | None = None
+    output_tokens_source: str | None = None
+    """``usage``, ``timings`` or ``chunks`` (the count of content chunks: the weakest source)."""
+    finish_reason: str | None = None
+    prompt_ms: float | None = None
+    predicted_ms: float | None = None
+    draft_tokens: int | None = None
+    draft_accepted: int | None = None
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), separators=(",", ":"))
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "RequestRecord":
+        return cls(**data)

@@ -1,0 +1,109 @@
+"""Read one streamed chat completion into timestamped chunks, and classify how it ended.
+
+Stage: load (inside a Locust worker). Imports: stdlib only. The per-chunk path does no more than
+split the line, parse the event and take ``perf_counter()``; everything else waits for the end.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+DATA_PREFIX = b"data:"
+DONE = b"[DONE]"
+
+
+@dataclass
+class StreamResult:
+    """What one stream delivered. Times are ``perf_counter()`` seconds, as taken on arrival."""
+
+    content_times: list[float] = field(default_factory=list)
+    """Arrival time of every event that carried non-empty ``content`` or ``reasoning_content``."""
+    end_time: float = 0.0
+    done: bool = False
+    """True when ``data: [DONE]`` arrived."""
+    usage: dict | None = None
+    timings: dict | None = None
+    finish_reason: str | None = None
+    error_class: str | None = None
+    """None for a complete stream; else a fixed class name (see ``classify_exception``)."""
+    error_detail: str | None = None
+    bytes_read: int = 0
+
+
+def classify_exception(exc: BaseException, bytes_read: int) -> str:
+    """A fixed class name for a transport failure, so Locust groups failures by kind."""
+    name = type(exc).__name__
+    if isinstance(exc, (socket.timeout, TimeoutError)) or "Timeout" in name:
+        return "timeout"
+    if isinstance(exc, ConnectionRefusedError):
+        return "connection_refused"
+    if isinstance(exc, (ConnectionResetError, BrokenPipeError)):
+        return "connection_reset" if bytes_read == 0 else "stream_cut"
+    if "Closed" in name or isinstance(exc, ConnectionError):
+        return "connection_closed" if bytes_read == 0 else "stream_cut"
+    return "client_error"
+
+
+def classify_http_error(status: int, body: bytes) -> tuple[str, str]:
+    """``("http_400:exceed_context_size_error", message)`` from llama.cpp's JSON error body.
+
+    Errors are plain JSON even for stream requests: ``{"error": {"code", "message", "type"}}``.
+    A body that is not that shape (an HTML page, a proxy's text) is classed by status alone.
+    """
+    try:
+        error = json.loads(body)["error"]
+        kind, message = error.get("type"), str(error.get("message", ""))
+    except (ValueError, KeyError, TypeError, AttributeError):
+        kind, message = None, body[:200].decode("utf-8", "replace")
+    return (f"http_{status}:{kind}" if kind else f"http_{status}"), message
+
+
+def read_stream(readline: Callable[[], bytes], clock: Callable[[], float] = time.perf_counter
+                ) -> StreamResult:
+    """Consume an SSE body line by line until ``[DONE]``, the end of the body, or a failure.
+
+    :param readline: returns the next line including ``\\n``, or ``b""`` at the end of the body.
+    :param clock: the timestamp source (``perf_counter`` in real runs).
+    """
+    result = StreamResult()
+    loads = json.loads
+    try:
+        while True:
+            line = readline()
+            if not line:
+                break
+            now = clock()
+            result.bytes_read += len(line)
+            if not line.startswith(DATA_PREFIX):
+                continue  # blank separators, ": ping" keep-alives, "event:" lines
+            payload = line[len(DATA_PREFIX):].strip()
+            if payload == DONE:
+                result.done = True
+                result.end_time = now
+                return result
+            event = loads(payload)
+            choices = event["choices"]
+            if choices:
+                choice = choices[0]
+                delta = choice.get("delta") or {}
+                if delta.get("content") or delta.get("reasoning_content"):
+                    result.content_times.append(now)
+                if choice.get("finish_reason"):
+                    result.finish_reason = choice["finish_reason"]
+            if "usage" in event and event["usage"]:
+                result.usage = event["usage"]
+            if "timings" in event and event["timings"]:
+                result.timings = event["timings"]
+    except (ValueError, KeyError, TypeError, AttributeError, IndexError) as exc:
+        result.error_class, result.error_detail = "bad_chunk", f"{type(exc).__name__}: {exc}"[:200]
+    except Exception as exc:  # transport: timeouts, resets, closed connections
+        result.error_class = classify_exception(exc, result.bytes_read)
+        result.error_detail = f"{type(exc).__name__}: {exc}"[:200]
+    result.end_time = clock()
+    if result.error_class is None:
+        result.error_class, result.error_detail = "stream_cut", "stream ended before [DONE]"
+    return result

@@ -1,0 +1,111 @@
+"""``ChatStreamUser``: one prompt → one streamed chat completion → one record.
+
+Stage: load. Imports: stdlib, locust, gevent. The user measures and fires ``llm_record``; it
+never writes files or computes aggregates (``events.py`` and the orchestrator do).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import Any
+
+from gevent import GreenletExit
+from locust import constant, task
+from locust.contrib.fasthttp import FastHttpUser
+from locust.exception import StopUser
+
+from locustfiles.dataset import Prompt
+from locustfiles.metrics import build_record
+from locustfiles.records import CANCELLED, ERROR, RequestRecord
+from locustfiles.sse import StreamResult, classify_exception, classify_http_error, read_stream
+
+RECONNECT_CLASSES = ("connection_closed", "connection_reset")
+"""A kept-alive connection the server closed after the last stream: reconnect once, not an error."""
+
+
+class ChatStreamUser(FastHttpUser):
+    """Replays prompts from the run's dispenser over ``POST /v1/chat/completions`` with streaming."""
+
+    abstract = True
+    wait_time = constant(0)
+    connection_timeout = 10.0
+    """Seconds to establish a TCP connection."""
+    network_timeout = 600.0
+    """Seconds any one read may wait; set from ``--read-timeout`` (Locust's default 60 s is too short
+    for long prefills)."""
+    path = "/v1/chat/completions"
+
+    def __init__(self, environment: Any) -> None:
+        opts = environment.parsed_options
+        if opts is not None:
+            self.network_timeout = opts.read_timeout
+        super().__init__(environment)
+        self.llm = environment.tokenswarm
+        key = os.environ.get(opts.api_key_env, "") if opts is not None else ""
+        self.headers = {"Accept": "text/event-stream", "Content-Type": "application/json"}
+        if key:
+            self.headers["Authorization"] = f"Bearer {key}"
+
+    def request_body(self, prompt: Prompt) -> dict[str, Any]:
+        """The chat completion request; override to add sampling parameters."""
+        opts = self.environment.parsed_options
+        body: dict[str, Any] = {
+            "messages": list(prompt.messages),
+            "max_tokens": prompt.output_tokens,
+            "stream": True,
+            "stream_options": {"include_usage": True},
+        }
+        if opts is not None and opts.model:
+            body["model"] = opts.model
+        if opts is not None and opts.no_cache_prompt:
+            body["cache_prompt"] = False
+        return body
+
+    @task
+    def chat(self) -> None:
+        dispenser = self.llm.dispenser
+        prompt = dispenser.take() if dispenser is not None else None
+        if prompt is None:
+            raise StopUser()
+        record = RequestRecord(request_id=self.llm.next_request_id(), prompt_index=prompt.index,
+                               worker=self.llm.worker, send_ts=time.time(),
+                               requested_max_tokens=prompt.output_tokens,
+                               expected_prompt_tokens=prompt.prompt_tokens)
+        try:
+            self.stream_chat(prompt, record)
+        except GreenletExit:
+            record.status, record.error_class = CANCELLED, "cancelled"
+            raise
+        finally:
+            self.environment.events.llm_record.fire(record=record)
+
+    def stream_chat(self, prompt: Prompt, record: RequestRecord) -> None:
+        body = self.request_body(prompt)
+        for attempt in (0, 1):
+            record.send_ts = time.time()
+            send_t = time.perf_counter()
+            resp = self.client.request("POST", self.path, json=body, headers=self.headers,
+                                       stream=True, catch_response=True)
+            status = resp.status_code
+            if status == 0:  # no response at all: refused, reset, timed out before headers
+                error = getattr(resp, "error", None) or ConnectionError("no response")
+                error_class = classify_exception(error, 0)
+                if attempt == 0 and error_class in RECONNECT_CLASSES:
+                    continue
+                self._fail(record, send_t, error_class, f"{type(error).__name__}: {error}")
+                return
+            record.http_status = status
+            if status >= 400:
+                error_class, message = classify_http_error(status, resp.content or b"")
+                self._fail(record, send_t, error_class, message)
+                return
+            stream = resp.stream
+            build_record(record, send_t, read_stream(lambda: stream.readline(b"\n")))
+            return
+
+    @staticmethod
+    def _fail(record: RequestRecord, send_t: float, error_class: str, detail: str) -> None:
+        build_record(record, send_t, StreamResult(end_time=time.perf_counter(),
+                                                  error_class=error_class, error_detail=detail[:200]))
+        record.status = ERROR

@@ -1,0 +1,45 @@
+"""The one error tree of the orchestrator.
+
+Every error a user can cause or meet is a ``TokenswarmError``; its message is one line that names
+the file, key, flag or server and says how to fix it. Leaf classes also subclass the builtin that
+fits, so callers can catch either (the pattern of ``requests.exceptions``).
+"""
+
+from __future__ import annotations
+
+
+class TokenswarmError(Exception):
+    """Root of every error the CLI reports as one line (exit code 2)."""
+
+    exit_code: int = 2
+
+
+class ScenarioError(TokenswarmError, ValueError):
+    """A scenario file is unreadable or invalid (names file, line and key path)."""
+
+
+class DatasetError(TokenswarmError, ValueError):
+    """A dataset file is missing, of the wrong shape, or has no usable conversation."""
+
+
+class ServerError(TokenswarmError, RuntimeError):
+    """A server could not be started, did not become ready, or died."""
+
+
+class ServerExitedError(ServerError):
+    """The server process or container exited; ``cause`` is the log line that says why."""
+
+    def __init__(self, message: str, exit_code: int | None = None, cause: str | None = None,
+                 hint: str | None = None) -> None:
+        super().__init__(message)
+        self.exit_code = exit_code
+        self.cause = cause
+        self.hint = hint
+
+
+class ServerNotReadyError(ServerError, TimeoutError):
+    """The server did not answer ``/health`` with 200 within the readiness timeout."""
+
+
+class LoadRunError(TokenswarmError, RuntimeError):
+    """The Locust process failed in a way that left no usable results."""

@@ -1,0 +1,65 @@
+"""Dataset → the exact prompts of a variant (``prompts.jsonl``), measured with the server's tokenizer.
+
+Stage: server → load. Imports: stdlib, requests, ``locustfiles.dataset``, ``orchestrate.preflight``,
+``orchestrate.sharegpt_synth``. Sampling happens once, before Locust starts, so workers only
+replay; token counts come from ``/tokenize`` when the server has it, else the estimate.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import requests
+
+from locustfiles.dataset import SamplingConfig, SampleResult, estimate_tokens, load_sharegpt, sample_prompts
+from orchestrate.preflight import ServerFacts, chat_prompt_counter, text_counter
+from orchestrate.scenario import LoadSpec
+
+SYNTHETIC = "synthetic"
+DEFAULT_SYNTHETIC_CONVERSATIONS = 2000
+
+
+def resolve_dataset(name: str, cache_dir: Path | None = None) -> Path:
+    """A ShareGPT path; ``synthetic[:N]`` generates (once, cached) N seeded conversations."""
+    if name == SYNTHETIC or name.startswith(SYNTHETIC + ":"):
+        from orchestrate.sharegpt_synth import write_sharegpt
+        from orchestrate.tinymodel import default_cache_dir
+        n = int(name.split(":", 1)[1]) if ":" in name else DEFAULT_SYNTHETIC_CONVERSATIONS
+        path = (cache_dir or default_cache_dir().parent / "datasets") / f"sharegpt-synthetic-{n}.json"
+        if not path.exists():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_suffix(f".{os.getpid()}.tmp")
+            write_sharegpt(tmp, n)
+            tmp.replace(path)
+        return path
+    return Path(name).expanduser()
+
+
+@dataclass(frozen=True)
+class PreparedPrompts:
+    sample: SampleResult
+    dataset: Path
+    token_counter: str
+    """``server_tokenize`` (exact) or ``estimate_chars_div_4``."""
+
+
+def prepare_prompts(load: LoadSpec, facts: ServerFacts, url: str, out: Path,
+                    session: requests.Session) -> PreparedPrompts:
+    """Sample ``load.num_prompts`` prompts and write them to ``out`` (one JSON line each)."""
+    dataset = resolve_dataset(load.dataset)
+    config = SamplingConfig(num_prompts=load.num_prompts, seed=load.seed, max_tokens_cap=load.max_tokens,
+                            per_slot_context=facts.per_slot_ctx,
+                            **{k: v for k, v in load.sampling.items() if v is not None})
+    if facts.has_tokenize:
+        name = "server_tokenize"
+        sample = sample_prompts(load_sharegpt(dataset), config, text_counter(url, session),
+                                count_prompt_tokens=chat_prompt_counter(url, session), token_counter=name)
+    else:
+        name = "estimate_chars_div_4"
+        sample = sample_prompts(load_sharegpt(dataset), config, estimate_tokens, token_counter=name)
+    with out.open("w", encoding="utf-8") as f:
+        for prompt in sample.prompts:
+            f.write(prompt.to_json() + "\n")
+    return PreparedPrompts(sample=sample, dataset=dataset, token_counter=name)

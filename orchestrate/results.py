@@ -1,0 +1,58 @@
+"""Every path of a run's results, built here and nowhere else.
+
+Stage: records → report. Imports: stdlib. Files are the contract between ``run`` and ``report``:
+``tokenswarm report DIR`` rebuilds every summary from these files without a server.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+
+DEFAULT_ROOT = Path("results")
+
+
+def run_dir(root: Path, scenario_name: str, now: datetime | None = None) -> Path:
+    """``results/<UTC timestamp>-<scenario>/`` (created)."""
+    stamp = (now or datetime.now(timezone.utc)).strftime("%Y%m%dT%H%M%SZ")
+    path = root / f"{stamp}-{scenario_name}"
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+@dataclass(frozen=True)
+class VariantPaths:
+    """The files of one variant inside a run directory."""
+
+    dir: Path
+
+    @classmethod
+    def create(cls, run: Path, variant: str) -> "VariantPaths":
+        (run / variant).mkdir(parents=True, exist_ok=True)
+        return cls(run / variant)
+
+    server_log = property(lambda self: self.dir / "server.log")
+    server_json = property(lambda self: self.dir / "server.json")
+    prompts = property(lambda self: self.dir / "prompts.jsonl")
+    records = property(lambda self: self.dir / "requests.jsonl")
+    locust_prefix = property(lambda self: self.dir / "locust")
+    """``--csv`` prefix: locust_stats.csv, locust_stats_history.csv, locust_failures.csv, …"""
+    locust_stats_csv = property(lambda self: self.dir / "locust_stats.csv")
+    locust_json_stem = property(lambda self: self.dir / "locust_stats")
+    """``--json-file`` takes the name without ``.json``."""
+    locust_json = property(lambda self: self.dir / "locust_stats.json")
+    locust_log = property(lambda self: self.dir / "locust.log")
+    summary_json = property(lambda self: self.dir / "summary.json")
+    summary_md = property(lambda self: self.dir / "summary.md")
+    plot_png = property(lambda self: self.dir / "latency.png")
+
+
+def variant_dirs(run: Path) -> list[VariantPaths]:
+    """The variants of a finished run, in the order they ran (by their server.json)."""
+    dirs = [p for p in run.iterdir() if p.is_dir() and (p / "server.json").exists()]
+    return [VariantPaths(p) for p in sorted(dirs, key=lambda p: (p / "server.json").stat().st_mtime)]
+
+
+def scenario_copy(run: Path) -> Path:
+    return run / "scenario.yaml"

@@ -1,0 +1,159 @@
+"""One scenario, variant after variant: launch → ready → pre-flight → load → stop (always) → report.
+
+Stage: the pipeline itself; one call per stage, no arithmetic (that is ``summarize.py``).
+Imports: every other ``orchestrate`` stage.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import requests
+import yaml
+
+from orchestrate.errors import ServerError, ServerExitedError, TokenswarmError
+from orchestrate.launchers import make_launcher
+from orchestrate.launchers.base import Launcher
+from orchestrate.loadrun import LoadOutcome, LoadPlan, run_load
+from orchestrate.preflight import ServerFacts, fetch_facts
+from orchestrate.prompts import PreparedPrompts, prepare_prompts
+from orchestrate.report import headline, write_reports
+from orchestrate.results import VariantPaths, run_dir, scenario_copy
+from orchestrate.scenario import Scenario, Variant
+from orchestrate.summarize import crosscheck_agrees, load_records, locust_crosscheck, summarize_records
+
+
+@dataclass
+class VariantRun:
+    """What the run loop learned about one variant; becomes ``server.json`` and ``summary.json``."""
+
+    scenario: str
+    variant: Variant
+    paths: VariantPaths
+    status: str = "pending"
+    """``completed``, ``failed_to_load``, ``crashed``, ``error`` or ``interrupted``."""
+    launcher: Launcher | None = None
+    facts: ServerFacts | None = None
+    prompts: PreparedPrompts | None = None
+    outcome: LoadOutcome | None = None
+    error: str | None = None
+    cause: str | None = None
+    hint: str | None = None
+    exit_code: int | None = None
+
+    def server_info(self) -> dict[str, Any]:
+        info: dict[str, Any] = {"status": self.status, "facts": self.facts.to_dict() if self.facts else None,
+                                "ready_s": self.launcher.ready_s if self.launcher else None,
+                                "exit_code": self.exit_code, "cause": self.cause, "hint": self.hint}
+        if self.launcher:
+            info["launcher"] = self.launcher.describe()
+            if self.status in ("failed_to_load", "crashed"):
+                info["log_tail"] = self.launcher.log_tail(30)
+        return info
+
+
+def run_scenario(scenario: Scenario, results_root: Path) -> Path:
+    """Run every variant; returns the run directory. A failing variant does not stop the next."""
+    run = run_dir(results_root, scenario.name)
+    scenario_copy(run).write_text(yaml.safe_dump(scenario.resolved, sort_keys=False))
+    print(f"tokenswarm: {scenario.name}: {len(scenario.variants)} variant(s) -> {run}", flush=True)
+    for variant in scenario.variants:
+        result = run_variant(scenario.name, variant, VariantPaths.create(run, variant.name))
+        print(f"\n== {scenario.name} / {variant.name}: {result.status}", flush=True)
+        for line in headline(json.loads(result.paths.summary_json.read_text())):
+            print(f"   {line}")
+        print(f"   results: {result.paths.dir}", flush=True)
+    return run
+
+
+def run_variant(scenario_name: str, variant: Variant, paths: VariantPaths) -> VariantRun:
+    """Launch, measure and stop one variant; always writes ``server.json`` and the summary."""
+    result = VariantRun(scenario_name, variant, paths)
+    try:
+        result.launcher = make_launcher(variant.server, paths.server_log)
+        with result.launcher as launcher, requests.Session() as session:
+            print(f"[{variant.name}] starting {launcher.kind} server ...", flush=True)
+            url = launcher.start()
+            launcher.wait_ready(variant.server.ready_timeout_s)
+            print(f"[{variant.name}] ready at {url} after {launcher.ready_s:.1f} s", flush=True)
+            result.facts = fetch_facts(url, session)
+            result.prompts = prepare_prompts(variant.load, result.facts, url, paths.prompts, session)
+            plan = LoadPlan(url=url, users=variant.load.users, spawn_rate=variant.load.spawn_rate,
+                            num_prompts=len(result.prompts.sample.prompts), max_tokens=variant.load.max_tokens,
+                            max_seconds=variant.load.max_seconds, read_timeout_s=variant.load.read_timeout_s,
+                            cache_prompt=variant.load.cache_prompt, model=result.facts.model_id)
+            result.outcome = run_load(plan, paths, variant.name,
+                                      server_alive=lambda: launcher.exit_status() is None)
+            result.exit_code = launcher.exit_status()
+            result.status = "crashed" if result.exit_code is not None else "completed"
+            if result.status == "completed" and (not paths.records.exists() or not paths.records.stat().st_size):
+                result.status = "error"
+                result.error = f"locust sent no request; see {paths.locust_log}"
+    except ServerExitedError as exc:
+        result.status = "failed_to_load" if result.outcome is None else "crashed"
+        result.error, result.cause, result.hint, result.exit_code = str(exc), exc.cause, exc.hint, exc.exit_code
+    except ServerError as exc:
+        result.status, result.error = "failed_to_load", str(exc)
+    except TokenswarmError as exc:
+        result.status, result.error = "error", str(exc)
+    except KeyboardInterrupt:
+        result.status = "interrupted"
+        finish_variant(result)
+        raise
+    if result.status == "crashed" and result.launcher is not None and result.cause is None:
+        from orchestrate.launchers.embedded import failure_cause
+        result.cause = failure_cause(result.launcher.log_tail(200))
+    finish_variant(result)
+    return result
+
+
+def finish_variant(result: VariantRun) -> dict[str, Any]:
+    """Write ``server.json``, then summarize whatever was measured, even after a failure."""
+    result.paths.server_json.write_text(json.dumps(result.server_info(), indent=2, default=str) + "\n")
+    extra: dict[str, Any] = {"status": result.status, "error": result.error}
+    if result.outcome:
+        extra["stopped_by"] = result.outcome.stopped_by
+    if result.prompts:
+        sample = result.prompts.sample
+        extra["planned_prompts"] = len(sample.prompts)
+        extra["sampling"] = {"dataset": str(result.prompts.dataset), "token_counter": result.prompts.token_counter,
+                             "examined": sample.examined, "dropped": sample.dropped, "shortfall": sample.shortfall}
+    return build_summary(result.paths, result.scenario, result.variant.name, extra)
+
+
+def build_summary(paths: VariantPaths, scenario: str, variant: str, extra: dict[str, Any]) -> dict[str, Any]:
+    """Summarize a variant's files (also used by ``tokenswarm report`` without a server)."""
+    records = load_records(paths.records)
+    summary: dict[str, Any] = {"scenario": scenario, "variant": variant, **extra}
+    summary.update(summarize_records(records))
+    summary["locust_crosscheck"] = locust_crosscheck(paths.locust_json)
+    summary["crosscheck_agrees"] = crosscheck_agrees(summary, summary["locust_crosscheck"])
+    try:
+        summary["server"] = json.loads(paths.server_json.read_text())
+    except (FileNotFoundError, ValueError):
+        summary["server"] = {}
+    summary["notes"] = notes(summary)
+    write_reports(summary, paths, records)
+    return summary
+
+
+def notes(summary: dict[str, Any]) -> list[str]:
+    """Plain-language caveats a reader must see next to the numbers."""
+    out = []
+    sampling = summary.get("sampling") or {}
+    if sampling.get("token_counter", "server_tokenize") != "server_tokenize":
+        out.append("prompt lengths were ESTIMATED (characters / 4): the server has no /tokenize, "
+                   "so sampling limits are approximate")
+    if sampling.get("shortfall"):
+        out.append(f"the dataset yielded {sampling['shortfall']} fewer prompts than asked for "
+                   f"(dropped by rule: {sampling['dropped']})")
+    if summary.get("stopped_by") == "time_cap":
+        out.append("the time cap (max_seconds) ended the run before every prompt was sent")
+    if "chunks" in (summary.get("output_tokens_source") or []):
+        out.append("some output token counts are chunk counts (the server sent no usage or timings)")
+    if summary.get("crosscheck_agrees") is False:
+        out.append("Locust's own counts differ from the per-request records; see locust_crosscheck")
+    return out

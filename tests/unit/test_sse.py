@@ -1,0 +1,108 @@
+"""locustfiles/sse.py: the SSE reader and failure classes, on hand-written streams."""
+
+import json
+import socket
+from collections.abc import Iterator
+
+import pytest
+
+from locustfiles.sse import classify_exception, classify_http_error, read_stream
+
+
+def chunk(content: str | None = None, finish: str | None = None, **extra: object) -> bytes:
+    delta = {} if content is None else {"content": content}
+    event = {"choices": [{"index": 0, "delta": delta, "finish_reason": finish}], **extra}
+    return b"data: " + json.dumps(event).encode() + b"\n"
+
+
+ROLE = b'data: {"choices":[{"index":0,"delta":{"role":"assistant","content":null},"finish_reason":null}]}\n'
+TIMINGS = {"cache_n": 3, "prompt_n": 10, "prompt_ms": 5.0, "predicted_n": 2, "predicted_ms": 4.0}
+USAGE = {"prompt_tokens": 13, "completion_tokens": 2, "total_tokens": 15}
+
+
+def reader(lines: list[bytes], fail_with: BaseException | None = None):
+    """readline() over lines, and a clock that ticks 1.0 per line read."""
+    it: Iterator[bytes] = iter(lines)
+    clock_value = [0.0]
+
+    def readline() -> bytes:
+        try:
+            line = next(it)
+        except StopIteration:
+            if fail_with is not None:
+                raise fail_with
+            return b""
+        clock_value[0] += 1.0
+        return line
+
+    return readline, lambda: clock_value[0]
+
+
+def run(lines: list[bytes], fail_with: BaseException | None = None):
+    readline, clock = reader(lines, fail_with)
+    return read_stream(readline, clock)
+
+
+def test_complete_stream_with_usage_chunk_and_pings():
+    result = run([b": ping\n", b"\n", ROLE, b"\n", chunk("Hello"), b"\n", chunk(" world"), b"\n",
+                  chunk(None, "length"), b"\n",
+                  b"data: " + json.dumps({"choices": [], "usage": USAGE, "timings": TIMINGS}).encode() + b"\n",
+                  b"\n", b"data: [DONE]\n"])
+    assert result.done and result.error_class is None
+    assert result.content_times == [5.0, 7.0]  # the role chunk and pings are not content
+    assert result.usage == USAGE and result.timings == TIMINGS
+    assert result.finish_reason == "length"
+    assert result.end_time == 13.0  # the [DONE] line is the 13th read
+
+
+def test_timings_on_the_finish_chunk_without_usage():
+    result = run([ROLE, chunk("a"), chunk(None, "stop", timings=TIMINGS), b"data: [DONE]\n"])
+    assert result.timings == TIMINGS and result.usage is None and result.finish_reason == "stop"
+    assert len(result.content_times) == 1
+
+
+def test_reasoning_content_counts_as_content_and_empty_content_does_not():
+    reasoning = b'data: {"choices":[{"delta":{"reasoning_content":"hm"}}]}\n'
+    result = run([ROLE, chunk(""), reasoning, chunk("x"), b"data: [DONE]\n"])
+    assert result.content_times == [3.0, 4.0]
+
+
+def test_stream_ending_without_done_is_cut():
+    result = run([ROLE, chunk("a"), chunk("b")])
+    assert not result.done and result.error_class == "stream_cut"
+    assert len(result.content_times) == 2
+
+
+def test_connection_reset_mid_stream_is_stream_cut():
+    result = run([ROLE, chunk("a")], fail_with=ConnectionResetError(104, "reset"))
+    assert result.error_class == "stream_cut" and "ConnectionResetError" in result.error_detail
+
+
+def test_timeout_mid_stream():
+    result = run([ROLE, chunk("a")], fail_with=socket.timeout("timed out"))
+    assert result.error_class == "timeout"
+
+
+def test_unparsable_chunk_and_chunk_without_choices():
+    assert run([ROLE, b"data: {not json\n"]).error_class == "bad_chunk"
+    assert run([ROLE, b'data: {"object":"x"}\n']).error_class == "bad_chunk"
+
+
+@pytest.mark.parametrize("exc, bytes_read, expected", [
+    (ConnectionRefusedError(111, "refused"), 0, "connection_refused"),
+    (ConnectionResetError(104, "reset"), 0, "connection_reset"),
+    (ConnectionResetError(104, "reset"), 10, "stream_cut"),
+    (socket.timeout("x"), 0, "timeout"),
+    (RuntimeError("x"), 0, "client_error"),
+])
+def test_classify_exception(exc, bytes_read, expected):
+    assert classify_exception(exc, bytes_read) == expected
+
+
+def test_classify_http_error_bodies():
+    body = json.dumps({"error": {"code": 400, "message": "too long", "type": "exceed_context_size_error",
+                                 "n_prompt_tokens": 5000, "n_ctx": 2048}}).encode()
+    assert classify_http_error(400, body) == ("http_400:exceed_context_size_error", "too long")
+    assert classify_http_error(502, b"<html>Bad gateway</html>") == ("http_502", "<html>Bad gateway</html>")
+    assert classify_http_error(401, b'{"error": {"message": "Invalid API Key", "type": "authentication_error"}}')[0] \
+        == "http_401:authentication_error"
