@@ -29,10 +29,11 @@ class ServerError(TokenswarmError, RuntimeError):
 class ServerExitedError(ServerError):
     """The server process or container exited; ``cause`` is the log line that says why."""
 
-    def __init__(self, message: str, exit_code: int | None = None, cause: str | None = None,
+    def __init__(self, message: str, returncode: int | None = None, cause: str | None = None,
                  hint: str | None = None) -> None:
         super().__init__(message)
-        self.exit_code = exit_code
+        self.returncode = returncode
+        """The server's own exit code (``exit_code`` is the CLI's)."""
         self.cause = cause
         self.hint = hint
 

@@ -7,13 +7,13 @@ replay; token counts come from ``/tokenize`` when the server has it, else the es
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
 import requests
 
 from locustfiles.dataset import SamplingConfig, SampleResult, estimate_tokens, load_sharegpt, sample_prompts
+from orchestrate import cache
 from orchestrate.preflight import ServerFacts, chat_prompt_counter, text_counter
 from orchestrate.scenario import LoadSpec
 
@@ -25,15 +25,9 @@ def resolve_dataset(name: str, cache_dir: Path | None = None) -> Path:
     """A ShareGPT path; ``synthetic[:N]`` generates (once, cached) N seeded conversations."""
     if name == SYNTHETIC or name.startswith(SYNTHETIC + ":"):
         from orchestrate.sharegpt_synth import write_sharegpt
-        from orchestrate.tinymodel import default_cache_dir
         n = int(name.split(":", 1)[1]) if ":" in name else DEFAULT_SYNTHETIC_CONVERSATIONS
-        path = (cache_dir or default_cache_dir().parent / "datasets") / f"sharegpt-synthetic-{n}.json"
-        if not path.exists():
-            path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = path.with_suffix(f".{os.getpid()}.tmp")
-            write_sharegpt(tmp, n)
-            tmp.replace(path)
-        return path
+        path = (cache_dir or cache.cache_dir("datasets")) / f"sharegpt-synthetic-{n}.json"
+        return cache.cached(path, lambda tmp: write_sharegpt(tmp, n))
     return Path(name).expanduser()
 
 

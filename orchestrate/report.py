@@ -11,13 +11,16 @@ from pathlib import Path
 from typing import Any
 
 from orchestrate.results import VariantPaths
+from orchestrate.summarize import output_tokens_per_second
 
 
 def fmt_ms(ms: float | None) -> str:
     """``105 ms`` below a second, ``1.3 s`` above, ``–`` for none."""
     if ms is None:
         return "–"
-    return f"{ms / 1000:.1f} s" if ms >= 1000 else (f"{ms:.0f} ms" if ms >= 10 else f"{ms:.2f} ms")
+    if round(ms) >= 1000:
+        return f"{ms / 1000:.1f} s"
+    return f"{ms:.0f} ms" if round(ms, 2) >= 10 else f"{ms:.2f} ms"
 
 
 def fmt_num(x: float | None, digits: int = 1) -> str:
@@ -89,11 +92,12 @@ def markdown(summary: dict[str, Any]) -> str:
                    + ("agrees with the records" if agree else "**differs from the records**") + "  ")
     server = summary.get("server") or {}
     facts = server.get("facts") or {}
-    if facts:
-        out += ["", "| server | |", "|---|---|"] + [f"| {k} | {v} |" for k, v in facts.items() if v is not None]
-    for key in ("ready_s", "exit_code"):
-        if server.get(key) is not None:
-            out.append(f"| {key} | {server[key]} |")
+    out += ["", "| server | |", "|---|---|", f"| launcher | {(server.get('launcher') or {}).get('kind', '–')} |"]
+    out += [f"| {k} | {v} |" for k, v in facts.items() if v is not None]
+    if server.get("ready_s") is not None:
+        out.append(f"| ready after | {server['ready_s']:.2f} s |")
+    if server.get("exit_code") is not None:
+        out.append(f"| exit code | {server['exit_code']} |")
     if server.get("log_tail"):
         out += ["", "server log tail:", "```", *server["log_tail"], "```"]
     if summary.get("notes"):
@@ -103,28 +107,24 @@ def markdown(summary: dict[str, Any]) -> str:
 
 def plot(summary: dict[str, Any], records: Any, path: Path) -> Path | None:
     """TTFT and TPOT histograms and output tokens/s over time; skipped without matplotlib or data."""
+    if records is None or records.empty or "ttft_ms" not in records or not (records["status"] == "ok").any():
+        return None
     try:
         import matplotlib
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
         return None
-    if records is None or records.empty or "ttft_ms" not in records:
-        return None
     ok = records[records["status"] == "ok"]
-    if ok.empty:
-        return None
     fig, axes = plt.subplots(1, 3, figsize=(14, 3.8))
     for ax, column, title in ((axes[0], "ttft_ms", "TTFT (ms)"), (axes[1], "tpot_ms", "TPOT (ms)")):
         values = ok[column].dropna()
         ax.hist(values, bins=40, color="#4477aa")
         ax.set_title(title)
         ax.set_ylabel("requests")
-    t0 = records["send_ts"].min()
-    ends = (ok["send_ts"] + ok["e2e_ms"] / 1000 - t0).round()
-    per_s = ok.groupby(ends)["output_tokens"].sum()
-    axes[2].plot(per_s.index, per_s.values, color="#228833")
-    axes[2].set_title("output tokens completed per second")
+    per_s = output_tokens_per_second(records)
+    axes[2].step(per_s.index, per_s.values, where="post", color="#228833")
+    axes[2].set_title("output tokens received per second")
     axes[2].set_xlabel("s since first request")
     fig.suptitle(f"{summary.get('scenario', '')} / {summary.get('variant', '')}")
     fig.tight_layout()

@@ -58,7 +58,7 @@ class VariantRun:
 def run_scenario(scenario: Scenario, results_root: Path) -> Path:
     """Run every variant; returns the run directory. A failing variant does not stop the next."""
     run = run_dir(results_root, scenario.name)
-    scenario_copy(run).write_text(yaml.safe_dump(scenario.resolved, sort_keys=False))
+    scenario_copy(run).write_text(yaml.safe_dump(scenario.as_run(), sort_keys=False))
     print(f"tokenswarm: {scenario.name}: {len(scenario.variants)} variant(s) -> {run}", flush=True)
     for variant in scenario.variants:
         result = run_variant(scenario.name, variant, VariantPaths.create(run, variant.name))
@@ -80,7 +80,12 @@ def run_variant(scenario_name: str, variant: Variant, paths: VariantPaths) -> Va
             launcher.wait_ready(variant.server.ready_timeout_s)
             print(f"[{variant.name}] ready at {url} after {launcher.ready_s:.1f} s", flush=True)
             result.facts = fetch_facts(url, session)
+            print(f"[{variant.name}] sampling {variant.load.num_prompts} prompts from {variant.load.dataset} "
+                  f"(lengths from {'the server' if result.facts.has_tokenize else 'an estimate'}) ...", flush=True)
             result.prompts = prepare_prompts(variant.load, result.facts, url, paths.prompts, session)
+            sample = result.prompts.sample
+            print(f"[{variant.name}] {len(sample.prompts)} prompts ({sample.examined} examined, "
+                  f"{sample.examined - len(sample.prompts)} dropped); {variant.load.users} users", flush=True)
             plan = LoadPlan(url=url, users=variant.load.users, spawn_rate=variant.load.spawn_rate,
                             num_prompts=len(result.prompts.sample.prompts), max_tokens=variant.load.max_tokens,
                             max_seconds=variant.load.max_seconds, read_timeout_s=variant.load.read_timeout_s,
@@ -94,7 +99,7 @@ def run_variant(scenario_name: str, variant: Variant, paths: VariantPaths) -> Va
                 result.error = f"locust sent no request; see {paths.locust_log}"
     except ServerExitedError as exc:
         result.status = "failed_to_load" if result.outcome is None else "crashed"
-        result.error, result.cause, result.hint, result.exit_code = str(exc), exc.cause, exc.hint, exc.exit_code
+        result.error, result.cause, result.hint, result.exit_code = str(exc), exc.cause, exc.hint, exc.returncode
     except ServerError as exc:
         result.status, result.error = "failed_to_load", str(exc)
     except TokenswarmError as exc:

@@ -7,7 +7,7 @@ Stage: scenario. Imports: stdlib, yaml, ``orchestrate.errors``. Every problem is
 from __future__ import annotations
 
 import copy
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -73,8 +73,11 @@ class Scenario:
     path: Path
     description: str
     variants: tuple[Variant, ...]
-    resolved: dict[str, Any]
-    """The scenario as run, for ``scenario.yaml`` in the results."""
+
+    def as_run(self) -> dict[str, Any]:
+        """Every variant's settings after merging and overrides: ``scenario.yaml`` of a run."""
+        return {"name": self.name, "description": self.description, "source": str(self.path),
+                "variants": [asdict(v) for v in self.variants]}
 
     def with_overrides(self, server: dict[str, Any] | None = None,
                        load: dict[str, Any] | None = None) -> "Scenario":
@@ -89,13 +92,19 @@ class _Lines:
 
     def __init__(self, node: yaml.Node | None) -> None:
         self.lines: dict[tuple[Any, ...], int] = {}
+        self._walked: set[int] = set()
         if node is not None:
             self._walk(node, ())
 
     def _walk(self, node: yaml.Node, path: tuple[Any, ...]) -> None:
         self.lines[path] = node.start_mark.line + 1
+        if id(node) in self._walked:  # an alias: walked at its anchor (and may contain itself)
+            return
+        self._walked.add(id(node))
         if isinstance(node, yaml.MappingNode):
             for key, value in node.value:
+                if not isinstance(key, yaml.ScalarNode):  # a complex key (safe_load refuses it): no path
+                    continue
                 self.lines[path + (key.value,)] = key.start_mark.line + 1
                 self._walk(value, path + (key.value,))
                 self.lines[path + (key.value,)] = key.start_mark.line + 1
@@ -116,7 +125,7 @@ class _Checker:
     def fail(self, key_path: tuple[Any, ...], message: str) -> ScenarioError:
         line = self.lines.line(key_path)
         where = f"{self.path}:{line}" if line else str(self.path)
-        dotted = ".".join(str(k) for k in key_path) or "(top)"
+        dotted = ".".join(str(k) if str(k).isprintable() else repr(k) for k in key_path) or "(top)"
         return ScenarioError(f"{where} {dotted}: {message}")
 
     def mapping(self, value: Any, key_path: tuple[Any, ...], allowed: set[str]) -> dict[str, Any]:
@@ -138,7 +147,10 @@ class _Checker:
             raise self.fail(key_path, f"must be {'an integer' if kind is int else 'a number'}, got {value!r}")
         if value < minimum:
             raise self.fail(key_path, f"must be >= {minimum:g}, got {value!r}")
-        return kind(value)
+        try:
+            return kind(value)
+        except OverflowError:
+            raise self.fail(key_path, f"is too large, got {value!r}") from None
 
 
 def _merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
@@ -151,62 +163,122 @@ def _merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
     return merged
 
 
-def _server(check: _Checker, raw: dict[str, Any], at: tuple[Any, ...]) -> ServerSpec:
-    raw = check.mapping(raw, at, SERVER_KEYS)
+_MISSING = object()
+
+
+class _Origin:
+    """Key path of a merged setting: the variant's own section when it sets the key, else the top level's.
+
+    Errors must point at the line that holds the bad value, not at the variant that inherited it.
+    """
+
+    def __init__(self, variant: Any, variant_at: tuple[Any, ...], top: Any, top_at: tuple[Any, ...]) -> None:
+        self.sections = ((variant, variant_at), (top, top_at))
+
+    def __call__(self, *keys: Any) -> tuple[Any, ...]:
+        for section, prefix in self.sections:
+            node = section
+            for key in keys:
+                node = node.get(key, _MISSING) if isinstance(node, dict) else _MISSING
+            if section and node is not _MISSING:
+                return prefix + keys
+        (variant, variant_at), (_, top_at) = self.sections
+        return (variant_at if variant else top_at) + keys
+
+
+def _server(check: _Checker, raw: dict[str, Any], at: _Origin) -> ServerSpec:
     launcher = raw.get("launcher", "embedded")
     if launcher not in LAUNCHER_KINDS:
-        raise check.fail(at + ("launcher",), f"unknown launcher {launcher!r}; available: {', '.join(LAUNCHER_KINDS)}")
-    flags = check.mapping(raw.get("flags"), at + ("flags",), set(raw.get("flags") or {}))
+        raise check.fail(at("launcher"), f"unknown launcher {launcher!r}; available: {', '.join(LAUNCHER_KINDS)}")
+    raw_flags = raw.get("flags")
+    flags = check.mapping(raw_flags, at("flags"), set(raw_flags) if isinstance(raw_flags, dict) else set())
     for key in ("model", "draft_model", "url"):
-        if raw.get(key) is not None and not isinstance(raw[key], str):
-            raise check.fail(at + (key,), f"must be a string, got {raw[key]!r}")
+        if key in raw and not isinstance(raw[key], str) and not (key != "model" and raw[key] is None):
+            raise check.fail(at(key), f"must be a string, got {raw[key]!r}")
     if launcher == "external" and not raw.get("url"):
-        raise check.fail(at + ("url",), "launcher external needs url: http://HOST:PORT (or pass --url)")
+        raise check.fail(at("url"), "launcher external needs url: http://HOST:PORT (or pass --url)")
     return ServerSpec(launcher=launcher, model=raw.get("model", "tiny"), draft_model=raw.get("draft_model"),
                       flags=dict(flags), url=raw.get("url"),
                       ready_timeout_s=check.number(raw.get("ready_timeout_s", 300.0),
-                                                   at + ("ready_timeout_s",), float, 0.1))
+                                                   at("ready_timeout_s"), float, 0.1))
 
 
-def _load(check: _Checker, raw: dict[str, Any], at: tuple[Any, ...]) -> LoadSpec:
-    raw = check.mapping(raw, at, LOAD_KEYS)
-    sampling = check.mapping(raw.get("sampling"), at + ("sampling",), SAMPLING_KEYS)
+def _load(check: _Checker, raw: dict[str, Any], at: _Origin) -> LoadSpec:
+    sampling = check.mapping(raw.get("sampling"), at("sampling"), SAMPLING_KEYS)
     for key, value in sampling.items():
-        check.number(value, at + ("sampling", key), int, 0, optional=True)
+        check.number(value, at("sampling", key), int, 0, optional=True)
     dataset = raw.get("dataset", "synthetic")
-    if not isinstance(dataset, str) or not dataset:
-        raise check.fail(at + ("dataset",), "must be a file path or 'synthetic[:N]'")
+    synthetic_n = dataset.partition(":")[2] if isinstance(dataset, str) and dataset.startswith("synthetic:") else "1"
+    if not isinstance(dataset, str) or not dataset or not synthetic_n.isdigit() or int(synthetic_n) < 1:
+        raise check.fail(at("dataset"), f"must be a file path, 'synthetic' or 'synthetic:N' (N >= 1), got {dataset!r}")
     cache_prompt = raw.get("cache_prompt", True)
     if not isinstance(cache_prompt, bool):
-        raise check.fail(at + ("cache_prompt",), f"must be true or false, got {cache_prompt!r}")
+        raise check.fail(at("cache_prompt"), f"must be true or false, got {cache_prompt!r}")
     n = check.number
-    return LoadSpec(dataset=dataset, users=n(raw.get("users", 32), at + ("users",), int, 1),
-                    spawn_rate=n(raw.get("spawn_rate", raw.get("users", 32)), at + ("spawn_rate",), float, 0.01),
-                    num_prompts=n(raw.get("num_prompts", 1000), at + ("num_prompts",), int, 1),
-                    max_seconds=n(raw.get("max_seconds"), at + ("max_seconds",), float, 1, optional=True),
-                    max_tokens=n(raw.get("max_tokens", 256), at + ("max_tokens",), int, 1),
-                    seed=n(raw.get("seed", 0), at + ("seed",), int, 0),
+    return LoadSpec(dataset=dataset, users=n(raw.get("users", 32), at("users"), int, 1),
+                    spawn_rate=n(raw.get("spawn_rate", raw.get("users", 32)), at("spawn_rate"), float, 0.01),
+                    num_prompts=n(raw.get("num_prompts", 1000), at("num_prompts"), int, 1),
+                    max_seconds=n(raw.get("max_seconds"), at("max_seconds"), float, 1, optional=True),
+                    max_tokens=n(raw.get("max_tokens", 256), at("max_tokens"), int, 1),
+                    seed=n(raw.get("seed", 0), at("seed"), int, 0),
                     sampling=dict(sampling), cache_prompt=cache_prompt,
-                    read_timeout_s=n(raw.get("read_timeout_s", 600.0), at + ("read_timeout_s",), float, 0.1))
+                    read_timeout_s=n(raw.get("read_timeout_s", 600.0), at("read_timeout_s"), float, 0.1))
+
+
+def _untagged(root: yaml.Node | None) -> tuple[tuple[Any, ...], yaml.ScalarNode] | None:
+    """The first scalar whose explicit tag PyYAML cannot apply (``!!int x``), with its key path."""
+    stack: list[tuple[tuple[Any, ...], yaml.Node | None]] = [((), root)]
+    seen: set[int] = set()
+    while stack:
+        path, node = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        if isinstance(node, yaml.ScalarNode):
+            try:
+                yaml.SafeLoader("").construct_object(node)
+            except (ValueError, TypeError, KeyError, IndexError, AttributeError, yaml.YAMLError):
+                return path, node
+        elif isinstance(node, yaml.SequenceNode):
+            stack.extend(reversed([(path + (i,), child) for i, child in enumerate(node.value)]))
+        elif isinstance(node, yaml.MappingNode):
+            stack.extend(reversed([(path + (key.value if isinstance(key, yaml.ScalarNode) else "?",), c)
+                                   for key, value in node.value for c in (key, value)]))
+    return None
 
 
 def parse_scenario(text: str, path: Path) -> Scenario:
     """Validate a scenario's text; ``path`` is used in messages and for relative dataset paths."""
+    node: yaml.Node | None = None
     try:
         node = yaml.compose(text)
         raw = yaml.safe_load(text)
+    except (ValueError, TypeError, KeyError, IndexError, AttributeError):
+        # PyYAML's constructors raise plain errors for a value that does not fit its explicit tag
+        key_path, scalar = _untagged(node) or ((), None)
+        tag = f"!!{scalar.tag.rsplit(':', 1)[-1]}" if scalar else "its tag"
+        raise _Checker(path, _Lines(node)).fail(
+            key_path, f"cannot read {scalar.value if scalar else 'a value'!r} as {tag}") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
-        where = f"{path}:{mark.line + 1}" if mark else str(path)
-        raise ScenarioError(f"{where}: not valid YAML: {getattr(exc, 'problem', exc)}") from None
+        line = mark.line + 1 if mark else None
+        if isinstance(exc, yaml.reader.ReaderError):  # a control character: no mark, a position
+            line = text.count("\n", 0, exc.position) + 1
+        where = f"{path}:{line}" if line else str(path)
+        detail = str(getattr(exc, "problem", None) or exc).partition("\n")[0]
+        raise ScenarioError(f"{where}: not valid YAML: {detail}") from None
+    except RecursionError:
+        raise ScenarioError(f"{path}: not valid YAML: nested too deeply") from None
     check = _Checker(path, _Lines(node))
     top = check.mapping(raw, (), TOP_KEYS)
     name = top.get("name", path.stem)
     if not isinstance(name, str) or not name.replace("-", "").replace("_", "").isalnum():
         raise check.fail(("name",), f"must be letters, digits, '-' or '_', got {name!r}")
-    raw_variants = top.get("variants") or [{"name": "default"}]
-    if not isinstance(raw_variants, list):
-        raise check.fail(("variants",), "must be a list of {name, server, load} overrides")
+    raw_variants = top.get("variants", None)
+    if raw_variants is None:
+        raw_variants = [{"name": "default"}]
+    if not isinstance(raw_variants, list) or not raw_variants:
+        raise check.fail(("variants",), "must be a non-empty list of {name, server, load} overrides")
     variants: list[Variant] = []
     for i, item in enumerate(raw_variants):
         at = ("variants", i)
@@ -220,11 +292,11 @@ def parse_scenario(text: str, path: Path) -> Scenario:
             check.mapping(item.get(section), at + (section,), SERVER_KEYS if section == "server" else LOAD_KEYS)
         server_raw = _merge(check.mapping(top.get("server"), ("server",), SERVER_KEYS), item.get("server") or {})
         load_raw = _merge(check.mapping(top.get("load"), ("load",), LOAD_KEYS), item.get("load") or {})
-        server_at = at + ("server",) if item.get("server") else ("server",)
-        load_at = at + ("load",) if item.get("load") else ("load",)
+        server_at = _Origin(item.get("server"), at + ("server",), top.get("server"), ("server",))
+        load_at = _Origin(item.get("load"), at + ("load",), top.get("load"), ("load",))
         variants.append(Variant(vname, _server(check, server_raw, server_at), _load(check, load_raw, load_at)))
     return Scenario(name=name, path=path, description=str(top.get("description", "")),
-                    variants=tuple(variants), resolved=raw)
+                    variants=tuple(variants))
 
 
 def load_scenario(path: Path) -> Scenario:

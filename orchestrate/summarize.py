@@ -58,7 +58,7 @@ def _stat(df: pd.DataFrame, column: str) -> dict[str, float] | None:
     return weighted_stats(df[column].dropna().to_numpy())
 
 
-def itl_stats(ok: pd.DataFrame) -> tuple[dict[str, float] | None, float | None]:
+def itl_stats(ok: pd.DataFrame) -> dict[str, float] | None:
     """Pooled inter-chunk gaps, each weighted by its request's tokens per chunk."""
     gaps, weights = [], []
     for offsets, tpc in zip(ok.get("chunk_offsets_ms", []), ok.get("tokens_per_chunk", [])):
@@ -66,8 +66,8 @@ def itl_stats(ok: pd.DataFrame) -> tuple[dict[str, float] | None, float | None]:
         gaps.extend(g)
         weights.extend([tpc if tpc and tpc == tpc else 1.0] * len(g))
     if not gaps:
-        return None, None
-    return weighted_stats(np.array(gaps), np.array(weights)), float(np.mean(weights))
+        return None
+    return weighted_stats(np.array(gaps), np.array(weights))
 
 
 def _sum(df: pd.DataFrame, column: str) -> int | None:
@@ -90,7 +90,7 @@ def summarize_records(df: pd.DataFrame) -> dict[str, Any]:
     tokens = {"prompt": _sum(ok, "prompt_tokens") or 0, "cached": _sum(ok, "cached_tokens") or 0,
               "output": _sum(ok, "output_tokens") or 0}
     per_s = (lambda n: n / duration if duration > 0 else None)
-    itl, tokens_per_chunk = itl_stats(ok)
+    chunks = _sum(ok, "n_chunks")
     summary: dict[str, Any] = {
         "requests": {"sent": int(len(df)), "completed": int(len(ok)), "errors": int(len(errors)),
                      "cancelled": int((df["status"] == CANCELLED).sum()),
@@ -100,9 +100,9 @@ def summarize_records(df: pd.DataFrame) -> dict[str, Any]:
         "tokens": tokens,
         "throughput": {"prefill_tok_s": per_s(tokens["prompt"]), "decode_tok_s": per_s(tokens["output"]),
                        "requests_per_s": per_s(len(ok))},
-        "latency_ms": {"ttft": _stat(ok, "ttft_ms"), "tpot": _stat(ok, "tpot_ms"), "itl": itl,
+        "latency_ms": {"ttft": _stat(ok, "ttft_ms"), "tpot": _stat(ok, "tpot_ms"), "itl": itl_stats(ok),
                        "e2e": _stat(ok, "e2e_ms")},
-        "tokens_per_chunk": tokens_per_chunk,
+        "tokens_per_chunk": tokens["output"] / chunks if chunks else None,
         "output_tokens_source": sorted(ok["output_tokens_source"].dropna().unique().tolist())
         if "output_tokens_source" in ok else [],
         "server_timings": server_timings(ok),
@@ -135,6 +135,18 @@ def speculative(ok: pd.DataFrame) -> dict[str, Any] | None:
             "per_request_acceptance": weighted_stats(per_request.to_numpy())}
 
 
+def output_tokens_per_second(records: pd.DataFrame) -> pd.Series:
+    """Output tokens received in each whole second since the first send (from chunk arrivals)."""
+    if records.empty or "chunk_offsets_ms" not in records:
+        return pd.Series(dtype=float)
+    t0 = records["send_ts"].min()
+    rows = records[["send_ts", "chunk_offsets_ms", "tokens_per_chunk"]].explode("chunk_offsets_ms").dropna()
+    if rows.empty:
+        return pd.Series(dtype=float)
+    second = (rows["send_ts"] - t0 + rows["chunk_offsets_ms"].astype(float) / 1000).floordiv(1).astype(int)
+    return rows["tokens_per_chunk"].astype(float).groupby(second).sum()
+
+
 def locust_crosscheck(stats_json: Path) -> dict[str, Any] | None:
     """Requests, failures and token totals from Locust's ``--json-file`` output alone."""
     try:
@@ -144,7 +156,7 @@ def locust_crosscheck(stats_json: Path) -> dict[str, Any] | None:
     by_key = {(r["method"], r["name"]): r for r in rows}
     chat = by_key.get((REQUEST_TYPE, REQUEST_NAME))
     if chat is None:
-        return {"requests": 0, "failures": 0, "prompt_tokens": 0, "output_tokens": 0,
+        return {"requests": 0, "failures": 0, "prompt_tokens": 0, "output_tokens": 0, "duration_s": None,
                 "prefill_tok_s": None, "decode_tok_s": None}
     ttft = by_key.get((METRIC, "TTFT"), {})
     start = min(r["start_time"] for r in rows)

@@ -19,14 +19,13 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-import os
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
 import gguf
 import numpy as np
 
+from orchestrate import cache
 from orchestrate.lexicon import pseudo_words
 
 FORMAT_VERSION = 1
@@ -163,25 +162,7 @@ def spec_hash(spec: TinyModelSpec) -> str:
     return hashlib.sha256(blob.encode()).hexdigest()[:12]
 
 
-def default_cache_dir() -> Path:
-    """``$TOKENSWARM_CACHE/models``, else ``~/.cache/tokenswarm/models``."""
-    root = os.environ.get("TOKENSWARM_CACHE")
-    return (Path(root) if root else Path.home() / ".cache" / "tokenswarm") / "models"
-
-
 def tiny_model_path(spec: TinyModelSpec = TinyModelSpec(), cache_dir: Path | None = None) -> Path:
-    """The cached GGUF for ``spec``, built on first use (atomically: temp file, then rename)."""
-    directory = cache_dir if cache_dir is not None else default_cache_dir()
-    path = directory / f"tiny-{spec_hash(spec)}.gguf"
-    if path.is_file():
-        return path
-    directory.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=path.stem + ".", suffix=".tmp", dir=directory)
-    os.close(fd)
-    try:
-        build_tiny_model(Path(tmp), spec)
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-    return path
+    """The cached GGUF for ``spec`` (``$TOKENSWARM_CACHE/models``), built on first use."""
+    directory = cache_dir if cache_dir is not None else cache.cache_dir("models")
+    return cache.cached(directory / f"tiny-{spec_hash(spec)}.gguf", lambda tmp: build_tiny_model(tmp, spec))

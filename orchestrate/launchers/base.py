@@ -78,7 +78,7 @@ class Launcher(ABC):
                 if code is not None:
                     raise ServerExitedError(
                         f"server exited with code {code} while loading; see {self.log_path}",
-                        exit_code=code)
+                        returncode=code)
                 try:
                     if session.get(f"{self.url}/health", timeout=2).status_code == 200:
                         self.ready_s = time.monotonic() - started

@@ -161,7 +161,7 @@ class EmbeddedLauncher(Launcher):
             hint = f"draft model file {self.config.draft_model_path} does not exist"
         raise ServerExitedError(
             f"embedded server exited with code {code} while starting: {cause or 'no log output'}; "
-            f"see {self.log_path}", exit_code=code, cause=cause, hint=hint)
+            f"see {self.log_path}", returncode=code, cause=cause, hint=hint)
 
     def _new_log_lines(self) -> list[str]:
         try:

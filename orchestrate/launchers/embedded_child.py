@@ -17,7 +17,7 @@ import sys
 import time
 from typing import Any
 
-import xllamacpp as xl  # type: ignore[import-untyped]
+import xllamacpp as xl
 
 FLASH_ATTN = {"on": "LLAMA_FLASH_ATTN_TYPE_ENABLED", "off": "LLAMA_FLASH_ATTN_TYPE_DISABLED",
               "auto": "LLAMA_FLASH_ATTN_TYPE_AUTO"}

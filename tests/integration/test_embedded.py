@@ -85,7 +85,7 @@ def test_bad_model_file_fails_fast_with_cause(tmp_path: Path, content: bytes | N
     with launcher, pytest.raises(ServerExitedError) as caught:
         launcher.start()
     assert time.monotonic() - started < 10
-    assert caught.value.exit_code == 1
+    assert caught.value.returncode == 1
     assert caught.value.cause is not None and "GGUF" in caught.value.cause
     assert (caught.value.hint is None) == (content is not None)
     assert launcher.exit_status() == 1

@@ -1,0 +1,150 @@
+"""`tokenswarm run` end to end: the real embedded llama.cpp server, real `locust` processes.
+
+Every assertion is an exact truth of the setup: the tiny model never stops early, so each request
+produces exactly its requested max_tokens; prompt tokens are what /tokenize measured beforehand.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from orchestrate.launchers.embedded import EmbeddedLauncher
+
+pytestmark = pytest.mark.integration
+
+
+def write_scenario(tmp_path: Path, server: dict[str, Any] | None = None, load: dict[str, Any] | None = None,
+                   variants: list[dict[str, Any]] | None = None) -> Path:
+    scenario = {
+        "name": "t",
+        "server": {"launcher": "embedded", "model": "tiny", "flags": {"parallel": 4, "threads": 1},
+                   **(server or {})},
+        "load": {"dataset": "synthetic:400", "users": 4, "num_prompts": 12, "max_tokens": 24, **(load or {})},
+        "variants": variants or [{"name": "v"}],
+    }
+    path = tmp_path / "scenario.yaml"
+    path.write_text(yaml.safe_dump(scenario))
+    return path
+
+
+def tokenswarm_run(tmp_path: Path, scenario: Path, *args: str) -> tuple[subprocess.CompletedProcess[str], Path]:
+    results = tmp_path / "results"
+    proc = subprocess.run([sys.executable, "-m", "orchestrate.cli", "run", str(scenario),
+                           "--results-dir", str(results), *args],
+                          capture_output=True, text=True, timeout=240)
+    runs = sorted(results.iterdir()) if results.exists() else []
+    assert len(runs) == 1, proc.stdout + proc.stderr
+    return proc, runs[0]
+
+
+def read_jsonl(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def test_exact_counts_tokens_and_locust_agreement(tmp_path: Path) -> None:
+    proc, run = tokenswarm_run(tmp_path, write_scenario(tmp_path, load={"users": 6, "num_prompts": 15}))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    variant = run / "v"
+    summary = json.loads((variant / "summary.json").read_text())
+    prompts = read_jsonl(variant / "prompts.jsonl")
+    records = read_jsonl(variant / "requests.jsonl")
+
+    assert summary["status"] == "completed"
+    assert len(prompts) == 15 and len(records) == 15
+    assert summary["requests"] == {"sent": 15, "completed": 15, "errors": 0, "cancelled": 0,
+                                   "errors_by_class": {}}
+    assert sorted(r["prompt_index"] for r in records) == list(range(15))  # each prompt once
+    # The tiny model cannot stop early: output is exactly the requested max_tokens.
+    assert summary["tokens"]["output"] == sum(p["output_tokens"] for p in prompts)
+    by_index = {p["index"]: p for p in prompts}
+    for r in records:
+        assert r["output_tokens"] == r["requested_max_tokens"] == by_index[r["prompt_index"]]["output_tokens"]
+        assert r["n_chunks"] == r["output_tokens"]  # one token per SSE event
+        # What /tokenize measured before the run is what the server counted.
+        assert r["prompt_tokens"] == r["expected_prompt_tokens"] == by_index[r["prompt_index"]]["prompt_tokens"]
+        assert 0 < r["ttft_ms"] < r["e2e_ms"]
+        assert r["chunk_offsets_ms"][0] == pytest.approx(r["ttft_ms"], abs=1e-3)
+    assert summary["tokens"]["prompt"] == sum(p["prompt_tokens"] for p in prompts)
+    # Locust's own stats, read from its JSON alone, agree with the records.
+    check = summary["locust_crosscheck"]
+    assert (check["requests"], check["failures"]) == (15, 0)
+    assert check["output_tokens"] == summary["tokens"]["output"]
+    assert check["prompt_tokens"] == summary["tokens"]["prompt"]
+    assert summary["crosscheck_agrees"] is True
+    assert summary["speculative"] is None
+    assert summary["sampling"]["token_counter"] == "server_tokenize"
+    for name in ("locust_stats.csv", "locust_stats_history.csv", "locust_failures.csv", "locust_stats.json",
+                 "summary.md", "server.json", "server.log"):
+        assert (variant / name).exists(), name
+    assert "15/15 done, 0 errors" in (variant / "summary.md").read_text()
+    assert "15/15 done, 0 errors" in proc.stdout
+
+
+def test_more_users_than_prompts_sends_exactly_n(tmp_path: Path) -> None:
+    proc, run = tokenswarm_run(tmp_path, write_scenario(tmp_path, load={"users": 8, "num_prompts": 5}))
+    summary = json.loads((run / "v" / "summary.json").read_text())
+    assert summary["requests"]["sent"] == 5 and summary["locust_crosscheck"]["requests"] == 5
+
+
+def test_draft_model_reports_acceptance(tmp_path: Path) -> None:
+    proc, run = tokenswarm_run(tmp_path, write_scenario(
+        tmp_path, server={"draft_model": "tiny-draft", "flags": {"parallel": 2, "spec-draft-n-max": 4}},
+        load={"users": 2, "num_prompts": 6}))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    summary = json.loads((run / "v" / "summary.json").read_text())
+    spec = summary["speculative"]
+    assert spec is not None and spec["draft_tokens"] > 0
+    assert 0 < spec["accepted_tokens"] <= spec["draft_tokens"]
+    assert spec["acceptance_rate"] == pytest.approx(spec["accepted_tokens"] / spec["draft_tokens"])
+    assert summary["server"]["facts"]["speculative"] is True
+
+
+def test_url_runs_against_a_server_already_running(tmp_path: Path,
+                                                   embedded: Callable[..., EmbeddedLauncher]) -> None:
+    server = embedded(parallel=4)
+    scenario = write_scenario(tmp_path, server={"model": "/nonexistent.gguf"})  # never launched
+    proc, run = tokenswarm_run(tmp_path, scenario, "--url", server.url or "", "--num-prompts", "7",
+                               "--max-tokens", "8", "--users", "3")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    summary = json.loads((run / "v" / "summary.json").read_text())
+    assert summary["requests"]["completed"] == 7
+    assert max(r["output_tokens"] for r in read_jsonl(run / "v" / "requests.jsonl")) <= 8
+    assert summary["server"]["launcher"] == {"kind": "external", "url": server.url}
+    assert server.exit_status() is None  # tokenswarm did not stop a server it did not start
+
+
+def test_time_cap_ends_the_run_early_and_says_so(tmp_path: Path) -> None:
+    proc, run = tokenswarm_run(tmp_path, write_scenario(
+        tmp_path, server={"flags": {"parallel": 2}},
+        load={"users": 2, "num_prompts": 2000, "max_tokens": 400, "dataset": "synthetic:4000",
+              "max_seconds": 3}))
+    summary = json.loads((run / "v" / "summary.json").read_text())
+    assert summary["stopped_by"] == "time_cap"
+    assert 0 < summary["requests"]["completed"] < 2000
+    assert any("time cap" in note for note in summary["notes"])
+    records = read_jsonl(run / "v" / "requests.jsonl")
+    assert len(records) == summary["requests"]["sent"]
+
+
+def test_a_server_that_fails_to_load_is_reported_and_the_next_variant_runs(tmp_path: Path) -> None:
+    garbage = tmp_path / "garbage.gguf"
+    garbage.write_bytes(b"this is not a gguf file" * 10)
+    scenario = write_scenario(tmp_path, variants=[{"name": "broken", "server": {"model": str(garbage)}},
+                                                  {"name": "good"}])
+    proc, run = tokenswarm_run(tmp_path, scenario)
+    assert proc.returncode == 1  # not every variant completed
+    broken = json.loads((run / "broken" / "summary.json").read_text())
+    assert broken["status"] == "failed_to_load"
+    assert "GGUF" in broken["server"]["cause"]
+    assert broken["server"]["log_tail"]
+    good = json.loads((run / "good" / "summary.json").read_text())
+    assert good["status"] == "completed" and good["requests"]["completed"] == 12
+    assert "failed_to_load" in proc.stdout

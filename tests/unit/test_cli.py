@@ -1,0 +1,157 @@
+"""orchestrate/cli.py: exit codes and one-line errors; the run stage is monkeypatched out."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict
+from pathlib import Path
+
+import pytest
+
+import orchestrate.report
+import orchestrate.runloop
+from locustfiles.records import RequestRecord
+from orchestrate.cli import main
+from orchestrate.results import VariantPaths
+from orchestrate.scenario import Scenario
+
+DEMO = Path(__file__).resolve().parents[2] / "scenarios" / "demo.yaml"
+
+
+def one_error_line(capsys: pytest.CaptureFixture[str]) -> str:
+    err = capsys.readouterr().err
+    lines = err.splitlines()
+    assert len(lines) == 1, err
+    assert lines[0].startswith("tokenswarm: error: ")
+    return lines[0]
+
+
+class FakeRunLoop:
+    """Stands in for ``run_scenario``: records the scenario, writes one summary per variant, starts nothing."""
+
+    def __init__(self) -> None:
+        self.scenarios: list[Scenario] = []
+        self.status = "completed"
+
+    def __call__(self, scenario: Scenario, results_root: Path) -> Path:
+        self.scenarios.append(scenario)
+        run = results_root / "run"
+        for v in scenario.variants:
+            paths = VariantPaths.create(run, v.name)
+            paths.server_json.write_text("{}")
+            paths.summary_json.write_text(json.dumps({"status": self.status}))
+        return run
+
+
+@pytest.fixture
+def no_run(monkeypatch: pytest.MonkeyPatch) -> FakeRunLoop:
+    fake = FakeRunLoop()
+    monkeypatch.setattr(orchestrate.runloop, "run_scenario", fake)
+    return fake
+
+
+def test_validate_bad_file_is_one_line_and_exit_2(tmp_path: Path, capsys):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("name: bad\nload:\n  users: -1\n")
+    assert main(["validate", str(bad)]) == 2
+    assert one_error_line(capsys) == f"tokenswarm: error: {bad}:3 load.users: must be >= 1, got -1"
+
+
+def test_validate_missing_file(tmp_path: Path, capsys):
+    missing = tmp_path / "nope.yaml"
+    assert main(["validate", str(missing)]) == 2
+    assert one_error_line(capsys) == f"tokenswarm: error: {missing}: no such scenario file"
+
+
+def test_validate_invalid_yaml(tmp_path: Path, capsys):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("name: x\nload:\n  users: [1, 2\n")
+    assert main(["validate", str(bad)]) == 2
+    assert one_error_line(capsys).startswith(f"tokenswarm: error: {bad}:4: not valid YAML: ")
+
+
+def test_validate_demo(capsys):
+    assert main(["validate", str(DEMO)]) == 0
+    out = capsys.readouterr()
+    assert out.out == f"{DEMO}: ok, 1 variant(s): base\n"
+    assert out.err == ""
+
+
+@pytest.mark.parametrize("flag, value, message", [
+    ("--users", "0", "argument --users: must be > 0, got 0"),
+    ("--users", "two", "argument --users: must be an integer, got 'two'"),
+    ("--spawn-rate", "-1", "argument --spawn-rate: must be > 0, got -1"),
+    ("--num-prompts", "1.5", "argument --num-prompts: must be an integer, got '1.5'"),
+])
+def test_run_rejects_bad_numbers_with_argparse(capsys, no_run, flag: str, value: str, message: str):
+    with pytest.raises(SystemExit) as info:
+        main(["run", str(DEMO), f"{flag}={value}"])
+    assert info.value.code == 2
+    assert capsys.readouterr().err.splitlines()[-1] == f"tokenswarm run: error: {message}"
+    assert no_run.scenarios == []
+
+
+def test_run_rejects_a_non_http_url(capsys, no_run):
+    assert main(["run", str(DEMO), "--url", "ftp://x"]) == 2
+    assert one_error_line(capsys) == "tokenswarm: error: --url: must start with http:// or https://, got 'ftp://x'"
+    assert no_run.scenarios == []
+
+
+def test_run_applies_overrides(tmp_path: Path, no_run):
+    code = main(["run", str(DEMO), "--url", "http://127.0.0.1:8080", "--users", "4", "--num-prompts", "10",
+                 "--results-dir", str(tmp_path)])
+    assert code == 0
+    (scenario,) = no_run.scenarios
+    (variant,) = scenario.variants
+    assert (variant.server.launcher, variant.server.url) == ("external", "http://127.0.0.1:8080")
+    # --spawn-rate follows --users when not given; untouched settings come from the file
+    assert (variant.load.users, variant.load.spawn_rate, variant.load.num_prompts) == (4, 4.0, 10)
+    assert (variant.load.max_tokens, variant.load.dataset) == (256, "synthetic:2000")
+
+
+def test_run_exit_1_when_a_variant_did_not_complete(tmp_path: Path, no_run):
+    no_run.status = "failed_to_load"
+    assert main(["run", str(DEMO), "--results-dir", str(tmp_path)]) == 1
+
+
+def test_run_bad_scenario_is_one_line(tmp_path: Path, capsys, no_run):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("server:\n  launcher: kubernetes\n")
+    assert main(["run", str(bad)]) == 2
+    assert one_error_line(capsys) == (f"tokenswarm: error: {bad}:2 server.launcher: unknown launcher "
+                                      "'kubernetes'; available: embedded, external")
+    assert no_run.scenarios == []
+
+
+def test_report_of_a_missing_dir(tmp_path: Path, capsys):
+    missing = tmp_path / "results" / "nope"
+    assert main(["report", str(missing)]) == 2
+    assert one_error_line(capsys) == f"tokenswarm: error: {missing}: no such run directory"
+
+
+def test_report_rebuilds_a_summary_from_files(tmp_path: Path, capsys, monkeypatch):
+    monkeypatch.setattr(orchestrate.report, "plot", lambda *args: None)  # plotting is test_report's
+    run = tmp_path / "20260101T000000Z-demo"
+    paths = VariantPaths.create(run, "base")
+    paths.server_json.write_text(json.dumps({"status": "completed"}))
+    paths.summary_json.write_text(json.dumps({"scenario": "demo", "status": "completed", "planned_prompts": 2}))
+    records = [RequestRecord(request_id=f"local-{i}", prompt_index=i, worker="local", send_ts=1000.0 + i,
+                             ttft_ms=100.0, e2e_ms=1000.0, tpot_ms=100.0, chunk_offsets_ms=[100.0, 200.0],
+                             n_chunks=2, tokens_per_chunk=5.0, prompt_tokens=20, output_tokens=10)
+               for i in range(2)]
+    paths.records.write_text("".join(json.dumps(asdict(r)) + "\n" for r in records))
+    assert main(["report", str(run)]) == 0
+    out = capsys.readouterr().out.splitlines()
+    # duration: first send 1000.0 to last end 1001.0 + 1.0 = 2.0 s; 40 prompt and 20 output tokens
+    assert out[:4] == ["== base", "   2/2 done, 0 errors in 2.0 s",
+                       "   prefill 20.0 tok/s, decode 10.0 tok/s, 1.00 req/s",
+                       "   TTFT median 100 ms, TPOT median 100 ms"]
+    summary = json.loads(paths.summary_json.read_text())
+    assert summary["scenario"] == "demo" and summary["tokens"]["output"] == 20
+    assert paths.summary_md.exists()
+
+
+def test_no_command_is_an_argparse_error(capsys):
+    with pytest.raises(SystemExit) as info:
+        main([])
+    assert info.value.code == 2

@@ -1,0 +1,464 @@
+"""orchestrate/scenario.py: YAML → frozen Scenario/Variant, and one-line ``FILE:LINE key.path: message`` errors."""
+
+from __future__ import annotations
+
+import dataclasses
+import textwrap
+from pathlib import Path
+
+import pytest
+import yaml
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
+
+from orchestrate.errors import ScenarioError, TokenswarmError
+from orchestrate.scenario import (LAUNCHER_KINDS, LOAD_KEYS, SAMPLING_KEYS, SERVER_KEYS, TOP_KEYS, VARIANT_KEYS,
+                                  LoadSpec, Scenario, ServerSpec, load_scenario, parse_scenario)
+
+PATH = Path("study.yaml")
+
+FA_STUDY = """\
+name: fa-study
+description: flash attention on and off
+server:
+  launcher: embedded
+  model: tiny
+  flags:
+    parallel: 32
+    ctx-size: 65536
+    flash-attn: auto
+load:
+  users: 32
+  num_prompts: 1000
+  max_tokens: 256
+  sampling:
+    max_prompt_tokens: 1024
+variants:
+  - name: fa-auto
+  - name: fa-off
+    server:
+      flags:
+        flash-attn: "off"
+    load:
+      users: 8
+      sampling:
+        fixed_output_tokens: 64
+"""
+
+
+def parse(text: str) -> Scenario:
+    return parse_scenario(textwrap.dedent(text), PATH)
+
+
+def error_of(text: str) -> str:
+    with pytest.raises(ScenarioError) as info:
+        parse(text)
+    message = str(info.value)
+    assert "\n" not in message
+    return message
+
+
+# --- valid scenarios ----------------------------------------------------------------------------
+
+def test_two_variants_deep_merge_over_the_top_level():
+    scenario = parse(FA_STUDY)
+    assert scenario.name == "fa-study"
+    assert scenario.description == "flash attention on and off"
+    assert scenario.path == PATH
+    auto, off = scenario.variants
+    assert (auto.name, off.name) == ("fa-auto", "fa-off")
+    # fa-auto: the top level unchanged
+    assert auto.server == ServerSpec(launcher="embedded", model="tiny",
+                                     flags={"parallel": 32, "ctx-size": 65536, "flash-attn": "auto"})
+    assert auto.load.users == 32 and auto.load.sampling == {"max_prompt_tokens": 1024}
+    # fa-off: one flag replaced, the others kept; nested sampling merged key by key
+    assert off.server.flags == {"parallel": 32, "ctx-size": 65536, "flash-attn": "off"}
+    assert off.load.users == 8
+    assert off.load.num_prompts == 1000 and off.load.max_tokens == 256
+    assert off.load.sampling == {"max_prompt_tokens": 1024, "fixed_output_tokens": 64}
+    # spawn_rate defaults to the users of each variant
+    assert (auto.load.spawn_rate, off.load.spawn_rate) == (32.0, 8.0)
+    assert isinstance(off.load.spawn_rate, float)
+    # results/<run>/scenario.yaml holds every variant's merged settings
+    as_run = scenario.as_run()
+    assert [v["name"] for v in as_run["variants"]] == ["fa-auto", "fa-off"]
+    assert as_run["variants"][1]["server"]["flags"]["flash-attn"] == off.server.flags["flash-attn"]
+
+
+def test_merge_does_not_leak_between_variants():
+    scenario = parse(FA_STUDY)
+    assert scenario.variants[0].server.flags["flash-attn"] == "auto"
+    assert "fixed_output_tokens" not in scenario.variants[0].load.sampling
+
+
+def test_defaults_without_variants():
+    scenario = parse("")
+    assert scenario.name == "study"  # the file's stem
+    assert scenario.description == ""
+    (only,) = scenario.variants
+    assert only.name == "default"
+    assert only.server == ServerSpec()
+    assert only.load == LoadSpec()
+    assert (only.server.launcher, only.server.model, only.server.ready_timeout_s) == ("embedded", "tiny", 300.0)
+    assert (only.load.dataset, only.load.users, only.load.spawn_rate, only.load.num_prompts,
+            only.load.max_tokens, only.load.max_seconds) == ("synthetic", 32, 32.0, 1000, 256, None)
+
+
+def test_top_level_only_gives_one_default_variant():
+    scenario = parse("""\
+        name: solo
+        load:
+          users: 4
+          spawn_rate: 2
+    """)
+    (only,) = scenario.variants
+    assert only.name == "default"
+    assert (only.load.users, only.load.spawn_rate) == (4, 2.0)
+
+
+def test_with_overrides_applies_to_every_variant_and_keeps_the_original():
+    scenario = parse(FA_STUDY)
+    changed = scenario.with_overrides(server={"launcher": "external", "url": "http://127.0.0.1:8080"},
+                                      load={"users": 2, "num_prompts": 10})
+    for v in changed.variants:
+        assert (v.server.launcher, v.server.url) == ("external", "http://127.0.0.1:8080")
+        assert (v.load.users, v.load.num_prompts) == (2, 10)
+    # untouched fields survive; per-variant differences survive
+    assert changed.variants[1].server.flags["flash-attn"] == "off"
+    assert changed.variants[1].load.sampling["fixed_output_tokens"] == 64
+    # frozen: the original is unchanged
+    assert scenario.variants[0].load.users == 32 and scenario.variants[0].server.url is None
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        changed.variants[0].load.users = 3  # type: ignore[misc]
+
+
+def test_with_no_overrides_is_equal():
+    scenario = parse(FA_STUDY)
+    assert scenario.with_overrides() == scenario
+
+
+def test_external_launcher_with_url():
+    scenario = parse("""\
+        server:
+          launcher: external
+          url: http://10.0.0.2:8080
+    """)
+    assert scenario.variants[0].server.url == "http://10.0.0.2:8080"
+
+
+def test_demo_scenario_is_valid():
+    scenario = load_scenario(Path(__file__).resolve().parents[2] / "scenarios" / "demo.yaml")
+    assert scenario.name == "demo"
+    assert [v.name for v in scenario.variants] == ["base"]
+
+
+# --- errors: one line, exact line and key path ---------------------------------------------------
+
+@pytest.mark.parametrize("text, expected", [
+    pytest.param("""\
+        name: x
+        foo: 1
+     """, "study.yaml:2 foo: unknown key; allowed: description, load, name, server, variants",
+     id="unknown_top_key"),
+    pytest.param("""\
+        name: x
+        load:
+          users: 2
+          bogus: 3
+     """, "study.yaml:4 load.bogus: unknown key; allowed: cache_prompt, dataset, max_seconds, max_tokens, "
+          "num_prompts, read_timeout_s, sampling, seed, spawn_rate, users",
+     id="unknown_load_key"),
+    pytest.param("""\
+        name: x
+        variants:
+          - name: a
+          - name: b
+            server:
+              model: m
+              modle: m
+     """, "study.yaml:7 variants.1.server.modle: unknown key; allowed: draft_model, flags, launcher, model, "
+          "ready_timeout_s, url",
+     id="unknown_key_in_variant_server"),
+    pytest.param("""\
+        load:
+          max_tokens: 5
+          users: -1
+     """, "study.yaml:3 load.users: must be >= 1, got -1", id="users_negative"),
+    pytest.param("""\
+        load:
+          users: many
+     """, "study.yaml:2 load.users: must be an integer, got 'many'", id="users_not_a_number"),
+    pytest.param("""\
+        load:
+          users: 2.5
+     """, "study.yaml:2 load.users: must be an integer, got 2.5", id="users_float"),
+    pytest.param("""\
+        load:
+          num_prompts: 0
+     """, "study.yaml:2 load.num_prompts: must be >= 1, got 0", id="num_prompts_zero"),
+    pytest.param("""\
+        load:
+          spawn_rate: true
+     """, "study.yaml:2 load.spawn_rate: must be a number, got True", id="spawn_rate_bool"),
+    pytest.param("""\
+        variants:
+          - name: a
+          - name: b
+          - name: a
+     """, "study.yaml:4 variants.2.name: duplicate variant name 'a'", id="duplicate_variant"),
+    pytest.param("""\
+        variants:
+          - name: a
+          - server:
+              model: m
+     """, "study.yaml:3 variants.1.name: each variant needs a name of letters, digits, '-' or '_', got None",
+     id="variant_without_name"),
+    pytest.param("""\
+        server:
+          model: tiny
+          launcher: kubernetes
+     """, "study.yaml:3 server.launcher: unknown launcher 'kubernetes'; available: embedded, external",
+     id="unknown_launcher"),
+    pytest.param("""\
+        variants:
+          - name: a
+            server:
+              launcher: nope
+     """, "study.yaml:4 variants.0.server.launcher: unknown launcher 'nope'; available: embedded, external",
+     id="unknown_launcher_in_variant"),
+    pytest.param("""\
+        name: x
+        server:
+          launcher: external
+     """, "study.yaml:2 server.url: launcher external needs url: http://HOST:PORT (or pass --url)",
+     id="external_without_url"),
+    pytest.param("""\
+        load:
+          sampling:
+            max_prompt_tokens: -5
+     """, "study.yaml:3 load.sampling.max_prompt_tokens: must be >= 0, got -5", id="sampling_negative"),
+    pytest.param("""\
+        load:
+          cache_prompt: maybe
+     """, "study.yaml:2 load.cache_prompt: must be true or false, got 'maybe'", id="cache_prompt_not_bool"),
+    pytest.param("""\
+        server:
+          flags: 5
+     """, "study.yaml:2 server.flags: must be a mapping, got int", id="flags_not_a_mapping"),
+    pytest.param("""\
+        server:
+          flags:
+            - {parallel: 2}
+     """, "study.yaml:2 server.flags: must be a mapping, got list", id="flags_list_of_mappings"),
+    pytest.param("""\
+        variants: 3
+     """, "study.yaml:1 variants: must be a non-empty list of {name, server, load} overrides", id="variants_not_a_list"),
+    pytest.param("""\
+        variants: []
+     """, "study.yaml:1 variants: must be a non-empty list of {name, server, load} overrides",
+                 id="variants_empty"),
+    pytest.param("""\
+        load:
+          dataset: synthetic:lots
+     """, "study.yaml:2 load.dataset: must be a file path, 'synthetic' or 'synthetic:N' (N >= 1), "
+          "got 'synthetic:lots'", id="synthetic_count_not_a_number"),
+    pytest.param("""\
+        server:
+          model:
+     """, "study.yaml:2 server.model: must be a string, got None", id="model_left_empty"),
+    pytest.param("""\
+        name: has space
+     """, "study.yaml:1 name: must be letters, digits, '-' or '_', got 'has space'", id="bad_scenario_name"),
+    pytest.param("""\
+        load:
+          spawn_rate: 1e400
+     """, "study.yaml:2 load.spawn_rate: must be a number, got '1e400'", id="yaml_1e400_is_a_string"),
+    pytest.param("""\
+        "foo\\nbar": 1
+     """, "study.yaml:1 'foo\\nbar': unknown key; allowed: description, load, name, server, variants",
+     id="key_with_newline_is_quoted"),
+    pytest.param("""\
+        - 1
+        - 2
+     """, "study.yaml:1 (top): must be a mapping, got list", id="top_level_list"),
+    pytest.param("""\
+        just a string
+     """, "study.yaml:1 (top): must be a mapping, got str", id="top_level_scalar"),
+])
+def test_error_line_and_key_path(text: str, expected: str):
+    assert error_of(text) == expected
+
+
+def test_error_in_inherited_value_points_at_the_top_level():
+    # the variant has a load section, but users: -1 is on line 2, in the top-level load
+    message = error_of("""\
+        load:
+          users: -1
+        variants:
+          - name: a
+            load:
+              max_tokens: 5
+    """)
+    assert message == "study.yaml:2 load.users: must be >= 1, got -1"
+
+
+def test_error_in_variant_value_points_at_the_variant():
+    message = error_of("""\
+        load:
+          users: 4
+        variants:
+          - name: a
+          - name: b
+            load:
+              users: 0
+    """)
+    assert message == "study.yaml:7 variants.1.load.users: must be >= 1, got 0"
+
+
+def test_huge_integer_for_a_float_setting():
+    message = error_of("load:\n  spawn_rate: " + "9" * 400 + "\n")
+    assert message.startswith("study.yaml:2 load.spawn_rate: is too large, got 999")
+
+
+@pytest.mark.parametrize("text, prefix", [
+    pytest.param("name: x\nload:\n  users: [1, 2\n", "study.yaml:4: not valid YAML: expected ',' or ']'",
+                 id="unclosed_flow_sequence"),
+    pytest.param("name: x\nload: a\n  users: 2\n", "study.yaml:3: not valid YAML: mapping values are not allowed",
+                 id="bad_indentation"),
+    pytest.param("name: x\nload:\n\tusers: 2\n", "study.yaml:3: not valid YAML: found character '\\t'",
+                 id="tab_indentation"),
+    pytest.param("name: x\n---\nname: y\n", "study.yaml:2: not valid YAML: but found another document",
+                 id="two_documents"),
+    pytest.param("name: x\ndescription: a\x07b\n", "study.yaml:2: not valid YAML: unacceptable character #x0007",
+                 id="control_character"),
+    pytest.param("a: " + "[" * 700 + "]" * 700 + "\n", "study.yaml: not valid YAML: nested too deeply",
+                 id="nested_too_deeply"),
+])
+def test_invalid_yaml(text: str, prefix: str):
+    with pytest.raises(ScenarioError) as info:
+        parse_scenario(text, PATH)
+    assert str(info.value).startswith(prefix)
+    assert "\n" not in str(info.value)
+
+
+@pytest.mark.parametrize("text, expected", [
+    pytest.param("load:\n  users: !!int x\n", "study.yaml:2 load.users: cannot read 'x' as !!int", id="int"),
+    pytest.param("load:\n  seed: 1\n  spawn_rate: !!float fast\n",
+                 "study.yaml:3 load.spawn_rate: cannot read 'fast' as !!float", id="float"),
+    pytest.param("load:\n  cache_prompt: !!bool maybe\n",
+                 "study.yaml:2 load.cache_prompt: cannot read 'maybe' as !!bool", id="bool"),
+    pytest.param("variants:\n  - name: a\n  - name: !!timestamp 2020-13-45\n",
+                 "study.yaml:3 variants.1.name: cannot read '2020-13-45' as !!timestamp", id="timestamp"),
+    pytest.param("b: !!int x\n? [a]\n: 1\n", "study.yaml:1 b: cannot read 'x' as !!int", id="before_a_complex_key"),
+])
+def test_value_that_does_not_fit_its_tag(text: str, expected: str):
+    # PyYAML's constructors raise ValueError/KeyError/AttributeError here, not YAMLError
+    with pytest.raises(ScenarioError) as info:
+        parse_scenario(text, PATH)
+    assert str(info.value) == expected
+
+
+def test_complex_key_is_not_valid_yaml():
+    with pytest.raises(ScenarioError) as info:
+        parse_scenario("? [a, b]\n: 1\n", PATH)
+    assert str(info.value) == "study.yaml:1: not valid YAML: found unhashable key"
+
+
+def test_recursive_alias_does_not_hang():
+    scenario = parse_scenario("name: x\ndescription: &a [*a]\n", PATH)
+    assert scenario.name == "x"
+
+
+def test_missing_file(tmp_path: Path):
+    missing = tmp_path / "nope.yaml"
+    with pytest.raises(ScenarioError) as info:
+        load_scenario(missing)
+    assert str(info.value) == f"{missing}: no such scenario file"
+
+
+def test_file_errors_name_the_file(tmp_path: Path):
+    path = tmp_path / "bad.yaml"
+    path.write_text("name: x\nload:\n  users: 0\n")
+    with pytest.raises(ScenarioError) as info:
+        load_scenario(path)
+    assert str(info.value) == f"{path}:3 load.users: must be >= 1, got 0"
+
+
+def test_scenario_error_is_a_tokenswarm_error_and_a_value_error():
+    with pytest.raises(TokenswarmError):
+        parse("foo: 1\n")
+    with pytest.raises(ValueError):
+        parse("foo: 1\n")
+
+
+# --- property: never anything but a Scenario or a one-line ScenarioError ------------------------
+
+ALL_KEYS = sorted(TOP_KEYS | SERVER_KEYS | LOAD_KEYS | SAMPLING_KEYS | VARIANT_KEYS)
+scalars = st.one_of(
+    st.none(), st.booleans(), st.integers(), st.floats(allow_nan=True, allow_infinity=True),
+    st.text(max_size=12), st.sampled_from(LAUNCHER_KINDS + ("docker", "tiny", "http://h:1", "a", "b")),
+)
+any_keys = st.one_of(st.sampled_from(ALL_KEYS), st.text(max_size=8), st.integers(-3, 3), st.booleans())
+structures = st.recursive(
+    scalars,
+    lambda children: st.one_of(st.lists(children, max_size=4), st.dictionaries(any_keys, children, max_size=4)),
+    max_leaves=12,
+)
+
+
+def weighted(*choices: tuple[int, st.SearchStrategy]) -> st.SearchStrategy:
+    """Pick a strategy with the given weights (``one_of`` would pick uniformly)."""
+    return st.sampled_from([s for w, s in choices for _ in range(w)]).flatmap(lambda s: s)
+
+
+def section(allowed: set[str], **special: st.SearchStrategy) -> st.SearchStrategy:
+    """Mostly a mapping of allowed keys, each present or not; sometimes stray keys or no mapping at all."""
+    values = {k: special.get(k, weighted((2, scalars), (1, structures))) for k in sorted(allowed)}
+    return weighted((8, st.fixed_dictionaries({}, optional=values)),
+                    (1, st.dictionaries(any_keys, structures, max_size=3)), (1, structures))
+
+
+names = weighted((9, st.sampled_from(["a", "b", "fa-off", "fa_on2"])), (1, scalars))
+variant = st.fixed_dictionaries({"name": names}, optional={
+    "server": section(SERVER_KEYS), "load": section(LOAD_KEYS, sampling=section(SAMPLING_KEYS))})
+schema_shaped = st.fixed_dictionaries({}, optional={
+    "name": names, "description": scalars,
+    "server": section(SERVER_KEYS), "load": section(LOAD_KEYS, sampling=section(SAMPLING_KEYS)),
+    "variants": weighted((4, st.lists(variant, max_size=3)), (1, structures))})
+top_levels = weighted((9, schema_shaped), (1, structures))
+
+
+@settings(max_examples=60, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@given(top_levels)
+@example({"server": {"flags": 5}})  # crashed with TypeError before the fix: set(5)
+@example({"server": {"flags": [[]]}})  # TypeError: unhashable list
+@example({"load": {"spawn_rate": 10 ** 400}})  # OverflowError in float()
+@example({"foo\nbar": 1})  # a newline in the key path
+def test_any_yaml_gives_a_scenario_or_a_one_line_error(data: object):
+    text = yaml.dump(data, Dumper=getattr(yaml, "CSafeDumper", yaml.SafeDumper), allow_unicode=True)
+    try:
+        result = parse_scenario(text, PATH)
+    except ScenarioError as exc:
+        assert "\n" not in str(exc)
+        assert str(exc).startswith("study.yaml")
+    else:
+        assert isinstance(result, Scenario)
+        assert result.variants
+
+
+YAML_PIECES = ["users", "load", "server", "variants", "name", "flags", "launcher", "external", "sampling",
+               "!!int ", "!!float ", "!!bool ", "!!timestamp ", "!!str ", "!!seq ", "!!map ", "&a ", "*a", "<<: ",
+               ": ", "- ", "? ", "\n", "\n  ", "\n    ", "[", "]", "{", "}", ",", "'", "x", "-1", "0x", "2020-01-01",
+               "~", "#", "|", "---", "\t", "\x07"]
+
+
+@settings(max_examples=60, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.sampled_from(YAML_PIECES), max_size=30).map("".join))
+@example("? -\n")  # a complex key: the line map crashed on it once
+@example("a: !!timestamp x\n")  # AttributeError inside PyYAML
+@example("a: &r [*r, !!int x]\n")  # a bad tag inside a recursive alias
+def test_any_text_gives_a_scenario_or_a_one_line_error(text: str):
+    try:
+        parse_scenario(text, PATH)
+    except ScenarioError as exc:
+        assert "\n" not in str(exc)
