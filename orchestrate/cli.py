@@ -72,7 +72,7 @@ def add_report_arguments(p: argparse.ArgumentParser) -> None:
 
 def report_main(args: argparse.Namespace) -> int:
     """Rebuild every summary of a run from its files alone (no server needed)."""
-    from orchestrate.report import headline
+    from orchestrate.report import headline, latency_table
     from orchestrate.runloop import build_summary
     if not args.run_dir.is_dir():
         raise ScenarioError(f"{args.run_dir}: no such run directory")
@@ -81,7 +81,7 @@ def report_main(args: argparse.Namespace) -> int:
         keep = {k: old[k] for k in ("status", "error", "stopped_by", "planned_prompts", "sampling") if k in old}
         summary = build_summary(paths, old.get("scenario", args.run_dir.name), paths.dir.name, keep)
         print(f"== {paths.dir.name}")
-        for line in headline(summary):
+        for line in headline(summary) + latency_table(summary):
             print(f"   {line}")
     return 0
 

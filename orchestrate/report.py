@@ -55,19 +55,28 @@ def headline(summary: dict[str, Any]) -> list[str]:
     return lines
 
 
+LATENCY_ROWS = (("ttft", "TTFT"), ("tpot", "TPOT"), ("itl", "ITL (inter-chunk)"), ("e2e", "E2E"))
+LATENCY_COLUMNS = ("p50", "p90", "p99", "mean", "max")
+
+
+def latency_table(summary: dict[str, Any]) -> list[str]:
+    """The latency percentiles as markdown table lines (also printed at the end of a run)."""
+    lat = summary.get("latency_ms") or {}
+    if not any(lat.values()):
+        return []
+    rows = ["| latency | " + " | ".join(LATENCY_COLUMNS) + " |", "|---" * (len(LATENCY_COLUMNS) + 1) + "|"]
+    for key, label in LATENCY_ROWS:
+        if lat.get(key):
+            rows.append(f"| {label} | " + " | ".join(fmt_ms(lat[key][c]) for c in LATENCY_COLUMNS) + " |")
+    return rows
+
+
 def markdown(summary: dict[str, Any]) -> str:
     """``summary.md``: headline, latency table, tokens, errors, server, cross-check, notes."""
     out = [f"# {summary.get('scenario', '')} / {summary.get('variant', '')}", ""]
     out += [f"**{line}**  " for line in headline(summary)] + [""]
-    lat = summary.get("latency_ms") or {}
-    if any(lat.values()):
-        out += ["| latency | p50 | p90 | p99 | mean | max |", "|---|---|---|---|---|---|"]
-        for key, label in (("ttft", "TTFT"), ("tpot", "TPOT"), ("itl", "ITL (inter-chunk)"), ("e2e", "E2E")):
-            s = lat.get(key)
-            if s:
-                out.append(f"| {label} | " + " | ".join(fmt_ms(s[p]) for p in ("p50", "p90", "p99", "mean", "max"))
-                           + " |")
-        out.append("")
+    table = latency_table(summary)
+    out += table + ([""] if table else [])
     if "tokens" in summary:
         t = summary["tokens"]
         out += ["| tokens | prompt | cached | output | per chunk |", "|---|---|---|---|---|",

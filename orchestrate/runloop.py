@@ -20,7 +20,7 @@ from orchestrate.launchers.base import Launcher
 from orchestrate.loadrun import LoadOutcome, LoadPlan, run_load
 from orchestrate.preflight import ServerFacts, fetch_facts
 from orchestrate.prompts import PreparedPrompts, prepare_prompts
-from orchestrate.report import headline, write_reports
+from orchestrate.report import headline, latency_table, write_reports
 from orchestrate.results import VariantPaths, run_dir, scenario_copy
 from orchestrate.scenario import Scenario, Variant
 from orchestrate.summarize import crosscheck_agrees, load_records, locust_crosscheck, summarize_records
@@ -63,7 +63,8 @@ def run_scenario(scenario: Scenario, results_root: Path) -> Path:
     for variant in scenario.variants:
         result = run_variant(scenario.name, variant, VariantPaths.create(run, variant.name))
         print(f"\n== {scenario.name} / {variant.name}: {result.status}", flush=True)
-        for line in headline(json.loads(result.paths.summary_json.read_text())):
+        summary = json.loads(result.paths.summary_json.read_text())
+        for line in headline(summary) + latency_table(summary):
             print(f"   {line}")
         print(f"   results: {result.paths.dir}", flush=True)
     return run
