@@ -1,4 +1,4 @@
-"""``tokenswarm run|validate|report``: the command line, as ``(name, add_arguments, main)`` triples.
+"""``tokenswarm run|validate|plan|report|compare``: the command line, as ``(name, add_arguments, main)`` triples.
 
 Stage: entry point. Every ``TokenswarmError`` becomes one line on stderr and exit code 2.
 """
@@ -7,12 +7,15 @@ from __future__ import annotations
 
 import argparse
 import json
+import shlex
+import signal
 import sys
 from collections.abc import Callable
 from pathlib import Path
 
 from orchestrate.errors import ScenarioError, TokenswarmError
 from orchestrate.results import DEFAULT_ROOT, variant_dirs
+from orchestrate.scenario import ServerSpec, Variant
 
 
 def _positive(kind: type) -> Callable[[str], object]:
@@ -66,6 +69,100 @@ def validate_main(args: argparse.Namespace) -> int:
     return 0
 
 
+def add_plan_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("scenario", type=Path)
+
+
+FREE_PORT = "<free port>"
+
+
+def _model_path(name: str) -> str:
+    """Where ``tiny``/``tiny-draft`` will be (not built here); any other name is a path already."""
+    if name not in ("tiny", "tiny-draft"):
+        return name
+    try:
+        from orchestrate.cache import cache_dir
+        from orchestrate.tinymodel import TinyModelSpec, spec_hash, tiny_draft_spec
+    except ImportError:  # the embedded extras are not installed: say what the scenario says
+        return name
+    return str(cache_dir("models") / f"tiny-{spec_hash(TinyModelSpec() if name == 'tiny' else tiny_draft_spec())}.gguf")
+
+
+def _shell(args: list[str]) -> str:
+    return " ".join(a if FREE_PORT in a else shlex.quote(a) for a in args)
+
+
+def server_command(spec: ServerSpec) -> str:
+    """The server a variant starts, as a command line (docker, process), a config (embedded) or a URL."""
+    from orchestrate.flags import llama_server_argv
+    model = _model_path(spec.model)
+    draft = _model_path(spec.draft_model) if spec.draft_model else None
+    port = str(spec.port) if spec.port else FREE_PORT
+    try:
+        if spec.launcher == "external":
+            return f"{spec.url} (already running; health checks and pre-flight only)"
+        if spec.launcher == "process":
+            argv = llama_server_argv(spec, model, draft, spec.host, spec.port)
+            return _shell([spec.binary, *argv[:argv.index("--port") + 1], port, *argv[argv.index("--port") + 2:]])
+        if spec.launcher == "embedded":
+            from orchestrate.launchers.embedded import EmbeddedConfig
+            from orchestrate.launchers.llama_server_shim import config_of, parse_args
+            return repr(EmbeddedConfig(**config_of(parse_args(  # type: ignore[arg-type]
+                llama_server_argv(spec, model, draft, spec.host, spec.port)))))
+        from orchestrate.launchers.docker import CONTAINER_PORT, DRAFT_MODELS_DIR, MODELS_DIR, docker_options
+        options = docker_options(spec.docker)
+        folder = str(Path(model).parent)
+        mounts, container_draft = [f"{folder}:{MODELS_DIR}:ro"], None
+        if draft:
+            inside = MODELS_DIR if str(Path(draft).parent) == folder else DRAFT_MODELS_DIR
+            if inside == DRAFT_MODELS_DIR:
+                mounts.append(f"{Path(draft).parent}:{DRAFT_MODELS_DIR}:ro")
+            container_draft = f"{inside}/{Path(draft).name}"
+        gpus = options["gpus"]
+        args = ["docker", "run", "--rm"] + ([] if gpus == "none" else
+                                            ["--gpus", "all" if gpus == "all" else f'"device={",".join(gpus)}"'])
+        for volume in mounts + options["volumes"]:
+            args += ["-v", volume]
+        args += ["-p", f"{spec.host}:{port}:{CONTAINER_PORT}"]
+        args += [a for k, v in options["env"].items() for a in ("-e", f"{k}={v}")]
+        args += ["--user", options["user"]] if options["user"] else []
+        entrypoint = options["entrypoint"] or []
+        args += ["--entrypoint", entrypoint[0]] if entrypoint else []
+        return _shell(args + [spec.image, *entrypoint[1:], *llama_server_argv(
+            spec, f"{MODELS_DIR}/{Path(model).name}", container_draft, "0.0.0.0", CONTAINER_PORT)])
+    except ValueError as exc:  # a flag tokenswarm sets itself, or one the embedded server refuses
+        raise ScenarioError(f"server.flags: {exc}") from None
+
+
+def plan_lines(variant: Variant) -> list[str]:
+    """What ``tokenswarm run`` would start and send for one variant."""
+    load = variant.load
+    lines = [f"server ({variant.server.launcher}): {server_command(variant.server)}",
+             f"load: {load.users} users (spawn {load.spawn_rate:g}/s), {load.num_prompts} prompts from "
+             f"{load.dataset}, max_tokens {load.max_tokens}, "
+             + (f"cap {load.max_seconds:g} s" if load.max_seconds else "no time cap")
+             + ("" if load.cache_prompt else ", cache_prompt false")]
+    if variant.retry_with:
+        from orchestrate.flags import VALUE_SWITCHES
+        rule = ", ".join(f"{k}=" + ("none" if v is None else ("on" if v else "off") if isinstance(v, bool)
+                                    and k in VALUE_SWITCHES else str(v)) for k, v in variant.retry_with.items())
+        lines += [f"on load failure: retry once with {rule} (recorded as retried):",
+                  f"  {server_command(variant.with_retry().server)}"]
+    return lines
+
+
+def plan_main(args: argparse.Namespace) -> int:
+    """Print every variant and the exact server it starts; starts nothing."""
+    from orchestrate.scenario import load_scenario
+    scenario = load_scenario(args.scenario)
+    print(f"{args.scenario}: {scenario.name}, {len(scenario.variants)} variant(s)")
+    for variant in scenario.variants:
+        print(f"\n== {variant.name}")
+        for line in plan_lines(variant):
+            print(f"   {line}")
+    return 0
+
+
 def add_report_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("run_dir", type=Path, help="a results/<run>/ directory")
 
@@ -78,7 +175,8 @@ def report_main(args: argparse.Namespace) -> int:
         raise ScenarioError(f"{args.run_dir}: no such run directory")
     for paths in variant_dirs(args.run_dir):
         old = json.loads(paths.summary_json.read_text()) if paths.summary_json.exists() else {}
-        keep = {k: old[k] for k in ("status", "error", "stopped_by", "planned_prompts", "sampling") if k in old}
+        keep = {k: old[k] for k in ("status", "error", "stopped_by", "planned_prompts", "sampling", "settings",
+                                    "retried", "first_attempt") if k in old}
         summary = build_summary(paths, old.get("scenario", args.run_dir.name), paths.dir.name, keep)
         print(f"== {paths.dir.name}")
         for line in headline(summary) + latency_table(summary):
@@ -86,11 +184,35 @@ def report_main(args: argparse.Namespace) -> int:
     return 0
 
 
+def add_compare_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("run_dirs", type=Path, nargs="+", metavar="RUN_DIR",
+                   help="results/<run>/ directories; with several, compare.* is written into the first")
+    p.add_argument("--baseline", help="variant the deltas are against (default: the first that completed)")
+
+
+def compare_main(args: argparse.Namespace) -> int:
+    """Rebuild ``compare.md``/``.json``/``.png`` from the runs' summaries (no server needed)."""
+    from orchestrate.compare import write_comparison
+    path = write_comparison(args.run_dirs, args.baseline)
+    print(path.read_text(), end="")
+    print(f"\nwritten: {path}" + (f" (the comparison of all {len(args.run_dirs)} runs, in the first)"
+                                  if len(args.run_dirs) > 1 else ""))
+    return 0
+
+
 COMMANDS = (
     ("run", "run a scenario: start each server variant, load it, report", add_run_arguments, run_main),
     ("validate", "check a scenario file without running anything", add_validate_arguments, validate_main),
+    ("plan", "print each variant and the exact server command it starts, without running anything",
+     add_plan_arguments, plan_main),
     ("report", "rebuild summaries of a finished run from its files", add_report_arguments, report_main),
+    ("compare", "compare the variants of one or more runs side by side (compare.md)", add_compare_arguments,
+     compare_main),
 )
+
+
+def _interrupt(signum: int, _frame: object) -> None:
+    raise KeyboardInterrupt(f"signal {signum}")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -101,6 +223,7 @@ def main(argv: list[str] | None = None) -> int:
         add_args(p)
         p.set_defaults(fn=fn)
     args = parser.parse_args(argv)
+    signal.signal(signal.SIGTERM, _interrupt)  # a `kill` cleans up like Ctrl-C
     try:
         return args.fn(args)
     except TokenswarmError as exc:

@@ -44,3 +44,7 @@ class ServerNotReadyError(ServerError, TimeoutError):
 
 class LoadRunError(TokenswarmError, RuntimeError):
     """The Locust process failed in a way that left no usable results."""
+
+
+class ResultsError(TokenswarmError, ValueError):
+    """A results directory is missing, or lacks what a report or comparison needs."""

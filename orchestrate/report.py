@@ -1,4 +1,4 @@
-"""``summary.json``, ``summary.md`` and the latency plot of a variant: formatting only.
+"""``summary.json``, ``summary.md`` and the plots of a variant: formatting only.
 
 Stage: report. Imports: stdlib, matplotlib (optional), ``orchestrate.results``. Every number shown
 here was computed in ``summarize.py``.
@@ -8,10 +8,14 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from collections.abc import Sequence
 from typing import Any
 
 from orchestrate.results import VariantPaths
-from orchestrate.summarize import output_tokens_per_second
+from orchestrate.summarize import metrics_timeline, output_tokens_per_second
+
+GIB = 1024 ** 3
+MIB = 1024 ** 2
 
 
 def fmt_ms(ms: float | None) -> str:
@@ -25,6 +29,52 @@ def fmt_ms(ms: float | None) -> str:
 
 def fmt_num(x: float | None, digits: int = 1) -> str:
     return "–" if x is None else f"{x:,.{digits}f}"
+
+
+def fmt_bytes(n: float | None) -> str:
+    """``1.25 GiB`` from 1 GiB up, ``412.3 MiB`` below, ``–`` for none."""
+    if n is None:
+        return "–"
+    return f"{n / GIB:,.2f} GiB" if n >= GIB else f"{n / MIB:,.1f} MiB"
+
+
+MEMORY_SOURCES = {"process_tree": "RSS of the server's processes", "container": "the container's own memory",
+                  "nvidia-smi": "nvidia-smi", "system": "system memory in use: unified memory, whole machine"}
+
+
+def memory_line(summary: dict[str, Any]) -> str | None:
+    """Peak memory of the server and of the GPU (or the machine, on unified memory), with sources."""
+    mem = summary.get("memory") or {}
+    parts = []
+    if mem.get("peak_bytes") is not None:
+        parts.append(f"server peak {fmt_bytes(mem['peak_bytes'])} ({MEMORY_SOURCES.get(mem['source'], mem['source'])})")
+    if mem.get("gpu_peak_bytes") is not None:
+        total = f" of {fmt_bytes(mem['gpu_total_bytes'])}" if mem.get("gpu_total_bytes") else ""
+        label = "memory" if mem.get("gpu_source") == "system" else "GPU"
+        parts.append(f"{label} peak {fmt_bytes(mem['gpu_peak_bytes'])}{total} "
+                     f"({MEMORY_SOURCES.get(mem['gpu_source'], mem['gpu_source'])})")
+    return "memory: " + "; ".join(parts) if parts else None
+
+
+SERVER_TOKEN_LABELS = (("prefill_tokens", "prefill"), ("cached_tokens", "cached"), ("output_tokens", "output"))
+
+
+def server_metrics_line(summary: dict[str, Any]) -> str | None:
+    """Tokens counted by the server's ``/metrics`` next to the records' count of the same tokens."""
+    sm = summary.get("server_metrics") or {}
+    if not sm.get("available"):
+        return None
+    counts = sm.get("vs_records") or {}
+    shown = [f"{label} {c['server']:,} (records {c['records']:,})"
+             for key, label in SERVER_TOKEN_LABELS if (c := counts.get(key))]
+    agrees = sm.get("agrees_with_records")
+    verdict = "agrees with the records" if agrees else "differs from the records" if agrees is False else ""
+    if agrees is False:
+        verdict += (", within what incomplete requests explain" if sm.get("within_tolerance")
+                    else ", **more than incomplete requests explain**")
+    return ("server /metrics tokens: " + ", ".join(shown) + (f" — {verdict}" if verdict else "")
+            + f"; its own speed (Σ tokens / Σ seconds it counted): prefill {fmt_num(sm.get('prefill_tok_s'))} "
+            f"tok/s, decode {fmt_num(sm.get('decode_tok_s'))} tok/s")
 
 
 def _p50(summary: dict[str, Any], metric: str) -> float | None:
@@ -71,8 +121,11 @@ def latency_table(summary: dict[str, Any]) -> list[str]:
     return rows
 
 
-def markdown(summary: dict[str, Any]) -> str:
-    """``summary.md``: headline, latency table, tokens, errors, server, cross-check, notes."""
+def markdown(summary: dict[str, Any], images: Sequence[str] = ()) -> str:
+    """``summary.md``: headline, latency table, tokens, errors, server, cross-check, plots, notes.
+
+    :param images: plot file names next to ``summary.md``, linked in order.
+    """
     out = [f"# {summary.get('scenario', '')} / {summary.get('variant', '')}", ""]
     out += [f"**{line}**  " for line in headline(summary)] + [""]
     table = latency_table(summary)
@@ -99,6 +152,7 @@ def markdown(summary: dict[str, Any]) -> str:
         out.append(f"Locust's own stats: {check['requests']} requests, {check['failures']} failures, "
                    f"{check['prompt_tokens']:,} prompt / {check['output_tokens']:,} output tokens — "
                    + ("agrees with the records" if agree else "**differs from the records**") + "  ")
+    out += [f"{line}  " for line in (server_metrics_line(summary), memory_line(summary)) if line]
     server = summary.get("server") or {}
     facts = server.get("facts") or {}
     out += ["", "| server | |", "|---|---|", f"| launcher | {(server.get('launcher') or {}).get('kind', '–')} |"]
@@ -109,6 +163,8 @@ def markdown(summary: dict[str, Any]) -> str:
         out.append(f"| exit code | {server['exit_code']} |")
     if server.get("log_tail"):
         out += ["", "server log tail:", "```", *server["log_tail"], "```"]
+    if images:
+        out += [""] + [f"![{Path(name).stem}]({name})" for name in images]
     if summary.get("notes"):
         out += ["", "Notes:"] + [f"- {n}" for n in summary["notes"]]
     return "\n".join(out) + "\n"
@@ -142,8 +198,52 @@ def plot(summary: dict[str, Any], records: Any, path: Path) -> Path | None:
     return path
 
 
+def plot_throughput(summary: dict[str, Any], metrics_path: Path, path: Path) -> Path | None:
+    """Server-side prefill/decode tok/s, requests in flight and memory over time, from ``metrics.jsonl``;
+    skipped without matplotlib or with fewer than two samples."""
+    timeline = metrics_timeline(metrics_path)
+    if len(timeline) < 2:
+        return None
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return None
+    mem = summary.get("memory") or {}
+    t = timeline["elapsed_s"]
+    fig, axes = plt.subplots(1, 3, figsize=(14, 3.8))
+    if timeline[["prefill_tok_s", "decode_tok_s"]].notna().any().any():
+        axes[0].step(t, timeline["prefill_tok_s"], where="pre", color="#4477aa", label="prefill")
+        axes[0].step(t, timeline["decode_tok_s"], where="pre", color="#228833",
+                     label="decode (counted as requests end)")
+        axes[0].legend()
+    axes[0].set_title("server tok/s (/metrics deltas)")
+    for column, color in (("requests_processing", "#ee6677"), ("requests_deferred", "#ccbb44")):
+        if timeline[column].notna().any():
+            axes[1].step(t, timeline[column], where="post", color=color, label=column.replace("_", " "))
+            axes[1].legend()
+    axes[1].set_title("requests in the server")
+    peak = timeline[["server_memory_bytes", "gpu_memory_used_bytes"]].max().max()
+    unit, unit_name = (GIB, "GiB") if peak >= GIB else (MIB, "MiB")
+    for column, color, label in (("server_memory_bytes", "#aa3377", f"server ({mem.get('source')})"),
+                                 ("gpu_memory_used_bytes", "#66ccee", f"GPU ({mem.get('gpu_source')})")):
+        if timeline[column].notna().any():
+            axes[2].plot(t, timeline[column] / unit, color=color, label=label)
+            axes[2].legend()
+    axes[2].set_title(f"memory ({unit_name})")
+    for ax in axes:
+        ax.set_xlabel("s since sampling began")
+    fig.suptitle(f"{summary.get('scenario', '')} / {summary.get('variant', '')}")
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+    return path
+
+
 def write_reports(summary: dict[str, Any], paths: VariantPaths, records: Any = None) -> None:
-    """Write ``summary.json`` (machine), ``summary.md`` (person) and the plot, side by side."""
+    """Write ``summary.json`` (machine), the plots, then ``summary.md`` (person) linking them."""
     paths.summary_json.write_text(json.dumps(summary, indent=2, default=str) + "\n")
-    paths.summary_md.write_text(markdown(summary))
-    plot(summary, records, paths.plot_png)
+    images = [p.name for p in (plot(summary, records, paths.plot_png),
+                               plot_throughput(summary, paths.metrics, paths.throughput_png)) if p is not None]
+    paths.summary_md.write_text(markdown(summary, images))

@@ -34,6 +34,8 @@ class VariantPaths:
 
     server_log = property(lambda self: self.dir / "server.log")
     server_json = property(lambda self: self.dir / "server.json")
+    first_attempt_log = property(lambda self: self.dir / "server.first-attempt.log")
+    """The log of a load that failed before ``on_load_failure.retry_with`` was applied."""
     prompts = property(lambda self: self.dir / "prompts.jsonl")
     records = property(lambda self: self.dir / "requests.jsonl")
     locust_prefix = property(lambda self: self.dir / "locust")
@@ -46,6 +48,10 @@ class VariantPaths:
     summary_json = property(lambda self: self.dir / "summary.json")
     summary_md = property(lambda self: self.dir / "summary.md")
     plot_png = property(lambda self: self.dir / "latency.png")
+    metrics = property(lambda self: self.dir / "metrics.jsonl")
+    """``/metrics`` counters and memory, one JSON line per sample (``orchestrate.sampler``)."""
+    throughput_png = property(lambda self: self.dir / "throughput.png")
+    """Server-side prefill/decode tok/s, requests in flight and memory over time."""
 
 
 def variant_dirs(run: Path) -> list[VariantPaths]:
@@ -56,3 +62,16 @@ def variant_dirs(run: Path) -> list[VariantPaths]:
 
 def scenario_copy(run: Path) -> Path:
     return run / "scenario.yaml"
+
+
+def compare_md(run: Path) -> Path:
+    """The variants side by side, for a person (``tokenswarm compare`` writes it into the first run)."""
+    return run / "compare.md"
+
+
+def compare_json(run: Path) -> Path:
+    return run / "compare.json"
+
+
+def compare_png(run: Path) -> Path:
+    return run / "compare.png"

@@ -14,16 +14,19 @@ from typing import Any
 import requests
 import yaml
 
+from orchestrate.diagnose import diagnose
 from orchestrate.errors import ServerError, ServerExitedError, TokenswarmError
-from orchestrate.launchers import make_launcher
+from orchestrate.launchers import check_launchers, make_launcher
 from orchestrate.launchers.base import Launcher
 from orchestrate.loadrun import LoadOutcome, LoadPlan, run_load
 from orchestrate.preflight import ServerFacts, fetch_facts
 from orchestrate.prompts import PreparedPrompts, prepare_prompts
 from orchestrate.report import headline, latency_table, write_reports
 from orchestrate.results import VariantPaths, run_dir, scenario_copy
+from orchestrate.sampler import MetricsSampler
 from orchestrate.scenario import Scenario, Variant
-from orchestrate.summarize import crosscheck_agrees, load_records, locust_crosscheck, summarize_records
+from orchestrate.summarize import (crosscheck_agrees, load_records, locust_crosscheck, server_metrics,
+                                   summarize_metrics, summarize_records)
 
 
 @dataclass
@@ -43,6 +46,7 @@ class VariantRun:
     cause: str | None = None
     hint: str | None = None
     exit_code: int | None = None
+    first_attempt: "VariantRun | None" = None
 
     def server_info(self) -> dict[str, Any]:
         info: dict[str, Any] = {"status": self.status, "facts": self.facts.to_dict() if self.facts else None,
@@ -57,11 +61,18 @@ class VariantRun:
 
 def run_scenario(scenario: Scenario, results_root: Path) -> Path:
     """Run every variant; returns the run directory. A failing variant does not stop the next."""
+    check_launchers(v.server for v in scenario.variants)  # no engine for any docker variant: exit 2 now
     run = run_dir(results_root, scenario.name)
     scenario_copy(run).write_text(yaml.safe_dump(scenario.as_run(), sort_keys=False))
     print(f"tokenswarm: {scenario.name}: {len(scenario.variants)} variant(s) -> {run}", flush=True)
     for variant in scenario.variants:
-        result = run_variant(scenario.name, variant, VariantPaths.create(run, variant.name))
+        paths = VariantPaths.create(run, variant.name)
+        result = run_variant(scenario.name, variant, paths)
+        if result.status == "failed_to_load" and variant.retry_with:
+            print(f"[{variant.name}] failed to load ({result.cause}); retrying with {variant.retry_with}", flush=True)
+            if paths.server_log.exists():
+                paths.server_log.replace(paths.first_attempt_log)
+            result = run_variant(scenario.name, variant.with_retry(), paths, first_attempt=result)
         print(f"\n== {scenario.name} / {variant.name}: {result.status}", flush=True)
         summary = json.loads(result.paths.summary_json.read_text())
         for line in headline(summary) + latency_table(summary):
@@ -70,9 +81,13 @@ def run_scenario(scenario: Scenario, results_root: Path) -> Path:
     return run
 
 
-def run_variant(scenario_name: str, variant: Variant, paths: VariantPaths) -> VariantRun:
-    """Launch, measure and stop one variant; always writes ``server.json`` and the summary."""
-    result = VariantRun(scenario_name, variant, paths)
+def run_variant(scenario_name: str, variant: Variant, paths: VariantPaths,
+                first_attempt: VariantRun | None = None) -> VariantRun:
+    """Launch, measure and stop one variant; always writes ``server.json`` and the summary.
+
+    :param first_attempt: the failed run this one retries (``on_load_failure.retry_with``).
+    """
+    result = VariantRun(scenario_name, variant, paths, first_attempt=first_attempt)
     try:
         result.launcher = make_launcher(variant.server, paths.server_log)
         with result.launcher as launcher, requests.Session() as session:
@@ -91,8 +106,9 @@ def run_variant(scenario_name: str, variant: Variant, paths: VariantPaths) -> Va
                             num_prompts=len(result.prompts.sample.prompts), max_tokens=variant.load.max_tokens,
                             max_seconds=variant.load.max_seconds, read_timeout_s=variant.load.read_timeout_s,
                             cache_prompt=variant.load.cache_prompt, model=result.facts.model_id)
-            result.outcome = run_load(plan, paths, variant.name,
-                                      server_alive=lambda: launcher.exit_status() is None)
+            with MetricsSampler(url, launcher, paths.metrics):
+                result.outcome = run_load(plan, paths, variant.name,
+                                          server_alive=lambda: launcher.exit_status() is None)
             result.exit_code = launcher.exit_status()
             result.status = "crashed" if result.exit_code is not None else "completed"
             if result.status == "completed" and (not paths.records.exists() or not paths.records.stat().st_size):
@@ -110,8 +126,7 @@ def run_variant(scenario_name: str, variant: Variant, paths: VariantPaths) -> Va
         finish_variant(result)
         raise
     if result.status == "crashed" and result.launcher is not None and result.cause is None:
-        from orchestrate.launchers.embedded import failure_cause
-        result.cause = failure_cause(result.launcher.log_tail(200))
+        result.cause, result.hint = diagnose(result.launcher.log_tail(200), result.exit_code)
     finish_variant(result)
     return result
 
@@ -119,7 +134,13 @@ def run_variant(scenario_name: str, variant: Variant, paths: VariantPaths) -> Va
 def finish_variant(result: VariantRun) -> dict[str, Any]:
     """Write ``server.json``, then summarize whatever was measured, even after a failure."""
     result.paths.server_json.write_text(json.dumps(result.server_info(), indent=2, default=str) + "\n")
-    extra: dict[str, Any] = {"status": result.status, "error": result.error}
+    extra: dict[str, Any] = {"status": result.status, "error": result.error,
+                             "settings": result.variant.settings(), "retried": result.first_attempt is not None}
+    if result.first_attempt is not None:
+        first = result.first_attempt
+        extra["first_attempt"] = {"status": first.status, "cause": first.cause, "hint": first.hint,
+                                  "exit_code": first.exit_code, "settings": first.variant.settings(),
+                                  "log": result.paths.first_attempt_log.name}
     if result.outcome:
         extra["stopped_by"] = result.outcome.stopped_by
     if result.prompts:
@@ -137,6 +158,9 @@ def build_summary(paths: VariantPaths, scenario: str, variant: str, extra: dict[
     summary.update(summarize_records(records))
     summary["locust_crosscheck"] = locust_crosscheck(paths.locust_json)
     summary["crosscheck_agrees"] = crosscheck_agrees(summary, summary["locust_crosscheck"])
+    metrics = summarize_metrics(paths.metrics)
+    summary["memory"] = metrics["memory"]
+    summary["server_metrics"] = server_metrics(metrics, records)
     try:
         summary["server"] = json.loads(paths.server_json.read_text())
     except (FileNotFoundError, ValueError):
@@ -156,10 +180,24 @@ def notes(summary: dict[str, Any]) -> list[str]:
     if sampling.get("shortfall"):
         out.append(f"the dataset yielded {sampling['shortfall']} fewer prompts than asked for "
                    f"(dropped by rule: {sampling['dropped']})")
+    first = summary.get("first_attempt")
+    if first:
+        changed = {k: v for k, v in (summary.get("settings") or {}).items() if first["settings"].get(k) != v}
+        out.append(f"the first attempt failed to load ({first['cause']}); this result is the retry with "
+                   + ", ".join(f"{k}={v}" for k, v in changed.items()) + f" (log: {first['log']})")
+    if summary.get("stopped_by") == "server_died":
+        out.append("the server died during the load: requests in flight then are counted as errors")
     if summary.get("stopped_by") == "time_cap":
         out.append("the time cap (max_seconds) ended the run before every prompt was sent")
     if "chunks" in (summary.get("output_tokens_source") or []):
         out.append("some output token counts are chunk counts (the server sent no usage or timings)")
     if summary.get("crosscheck_agrees") is False:
         out.append("Locust's own counts differ from the per-request records; see locust_crosscheck")
+    server = summary.get("server_metrics") or {}
+    if str(server.get("unavailable_reason")).startswith(("http_", "not_llamacpp")):
+        out.append(f"the server gave no llama.cpp /metrics ({server['unavailable_reason']}): no server-side "
+                   "token counts (start llama-server with --metrics); memory was still sampled")
+    if server.get("within_tolerance") is False:
+        out.append("the server's /metrics token counts differ from the records by more than the incomplete "
+                   "requests explain (another client on the server? a restart?); see server_metrics.vs_records")
     return out

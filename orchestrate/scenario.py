@@ -1,30 +1,46 @@
 """Scenario YAML → frozen ``Scenario``/``Variant`` dataclasses, validated once, here.
 
-Stage: scenario. Imports: stdlib, yaml, ``orchestrate.errors``. Every problem is one line:
-``FILE:LINE key.path: message``. Nothing downstream re-checks what this module checked.
+Stage: scenario. Imports: stdlib, ``orchestrate.errors``, ``orchestrate.yamlsource`` (YAML with line
+numbers), ``orchestrate.matrix`` (and, inside ``settings()``, ``orchestrate.flags`` and
+``locustfiles.dataset`` for their defaults). Every problem is one line: ``FILE:LINE key.path:
+message``. Nothing downstream re-checks what this module checked.
+
+A ``matrix:`` of axes expands into the cross product (times the listed ``variants``, if any). An
+axis, like a key of ``on_load_failure.retry_with``, names a server key (``draft_model``), a load key
+(``users``), a sampling key (``max_prompt_tokens``) or else a llama-server flag (``flash-attn``).
 """
 
 from __future__ import annotations
 
 import copy
+import re
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from orchestrate.errors import ScenarioError
+from orchestrate.matrix import Combination, expand_matrix
+from orchestrate.yamlsource import Checker, read_yaml
 
-LAUNCHER_KINDS = ("embedded", "external")
-"""Server kinds a scenario may name (docker and process arrive with the orchestrator issue)."""
+LAUNCHER_KINDS = ("embedded", "process", "docker", "external")
+"""Server kinds a scenario may name (``orchestrate.launchers.LAUNCHERS`` has one factory each)."""
 
-SERVER_KEYS = {"launcher", "model", "draft_model", "flags", "ready_timeout_s", "url"}
+SERVER_KEYS = {"launcher", "model", "draft_model", "flags", "ready_timeout_s", "url", "binary", "image",
+               "docker", "host", "port"}
 LOAD_KEYS = {"dataset", "users", "spawn_rate", "num_prompts", "max_seconds", "max_tokens", "seed",
              "sampling", "cache_prompt", "read_timeout_s"}
 SAMPLING_KEYS = {"min_prompt_tokens", "min_output_tokens", "max_prompt_tokens", "max_total_tokens",
                  "fixed_output_tokens"}
-TOP_KEYS = {"name", "description", "server", "load", "variants"}
-VARIANT_KEYS = {"name", "server", "load"}
+DEFAULT_IMAGE = "ghcr.io/ggml-org/llama.cpp:server-cuda"
+"""llama.cpp's CUDA server image (entrypoint ``llama-server``), the reference study's."""
+
+TOP_KEYS = {"name", "description", "server", "load", "variants", "matrix", "on_load_failure"}
+VARIANT_KEYS = {"name", "server", "load", "on_load_failure"}
+FAILURE_KEYS = {"retry_with"}
+SETTING_LOAD_KEYS = ("dataset", "users", "spawn_rate", "num_prompts", "max_seconds", "max_tokens", "seed",
+                     "cache_prompt")
+"""Load keys that define an experiment (``read_timeout_s`` does not); see ``Variant.settings``."""
+_FLAG_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9-]*$")
 
 
 @dataclass(frozen=True)
@@ -41,6 +57,16 @@ class ServerSpec:
     ready_timeout_s: float = 300.0
     url: str | None = None
     """Base URL of a server that is already running (``launcher: external``)."""
+    binary: str = "llama-server"
+    """``launcher: process``: the executable, a path or a name on PATH."""
+    image: str = DEFAULT_IMAGE
+    """``launcher: docker``: the llama.cpp server image."""
+    docker: dict[str, Any] = field(default_factory=dict)
+    """``launcher: docker`` options (``gpus``, ``volumes``, ``entrypoint``, …), validated by the launcher."""
+    host: str = "127.0.0.1"
+    """Address the server binds (published on, for docker); anything else is warned about."""
+    port: int = 0
+    """Port to bind; 0 picks a free one."""
 
 
 @dataclass(frozen=True)
@@ -60,11 +86,72 @@ class LoadSpec:
     read_timeout_s: float = 600.0
 
 
+def _set_target(key: str) -> tuple[str, ...]:
+    """Where a matrix axis or retry key lands: a server key, a load key, a sampling key, else a flag."""
+    if key in SERVER_KEYS:
+        return ("server", key)
+    if key in LOAD_KEYS:
+        return ("load", key)
+    if key in SAMPLING_KEYS:
+        return ("load", "sampling", key)
+    return ("server", "flags", key)
+
+
+def _on_off(flags: dict[str, Any]) -> dict[str, Any]:
+    """Flags with the YAML booleans of on/off flags (``flash-attn: off``) written as ``on``/``off``."""
+    from orchestrate.flags import VALUE_SWITCHES  # flags.py imports this module
+    return {flag: ("on" if value else "off") if flag in VALUE_SWITCHES and isinstance(value, bool) else value
+            for flag, value in flags.items()}
+
+
 @dataclass(frozen=True)
 class Variant:
     name: str
     server: ServerSpec
     load: LoadSpec
+    retry_with: dict[str, Any] | None = None
+    """``on_load_failure.retry_with``: server keys or flags to change for one more try after a failed load."""
+
+    def with_retry(self) -> "Variant":
+        """This variant with ``retry_with`` applied (same name; the retry itself has no retry rule)."""
+        if not self.retry_with:
+            return self
+        fields: dict[str, Any] = {}
+        flags = dict(self.server.flags)
+        for key, value in self.retry_with.items():
+            if key not in SERVER_KEYS:
+                flags[key] = value
+            elif isinstance(value, dict):
+                fields[key] = _merge(getattr(self.server, key), value)
+            else:
+                fields[key] = value
+        return replace(self, server=replace(self.server, **{"flags": flags, **fields}), retry_with=None)
+
+    def settings(self) -> dict[str, Any]:
+        """Everything that defines the experiment, flat (``server.flags.flash-attn: off``): the confound check's input.
+
+        Leaves out what does not change the measurement (timeouts, port, bind address); on/off flags
+        are written ``on``/``off`` whether YAML read them as booleans or not; sampling limits that are
+        not set show their defaults, so a default and the same value set explicitly are equal.
+        """
+        from locustfiles.dataset import SamplingConfig
+        server, load = self.server, self.load
+        out: dict[str, Any] = {"server.launcher": server.launcher, "server.model": server.model,
+                               "server.draft_model": server.draft_model}
+        if server.launcher == "docker":
+            out["server.image"] = server.image
+            out.update({f"server.docker.{k}": v for k, v in server.docker.items()})
+        elif server.launcher == "process":
+            out["server.binary"] = server.binary
+        elif server.launcher == "external":
+            out["server.url"] = server.url
+        out.update({f"server.flags.{flag}": value for flag, value in _on_off(server.flags).items()})
+        out.update({f"load.{key}": getattr(load, key) for key in SETTING_LOAD_KEYS})
+        defaults = SamplingConfig()
+        for key in sorted(SAMPLING_KEYS):
+            value = load.sampling.get(key)
+            out[f"load.sampling.{key}"] = getattr(defaults, key) if value is None else value
+        return out
 
 
 @dataclass(frozen=True)
@@ -87,72 +174,6 @@ class Scenario:
         return replace(self, variants=variants)
 
 
-class _Lines:
-    """Key path → line number, from the YAML node tree, for error messages."""
-
-    def __init__(self, node: yaml.Node | None) -> None:
-        self.lines: dict[tuple[Any, ...], int] = {}
-        self._walked: set[int] = set()
-        if node is not None:
-            self._walk(node, ())
-
-    def _walk(self, node: yaml.Node, path: tuple[Any, ...]) -> None:
-        self.lines[path] = node.start_mark.line + 1
-        if id(node) in self._walked:  # an alias: walked at its anchor (and may contain itself)
-            return
-        self._walked.add(id(node))
-        if isinstance(node, yaml.MappingNode):
-            for key, value in node.value:
-                if not isinstance(key, yaml.ScalarNode):  # a complex key (safe_load refuses it): no path
-                    continue
-                self.lines[path + (key.value,)] = key.start_mark.line + 1
-                self._walk(value, path + (key.value,))
-                self.lines[path + (key.value,)] = key.start_mark.line + 1
-        elif isinstance(node, yaml.SequenceNode):
-            for i, item in enumerate(node.value):
-                self._walk(item, path + (i,))
-
-    def line(self, path: tuple[Any, ...]) -> int | None:
-        while path and path not in self.lines:
-            path = path[:-1]
-        return self.lines.get(path)
-
-
-class _Checker:
-    def __init__(self, path: Path, lines: _Lines) -> None:
-        self.path, self.lines = path, lines
-
-    def fail(self, key_path: tuple[Any, ...], message: str) -> ScenarioError:
-        line = self.lines.line(key_path)
-        where = f"{self.path}:{line}" if line else str(self.path)
-        dotted = ".".join(str(k) if str(k).isprintable() else repr(k) for k in key_path) or "(top)"
-        return ScenarioError(f"{where} {dotted}: {message}")
-
-    def mapping(self, value: Any, key_path: tuple[Any, ...], allowed: set[str]) -> dict[str, Any]:
-        if value is None:
-            return {}
-        if not isinstance(value, dict):
-            raise self.fail(key_path, f"must be a mapping, got {type(value).__name__}")
-        for key in value:
-            if key not in allowed:
-                raise self.fail(key_path + (key,), f"unknown key; allowed: {', '.join(sorted(allowed))}")
-        return value
-
-    def number(self, value: Any, key_path: tuple[Any, ...], kind: type, minimum: float,
-               optional: bool = False) -> Any:
-        if value is None and optional:
-            return None
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or (
-                kind is int and not isinstance(value, int)):
-            raise self.fail(key_path, f"must be {'an integer' if kind is int else 'a number'}, got {value!r}")
-        if value < minimum:
-            raise self.fail(key_path, f"must be >= {minimum:g}, got {value!r}")
-        try:
-            return kind(value)
-        except OverflowError:
-            raise self.fail(key_path, f"is too large, got {value!r}") from None
-
-
 def _merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
     merged = copy.deepcopy(base)
     for key, value in override.items():
@@ -172,10 +193,21 @@ class _Origin:
     Errors must point at the line that holds the bad value, not at the variant that inherited it.
     """
 
-    def __init__(self, variant: Any, variant_at: tuple[Any, ...], top: Any, top_at: tuple[Any, ...]) -> None:
+    def __init__(self, variant: Any, variant_at: tuple[Any, ...], top: Any, top_at: tuple[Any, ...],
+                 overrides: dict[tuple[Any, ...], tuple[Any, ...]] | None = None) -> None:
         self.sections = ((variant, variant_at), (top, top_at))
+        self.overrides = overrides or {}
+        """Keys set by a matrix axis or a retry rule → the key path of the value that set them."""
+
+    def also(self, overrides: dict[tuple[Any, ...], tuple[Any, ...]]) -> "_Origin":
+        """The same origin with more keys set elsewhere (a retry rule over a matrix combination)."""
+        (variant, variant_at), (top, top_at) = self.sections
+        return _Origin(variant, variant_at, top, top_at, {**self.overrides, **overrides})
 
     def __call__(self, *keys: Any) -> tuple[Any, ...]:
+        for set_keys, at in self.overrides.items():
+            if keys[:len(set_keys)] == set_keys:
+                return at + keys[len(set_keys):]
         for section, prefix in self.sections:
             node = section
             for key in keys:
@@ -186,24 +218,34 @@ class _Origin:
         return (variant_at if variant else top_at) + keys
 
 
-def _server(check: _Checker, raw: dict[str, Any], at: _Origin) -> ServerSpec:
+def _server(check: Checker, raw: dict[str, Any], at: _Origin) -> ServerSpec:
     launcher = raw.get("launcher", "embedded")
     if launcher not in LAUNCHER_KINDS:
         raise check.fail(at("launcher"), f"unknown launcher {launcher!r}; available: {', '.join(LAUNCHER_KINDS)}")
     raw_flags = raw.get("flags")
     flags = check.mapping(raw_flags, at("flags"), set(raw_flags) if isinstance(raw_flags, dict) else set())
+    docker_opts = check.mapping(raw.get("docker"), at("docker"),
+                                set(raw["docker"]) if isinstance(raw.get("docker"), dict) else set())
+    for key in ("binary", "image", "host"):
+        if key in raw and (not isinstance(raw[key], str) or not raw[key] or " " in raw[key]):
+            raise check.fail(at(key), f"must be a non-empty string without spaces, got {raw[key]!r}")
+    port = check.number(raw.get("port", 0), at("port"), int, 0)
+    if port > 65535:
+        raise check.fail(at("port"), f"must be <= 65535, got {port}")
     for key in ("model", "draft_model", "url"):
         if key in raw and not isinstance(raw[key], str) and not (key != "model" and raw[key] is None):
             raise check.fail(at(key), f"must be a string, got {raw[key]!r}")
     if launcher == "external" and not raw.get("url"):
         raise check.fail(at("url"), "launcher external needs url: http://HOST:PORT (or pass --url)")
     return ServerSpec(launcher=launcher, model=raw.get("model", "tiny"), draft_model=raw.get("draft_model"),
-                      flags=dict(flags), url=raw.get("url"),
+                      flags=dict(flags), url=raw.get("url"), binary=raw.get("binary", "llama-server"),
+                      image=raw.get("image", DEFAULT_IMAGE), docker=dict(docker_opts),
+                      host=raw.get("host", "127.0.0.1"), port=port,
                       ready_timeout_s=check.number(raw.get("ready_timeout_s", 300.0),
                                                    at("ready_timeout_s"), float, 0.1))
 
 
-def _load(check: _Checker, raw: dict[str, Any], at: _Origin) -> LoadSpec:
+def _load(check: Checker, raw: dict[str, Any], at: _Origin) -> LoadSpec:
     sampling = check.mapping(raw.get("sampling"), at("sampling"), SAMPLING_KEYS)
     for key, value in sampling.items():
         check.number(value, at("sampling", key), int, 0, optional=True)
@@ -225,78 +267,121 @@ def _load(check: _Checker, raw: dict[str, Any], at: _Origin) -> LoadSpec:
                     read_timeout_s=n(raw.get("read_timeout_s", 600.0), at("read_timeout_s"), float, 0.1))
 
 
-def _untagged(root: yaml.Node | None) -> tuple[tuple[Any, ...], yaml.ScalarNode] | None:
-    """The first scalar whose explicit tag PyYAML cannot apply (``!!int x``), with its key path."""
-    stack: list[tuple[tuple[Any, ...], yaml.Node | None]] = [((), root)]
-    seen: set[int] = set()
-    while stack:
-        path, node = stack.pop()
-        if id(node) in seen:
-            continue
-        seen.add(id(node))
-        if isinstance(node, yaml.ScalarNode):
-            try:
-                yaml.SafeLoader("").construct_object(node)
-            except (ValueError, TypeError, KeyError, IndexError, AttributeError, yaml.YAMLError):
-                return path, node
-        elif isinstance(node, yaml.SequenceNode):
-            stack.extend(reversed([(path + (i,), child) for i, child in enumerate(node.value)]))
-        elif isinstance(node, yaml.MappingNode):
-            stack.extend(reversed([(path + (key.value if isinstance(key, yaml.ScalarNode) else "?",), c)
-                                   for key, value in node.value for c in (key, value)]))
-    return None
+def _get(section: Any, keys: tuple[Any, ...]) -> Any:
+    for key in keys:
+        section = section.get(key, _MISSING) if isinstance(section, dict) else _MISSING
+    return section
+
+
+def _put(section: dict[str, Any], keys: tuple[str, ...], value: Any) -> None:
+    for key in keys[:-1]:
+        section = section.setdefault(key, {})
+    section[keys[-1]] = value
+
+
+def _target(check: Checker, key: Any, at: tuple[Any, ...]) -> tuple[str, ...]:
+    """A matrix axis or retry key → where it lands; refuses what cannot be a key or a flag."""
+    if key == "flags":
+        raise check.fail(at, "name the flag itself (e.g. flash-attn: [on, off]), not flags")
+    if not isinstance(key, str) or not (key in SERVER_KEYS | LOAD_KEYS | SAMPLING_KEYS or _FLAG_NAME.match(key)):
+        raise check.fail(at, "must be a server key (draft_model, image, ...), a load key (users, max_tokens, ...) "
+                             f"or a llama-server flag name (letters, digits, '-'), got {key!r}")
+    return _set_target(key)
+
+
+_Rule = dict[str, tuple[tuple[str, ...], Any]]
+"""``retry_with`` key → (where it lands, value)."""
+
+
+def _retry_targets(check: Checker, raw: Any, at: tuple[Any, ...]) -> _Rule | None:
+    """``on_load_failure: {retry_with: {flash-attn: off}}`` → its keys resolved; None without a rule."""
+    rule = check.mapping(raw, at, FAILURE_KEYS)
+    if not rule:
+        return None
+    retry = rule.get("retry_with")
+    if not isinstance(retry, dict) or not retry:
+        raise check.fail(at + ("retry_with",), "must be a non-empty mapping of server keys or flags to use for "
+                                               f"one more try, e.g. {{flash-attn: off}}, got {retry!r}")
+    out: _Rule = {}
+    for key, value in retry.items():
+        to = _target(check, key, at + ("retry_with", key))
+        if to[0] == "load":
+            raise check.fail(at + ("retry_with", key), "a retry changes how the server is started; "
+                                                       "load settings cannot be retried")
+        out[key] = (to, value)
+    return out
 
 
 def parse_scenario(text: str, path: Path) -> Scenario:
     """Validate a scenario's text; ``path`` is used in messages and for relative dataset paths."""
-    node: yaml.Node | None = None
-    try:
-        node = yaml.compose(text)
-        raw = yaml.safe_load(text)
-    except (ValueError, TypeError, KeyError, IndexError, AttributeError):
-        # PyYAML's constructors raise plain errors for a value that does not fit its explicit tag
-        key_path, scalar = _untagged(node) or ((), None)
-        tag = f"!!{scalar.tag.rsplit(':', 1)[-1]}" if scalar else "its tag"
-        raise _Checker(path, _Lines(node)).fail(
-            key_path, f"cannot read {scalar.value if scalar else 'a value'!r} as {tag}") from None
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        line = mark.line + 1 if mark else None
-        if isinstance(exc, yaml.reader.ReaderError):  # a control character: no mark, a position
-            line = text.count("\n", 0, exc.position) + 1
-        where = f"{path}:{line}" if line else str(path)
-        detail = str(getattr(exc, "problem", None) or exc).partition("\n")[0]
-        raise ScenarioError(f"{where}: not valid YAML: {detail}") from None
-    except RecursionError:
-        raise ScenarioError(f"{path}: not valid YAML: nested too deeply") from None
-    check = _Checker(path, _Lines(node))
+    raw, check = read_yaml(text, path)
     top = check.mapping(raw, (), TOP_KEYS)
     name = top.get("name", path.stem)
     if not isinstance(name, str) or not name.replace("-", "").replace("_", "").isalnum():
         raise check.fail(("name",), f"must be letters, digits, '-' or '_', got {name!r}")
+    has_matrix = "matrix" in top
+    combos = (expand_matrix(top["matrix"], check.fail, lambda key, at: _target(check, key, at)) if has_matrix
+              else [Combination("", {})])
+    top_rule = _retry_targets(check, top.get("on_load_failure"), ("on_load_failure",))
     raw_variants = top.get("variants", None)
+    listed = raw_variants is not None
     if raw_variants is None:
         raw_variants = [{"name": "default"}]
     if not isinstance(raw_variants, list) or not raw_variants:
         raise check.fail(("variants",), "must be a non-empty list of {name, server, load} overrides")
     variants: list[Variant] = []
+    names: list[str] = []
     for i, item in enumerate(raw_variants):
         at = ("variants", i)
         item = check.mapping(item, at, VARIANT_KEYS)
         vname = item.get("name")
         if not isinstance(vname, str) or not vname.replace("-", "").replace("_", "").isalnum():
             raise check.fail(at + ("name",), f"each variant needs a name of letters, digits, '-' or '_', got {vname!r}")
-        if any(v.name == vname for v in variants):
+        if vname in names:
             raise check.fail(at + ("name",), f"duplicate variant name {vname!r}")
+        names.append(vname)
         for section in ("server", "load"):
             check.mapping(item.get(section), at + (section,), SERVER_KEYS if section == "server" else LOAD_KEYS)
-        server_raw = _merge(check.mapping(top.get("server"), ("server",), SERVER_KEYS), item.get("server") or {})
-        load_raw = _merge(check.mapping(top.get("load"), ("load",), LOAD_KEYS), item.get("load") or {})
-        server_at = _Origin(item.get("server"), at + ("server",), top.get("server"), ("server",))
-        load_at = _Origin(item.get("load"), at + ("load",), top.get("load"), ("load",))
-        variants.append(Variant(vname, _server(check, server_raw, server_at), _load(check, load_raw, load_at)))
+        rule, rule_at = ((_retry_targets(check, item["on_load_failure"], at + ("on_load_failure",)),
+                          at + ("on_load_failure", "retry_with")) if "on_load_failure" in item
+                         else (top_rule, ("on_load_failure", "retry_with")))
+        for combo in combos:
+            full = "_".join(part for part in (vname if listed or not has_matrix else "", combo.name) if part)
+            if any(v.name == full for v in variants):
+                raise check.fail(("matrix",), f"duplicate variant name {full!r} from the matrix")
+            variants.append(_variant(check, full, top, item, at, combo, rule, rule_at))
     return Scenario(name=name, path=path, description=str(top.get("description", "")),
                     variants=tuple(variants))
+
+
+def _variant(check: Checker, name: str, top: dict[str, Any], item: dict[str, Any], at: tuple[Any, ...],
+             combo: Combination, rule: _Rule | None, rule_at: tuple[Any, ...]) -> Variant:
+    """Top level ← the listed variant ← the matrix combination, validated; then the retry rule over that."""
+    sets: dict[str, dict[str, Any]] = {"server": {}, "load": {}}
+    origins: dict[str, dict[tuple[Any, ...], tuple[Any, ...]]] = {"server": {}, "load": {}}
+    for to, (value, value_at) in combo.values.items():
+        if _get(item.get(to[0]), to[1:]) is not _MISSING:
+            raise check.fail(at + to, f"is also a matrix axis ({'.'.join(map(str, value_at[:2]))}); set it in one place")
+        _put(sets[to[0]], to[1:], value)
+        origins[to[0]][to[1:]] = value_at
+    server_raw = _merge(_merge(check.mapping(top.get("server"), ("server",), SERVER_KEYS), item.get("server") or {}),
+                        sets["server"])
+    load_raw = _merge(_merge(check.mapping(top.get("load"), ("load",), LOAD_KEYS), item.get("load") or {}),
+                      sets["load"])
+    server_at = _Origin(item.get("server"), at + ("server",), top.get("server"), ("server",), origins["server"])
+    load_at = _Origin(item.get("load"), at + ("load",), top.get("load"), ("load",), origins["load"])
+    server = _server(check, server_raw, server_at)
+    retry_with = None
+    if rule:  # validate the server as it would be retried, errors pointing at the rule's values
+        retry_raw: dict[str, Any] = {}
+        for key, (to, value) in rule.items():
+            _put(retry_raw, to[1:], value)
+        retried = _server(check, _merge(server_raw, retry_raw),
+                          server_at.also({to[1:]: rule_at + (key,) for key, (to, _) in rule.items()}))
+        if replace(retried, flags=_on_off(retried.flags)) != replace(server, flags=_on_off(server.flags)):
+            # a rule that changes nothing (flash-attn: off on an fa-off variant) is no rule
+            retry_with = {key: getattr(retried, key) if key in SERVER_KEYS else retried.flags[key] for key in rule}
+    return Variant(name, server, _load(check, load_raw, load_at), retry_with)
 
 
 def load_scenario(path: Path) -> Scenario:

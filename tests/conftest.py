@@ -1,13 +1,24 @@
-"""Shared fixtures: the generated tiny model (and its draft) and a started embedded server."""
+"""Shared fixtures: the generated tiny model (and its draft), a started embedded server, and a real
+Docker-API engine (podman) with a test image for the docker launcher."""
 
 from __future__ import annotations
 
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tarfile
+import time
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
 
+import docker
 import pytest
+import requests
 
 from orchestrate.launchers.embedded import EmbeddedConfig, EmbeddedLauncher
 from orchestrate.tinymodel import tiny_draft_spec, tiny_model_path
@@ -56,3 +67,127 @@ def embedded(tmp_path: Path) -> Iterator[Callable[..., EmbeddedLauncher]]:
             return stack.enter_context(server)
 
         yield factory
+
+
+# A real Docker-API engine for the docker launcher's tests: Debian's podman with runc, serving the
+# Docker API on a unix socket of its own (recipe and reasons in DESIGN.md). Nothing under /etc is
+# touched: the engine's settings come from a containers.conf in a temporary folder.
+
+PODMAN_CONF = """\
+[engine]
+runtime = "runc"
+cgroup_manager = "cgroupfs"
+
+[containers]
+default_ulimits = ["nofile=20000:20000", "nproc=4096:4096"]
+"""
+"""crun (podman's default) refuses hybrid cgroups, runc works; podman's default nofile limit is
+above the hard limit of some machines and is then refused."""
+PODMAN_START_TIMEOUT_S = 30.0
+TEST_IMAGE = "localhost/tokenswarm-test"
+"""The test image: an almost empty root whose entrypoint is the llama-server stand-in
+(``orchestrate.launchers.llama_server_shim``) run by this venv's python, mounted from the host."""
+
+
+@pytest.fixture(scope="session")
+def podman_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A folder holding the engine's ``containers.conf`` (skips where podman cannot run here)."""
+    missing = [tool for tool in ("podman", "runc") if shutil.which(tool) is None]
+    if missing:
+        pytest.skip(f"no container engine: {' and '.join(missing)} not installed "
+                    f"(`make test` installs them as root: apt-get install podman runc)")
+    if os.geteuid() != 0:
+        pytest.skip("the podman engine of the docker tests runs rootful: run the tests as root")
+    folder = tmp_path_factory.mktemp("podman")
+    (folder / "containers.conf").write_text(PODMAN_CONF)
+    return folder
+
+
+def podman_env(home: Path) -> dict[str, str]:
+    return {**os.environ, "CONTAINERS_CONF": str(home / "containers.conf")}
+
+
+@pytest.fixture(scope="session")
+def podman_socket(podman_home: Path) -> Iterator[str]:
+    """``unix://.../podman.sock``: a ``podman system service`` started for this session."""
+    folder = podman_home
+    sock = folder / "podman.sock"
+    url = f"unix://{sock}"
+    with open(folder / "service.log", "wb") as log:
+        service = subprocess.Popen(["podman", "system", "service", "--time=0", url], stdin=subprocess.DEVNULL,
+                                   stdout=log, stderr=subprocess.STDOUT, env=podman_env(folder),
+                                   start_new_session=True)
+    try:
+        deadline = time.monotonic() + PODMAN_START_TIMEOUT_S
+        while not _engine_answers(url):
+            if service.poll() is not None or time.monotonic() > deadline:
+                pytest.fail(f"podman system service did not serve {url}: "
+                            f"{(folder / 'service.log').read_text(errors='replace')[-2000:]}")
+            time.sleep(0.1)
+        yield url
+    finally:
+        service.terminate()
+        try:
+            service.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            service.kill()
+            service.wait()
+
+
+def _engine_answers(url: str) -> bool:
+    try:
+        client = docker.DockerClient(base_url=url, timeout=5)
+    except (docker.errors.DockerException, requests.RequestException):
+        return False
+    try:
+        return bool(client.ping())
+    except (docker.errors.DockerException, requests.RequestException):
+        return False
+    finally:
+        client.close()
+
+
+@pytest.fixture(scope="session")
+def docker_engine(podman_socket: str) -> Iterator[docker.DockerClient]:
+    """A docker SDK client of the session's podman engine (skips where podman cannot run)."""
+    client = docker.DockerClient(base_url=podman_socket)
+    yield client
+    client.close()
+
+
+@pytest.fixture(scope="session")
+def docker_test_image(docker_engine: docker.DockerClient, podman_home: Path) -> str:
+    """The test image's tag; imported once (``podman import``), kept in the engine's storage."""
+    entrypoint = [sys.executable, "-m", "orchestrate.launchers.llama_server_shim"]
+    tag = f"{TEST_IMAGE}:{hashlib.sha256(json.dumps(entrypoint).encode()).hexdigest()[:12]}"
+    try:
+        docker_engine.images.get(tag)
+        return tag
+    except docker.errors.ImageNotFound:
+        pass
+    with tarfile.open(podman_home / "root.tar", "w") as tar:
+        for name in ("usr", "usr/bin", "usr/lib", "usr/lib64", "usr/sbin", "etc", "dev", "proc", "sys", "run",
+                     "root", "tmp", "var", "var/tmp"):
+            info = tarfile.TarInfo(name)
+            info.type, info.mode = tarfile.DIRTYPE, 0o1777 if name.endswith("tmp") else 0o755
+            tar.addfile(info)
+        for link in ("bin", "lib", "lib64", "sbin"):  # merged /usr, as on the host it borrows from
+            info = tarfile.TarInfo(link)
+            info.type, info.linkname = tarfile.SYMTYPE, f"usr/{link}"
+            tar.addfile(info)
+    subprocess.run(["podman", "import", "--change", f"ENTRYPOINT {json.dumps(entrypoint)}",
+                    str(podman_home / "root.tar"), tag], check=True, capture_output=True, env=podman_env(podman_home))
+    return tag
+
+
+@pytest.fixture(scope="session")
+def docker_test_mounts() -> list[str]:
+    """``server.docker.volumes`` that let the test image run this venv's python and the repo:
+    the host's /usr and /etc, the Python prefix, the venv and the repo, all read-only."""
+    import orchestrate
+    paths = ["/usr", "/etc", sys.base_prefix, sys.prefix, str(Path(orchestrate.__file__).resolve().parents[1])]
+    kept: list[str] = []
+    for path in sorted({os.path.abspath(p) for p in paths}):
+        if not any(path == k or path.startswith(k.rstrip("/") + "/") for k in kept):
+            kept.append(path)
+    return [f"{path}:{path}:ro" for path in kept]

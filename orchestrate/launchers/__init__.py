@@ -1,25 +1,20 @@
 """Server launchers: one small interface (``base.Launcher``), chosen by kind in ``LAUNCHERS``.
 
-``make_launcher`` turns a scenario's ``ServerSpec`` into a launcher; the flag mapping of each kind
-lives with its launcher.
+``make_launcher`` turns a scenario's ``ServerSpec`` into a launcher. Every kind reads the scenario's
+flags through ``orchestrate.flags.llama_server_argv``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import sys
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
 from orchestrate.errors import ScenarioError
-from orchestrate.launchers.base import Launcher
+from orchestrate.flags import llama_server_argv
+from orchestrate.launchers.base import LOCAL_HOSTS, Launcher
 from orchestrate.scenario import ServerSpec
-
-EMBEDDED_FLAGS = {"parallel": "parallel", "np": "parallel", "ctx-size": "ctx_size", "c": "ctx_size",
-                  "flash-attn": "flash_attn", "fa": "flash_attn", "threads": "threads", "t": "threads",
-                  "spec-draft-n-max": "draft_n_max", "draft-max": "draft_n_max", "draft": "draft_n_max",
-                  "alias": "alias", "metrics": "metrics", "verbosity": "verbosity"}
-"""llama-server long (and short) flag names the embedded server understands → ``EmbeddedConfig``."""
-
 
 def resolve_model(name: str) -> str:
     """``tiny``/``tiny-draft`` → the generated GGUF (built once, cached); anything else is a path."""
@@ -29,27 +24,36 @@ def resolve_model(name: str) -> str:
     return name
 
 
-def _flag_value(key: str, value: Any) -> Any:
-    if key == "flash_attn" and isinstance(value, bool):
-        return "on" if value else "off"  # YAML 1.1 reads a bare `off` as false
-    return value
-
-
 def embedded_launcher(spec: ServerSpec, log_path: Path) -> Launcher:
+    """The flags go through the same llama-server argv as for docker and process, then through the
+    stand-in's parser (``llama_server_shim``), so all three read a scenario alike."""
     from orchestrate.launchers.embedded import EmbeddedConfig, EmbeddedLauncher
-    kwargs: dict[str, Any] = {}
-    for flag, value in spec.flags.items():
-        if flag not in EMBEDDED_FLAGS:
-            raise ScenarioError(f"server.flags.{flag}: the embedded server does not support this flag; "
-                                f"supported: {', '.join(sorted(EMBEDDED_FLAGS))}")
-        kwargs[EMBEDDED_FLAGS[flag]] = _flag_value(EMBEDDED_FLAGS[flag], value)
-    if spec.draft_model:
-        kwargs["draft_model_path"] = resolve_model(spec.draft_model)
+    from orchestrate.launchers.llama_server_shim import config_of, parse_args
+    draft = resolve_model(spec.draft_model) if spec.draft_model else None
     try:
-        config = EmbeddedConfig(model_path=resolve_model(spec.model), **kwargs)
-    except (TypeError, ValueError) as exc:
+        argv = llama_server_argv(spec, resolve_model(spec.model), draft, spec.host, spec.port)
+        config = EmbeddedConfig(**config_of(parse_args(argv)))  # type: ignore[arg-type]
+    except ValueError as exc:
         raise ScenarioError(f"server.flags: {exc}") from None
     return EmbeddedLauncher(config, log_path, start_timeout_s=spec.ready_timeout_s)
+
+
+def process_launcher(spec: ServerSpec, log_path: Path) -> Launcher:
+    from orchestrate.launchers.process import ProcessLauncher
+    try:
+        return ProcessLauncher(spec, resolve_model(spec.model),
+                               resolve_model(spec.draft_model) if spec.draft_model else None, log_path)
+    except ValueError as exc:  # a flag tokenswarm sets itself
+        raise ScenarioError(str(exc)) from None
+
+
+def docker_launcher(spec: ServerSpec, log_path: Path) -> Launcher:
+    from orchestrate.launchers.docker import DockerLauncher
+    try:
+        return DockerLauncher(spec, resolve_model(spec.model),
+                              resolve_model(spec.draft_model) if spec.draft_model else None, log_path)
+    except ValueError as exc:  # a flag tokenswarm sets itself
+        raise ScenarioError(str(exc)) from None
 
 
 def external_launcher(spec: ServerSpec, log_path: Path) -> Launcher:
@@ -60,11 +64,32 @@ def external_launcher(spec: ServerSpec, log_path: Path) -> Launcher:
 
 LAUNCHERS: dict[str, Callable[[ServerSpec, Path], Launcher]] = {
     "embedded": embedded_launcher,
+    "process": process_launcher,
+    "docker": docker_launcher,
     "external": external_launcher,
 }
 
 
+def check_launchers(specs: Iterable[ServerSpec]) -> None:
+    """Before any variant starts, refuse what would fail every variant of a kind the same way.
+
+    One line and exit 2 (``TokenswarmError``) instead of a run folder of identical ``failed_to_load``
+    results (and useless ``retry_with`` retries): bad ``server.docker`` options, no Docker engine,
+    an image that is neither present nor pullable (pulled here, so no variant's readiness time
+    includes a pull).
+    """
+    docker_specs = [spec for spec in specs if spec.launcher == "docker"]
+    if docker_specs:
+        from orchestrate.launchers.docker import check_engine, docker_options
+        for spec in docker_specs:
+            docker_options(spec.docker)
+        check_engine([spec.image for spec in docker_specs])
+
+
 def make_launcher(spec: ServerSpec, log_path: Path) -> Launcher:
+    if spec.launcher != "external" and spec.host not in LOCAL_HOSTS:
+        print(f"tokenswarm: warning: the server binds {spec.host}, so other machines can reach it "
+              f"(server.host; the default is 127.0.0.1)", file=sys.stderr, flush=True)
     try:
         factory = LAUNCHERS[spec.launcher]
     except KeyError:

@@ -13,9 +13,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-import re
 import select
-import signal
 import subprocess
 import sys
 import time
@@ -23,12 +21,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import NoReturn
 
+from orchestrate.diagnose import diagnose
 from orchestrate.errors import ServerExitedError, ServerNotReadyError
-from orchestrate.launchers.base import Launcher
+from orchestrate.launchers.base import STOP_GRACE_S, Launcher, stop_process_group
 
 FLASH_ATTN_CHOICES = ("on", "off", "auto")
-STOP_GRACE_S = 5.0
-_LOG_LINE = re.compile(r"^\d+\.\d+\.\d+\.\d+ ([DIWE]) +(.*)$")  # llama.cpp: "0.00.006.716 E msg"
 
 
 @dataclass(frozen=True)
@@ -64,24 +61,6 @@ class EmbeddedConfig:
         data = dataclasses.asdict(self)
         data["api_keys"] = list(self.api_keys)
         return data
-
-
-def failure_cause(lines: list[str]) -> str | None:
-    """The line of a server log that best says why it died.
-
-    The first llama.cpp error line wins (the root cause; later ones only wrap it), else the last
-    non-blank line that is not part of a Python traceback's frames.
-    """
-    for line in lines:
-        match = _LOG_LINE.match(line.strip())
-        if match and match.group(1) == "E":
-            return match.group(2).strip()
-    for line in reversed(lines):
-        text = line.strip()
-        if text and not line.startswith(" ") and not text.startswith("Traceback"):
-            match = _LOG_LINE.match(text)
-            return match.group(2).strip() if match else text
-    return None
 
 
 class EmbeddedLauncher(Launcher):
@@ -153,8 +132,7 @@ class EmbeddedLauncher(Launcher):
         except subprocess.TimeoutExpired:
             code = None
             self.stop()
-        cause = failure_cause(self._new_log_lines()[-200:])
-        hint = None
+        cause, hint = diagnose(self._new_log_lines()[-200:], code)
         if not Path(self.config.model_path).is_file():
             hint = f"model file {self.config.model_path} does not exist"
         elif self.config.draft_model_path and not Path(self.config.draft_model_path).is_file():
@@ -174,21 +152,13 @@ class EmbeddedLauncher(Launcher):
     def exit_status(self) -> int | None:
         return None if self.process is None else self.process.poll()
 
-    def stop(self) -> None:
+    def pid(self) -> int | None:
+        """The child process that hosts the server (None before start and once it has exited)."""
         process = self.process
-        if process is None:
-            return
-        for sig in (signal.SIGTERM, signal.SIGKILL):
-            if process.returncode is not None:  # reaped: its pid (and group id) may be reused
-                return
-            try:
-                os.killpg(process.pid, sig)  # the child leads its own session and group
-            except ProcessLookupError:
-                pass
-            try:
-                process.wait(timeout=STOP_GRACE_S)
-            except subprocess.TimeoutExpired:
-                continue
+        return None if process is None or process.returncode is not None else process.pid
+
+    def stop(self) -> None:
+        stop_process_group(self.process)
 
     def describe(self) -> dict[str, object]:
         return {"kind": self.kind, "config": self.config.to_dict(), "argv": list(self.argv),

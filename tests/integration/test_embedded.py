@@ -13,7 +13,8 @@ import pytest
 import requests
 
 from orchestrate.errors import ServerExitedError
-from orchestrate.launchers.embedded import EmbeddedConfig, EmbeddedLauncher, failure_cause
+from orchestrate.diagnose import failure_cause
+from orchestrate.launchers.embedded import EmbeddedConfig, EmbeddedLauncher
 from orchestrate.lexicon import pseudo_words
 
 pytestmark = pytest.mark.integration
@@ -87,7 +88,8 @@ def test_bad_model_file_fails_fast_with_cause(tmp_path: Path, content: bytes | N
     assert time.monotonic() - started < 10
     assert caught.value.returncode == 1
     assert caught.value.cause is not None and "GGUF" in caught.value.cause
-    assert (caught.value.hint is None) == (content is not None)
+    expected_hint = "does not exist" if content is None else "not a GGUF file"
+    assert caught.value.hint is not None and expected_hint in caught.value.hint
     assert launcher.exit_status() == 1
 
 

@@ -7,46 +7,15 @@ produces exactly its requested max_tokens; prompt tokens are what /tokenize meas
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import pytest
-import yaml
 
 from orchestrate.launchers.embedded import EmbeddedLauncher
+from tests.helpers import read_jsonl, tokenswarm_run, write_scenario
 
 pytestmark = pytest.mark.integration
-
-
-def write_scenario(tmp_path: Path, server: dict[str, Any] | None = None, load: dict[str, Any] | None = None,
-                   variants: list[dict[str, Any]] | None = None) -> Path:
-    scenario = {
-        "name": "t",
-        "server": {"launcher": "embedded", "model": "tiny", "flags": {"parallel": 4, "threads": 1},
-                   **(server or {})},
-        "load": {"dataset": "synthetic:400", "users": 4, "num_prompts": 12, "max_tokens": 24, **(load or {})},
-        "variants": variants or [{"name": "v"}],
-    }
-    path = tmp_path / "scenario.yaml"
-    path.write_text(yaml.safe_dump(scenario))
-    return path
-
-
-def tokenswarm_run(tmp_path: Path, scenario: Path, *args: str) -> tuple[subprocess.CompletedProcess[str], Path]:
-    results = tmp_path / "results"
-    proc = subprocess.run([sys.executable, "-m", "orchestrate.cli", "run", str(scenario),
-                           "--results-dir", str(results), *args],
-                          capture_output=True, text=True, timeout=240)
-    runs = sorted(results.iterdir()) if results.exists() else []
-    assert len(runs) == 1, proc.stdout + proc.stderr
-    return proc, runs[0]
-
-
-def read_jsonl(path: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
 def test_exact_counts_tokens_and_locust_agreement(tmp_path: Path) -> None:

@@ -119,7 +119,7 @@ def test_run_bad_scenario_is_one_line(tmp_path: Path, capsys, no_run):
     bad.write_text("server:\n  launcher: kubernetes\n")
     assert main(["run", str(bad)]) == 2
     assert one_error_line(capsys) == (f"tokenswarm: error: {bad}:2 server.launcher: unknown launcher "
-                                      "'kubernetes'; available: embedded, external")
+                                      "'kubernetes'; available: embedded, process, docker, external")
     assert no_run.scenarios == []
 
 

@@ -158,7 +158,7 @@ def test_demo_scenario_is_valid():
     pytest.param("""\
         name: x
         foo: 1
-     """, "study.yaml:2 foo: unknown key; allowed: description, load, name, server, variants",
+     """, "study.yaml:2 foo: unknown key; allowed: description, load, matrix, name, on_load_failure, server, variants",
      id="unknown_top_key"),
     pytest.param("""\
         name: x
@@ -176,8 +176,8 @@ def test_demo_scenario_is_valid():
             server:
               model: m
               modle: m
-     """, "study.yaml:7 variants.1.server.modle: unknown key; allowed: draft_model, flags, launcher, model, "
-          "ready_timeout_s, url",
+     """, "study.yaml:7 variants.1.server.modle: unknown key; allowed: binary, docker, draft_model, flags, "
+          "host, image, launcher, model, port, ready_timeout_s, url",
      id="unknown_key_in_variant_server"),
     pytest.param("""\
         load:
@@ -217,14 +217,14 @@ def test_demo_scenario_is_valid():
         server:
           model: tiny
           launcher: kubernetes
-     """, "study.yaml:3 server.launcher: unknown launcher 'kubernetes'; available: embedded, external",
+     """, "study.yaml:3 server.launcher: unknown launcher 'kubernetes'; available: embedded, process, docker, external",
      id="unknown_launcher"),
     pytest.param("""\
         variants:
           - name: a
             server:
               launcher: nope
-     """, "study.yaml:4 variants.0.server.launcher: unknown launcher 'nope'; available: embedded, external",
+     """, "study.yaml:4 variants.0.server.launcher: unknown launcher 'nope'; available: embedded, process, docker, external",
      id="unknown_launcher_in_variant"),
     pytest.param("""\
         name: x
@@ -275,7 +275,7 @@ def test_demo_scenario_is_valid():
      """, "study.yaml:2 load.spawn_rate: must be a number, got '1e400'", id="yaml_1e400_is_a_string"),
     pytest.param("""\
         "foo\\nbar": 1
-     """, "study.yaml:1 'foo\\nbar': unknown key; allowed: description, load, name, server, variants",
+     """, "study.yaml:1 'foo\\nbar': unknown key; allowed: description, load, matrix, name, on_load_failure, server, variants",
      id="key_with_newline_is_quoted"),
     pytest.param("""\
         - 1
@@ -391,6 +391,278 @@ def test_scenario_error_is_a_tokenswarm_error_and_a_value_error():
         parse("foo: 1\n")
 
 
+# --- matrix: the cross product, named ------------------------------------------------------------
+
+FA_X_DRAFT = """\
+name: fa-x-draft
+server:
+  launcher: process
+  model: /models/gemma-4-E4B.gguf
+  flags:
+    parallel: 32
+matrix:
+  flash-attn: [on, off]
+  draft_model:
+    none: null
+    mtp: /models/gemma-4-E4B-MTP.gguf
+load:
+  users: 8
+"""
+
+SAMPLING_DEFAULTS = {"load.sampling.fixed_output_tokens": None, "load.sampling.max_prompt_tokens": 1024,
+                     "load.sampling.max_total_tokens": 2048, "load.sampling.min_output_tokens": 4,
+                     "load.sampling.min_prompt_tokens": 4}
+
+
+def expected_settings(fa: str, draft: str | None) -> dict[str, object]:
+    return {"server.launcher": "process", "server.model": "/models/gemma-4-E4B.gguf", "server.draft_model": draft,
+            "server.binary": "llama-server", "server.flags.parallel": 32, "server.flags.flash-attn": fa,
+            "load.dataset": "synthetic", "load.users": 8, "load.spawn_rate": 8.0, "load.num_prompts": 1000,
+            "load.max_seconds": None, "load.max_tokens": 256, "load.seed": 0, "load.cache_prompt": True,
+            **SAMPLING_DEFAULTS}
+
+
+def test_matrix_2x2_expands_into_four_named_variants_first_axis_slowest():
+    scenario = parse(FA_X_DRAFT)
+    assert [v.name for v in scenario.variants] == [
+        "flash-attn-on_draft_model-none", "flash-attn-on_draft_model-mtp",
+        "flash-attn-off_draft_model-none", "flash-attn-off_draft_model-mtp"]
+    mtp = "/models/gemma-4-E4B-MTP.gguf"
+    assert [v.settings() for v in scenario.variants] == [
+        expected_settings("on", None), expected_settings("on", mtp),
+        expected_settings("off", None), expected_settings("off", mtp)]
+    # the axis value lands in the flags as YAML read it; flags.py renders a boolean as on/off
+    assert scenario.variants[2].server.flags == {"parallel": 32, "flash-attn": False}
+    assert all(v.retry_with is None for v in scenario.variants)
+
+
+def test_matrix_times_listed_variants():
+    scenario = parse("""\
+        matrix:
+          flash-attn: [on, "off"]
+        variants:
+          - name: small
+            load: {users: 4}
+          - name: big
+            server: {flags: {parallel: 64}}
+    """)
+    assert [(v.name, v.load.users, v.server.flags) for v in scenario.variants] == [
+        ("small_flash-attn-on", 4, {"flash-attn": True}),
+        ("small_flash-attn-off", 4, {"flash-attn": "off"}),
+        ("big_flash-attn-on", 32, {"parallel": 64, "flash-attn": True}),
+        ("big_flash-attn-off", 32, {"parallel": 64, "flash-attn": "off"})]
+    # YAML's boolean and the string "off" are the same setting
+    assert scenario.variants[0].settings()["server.flags.flash-attn"] == "on"
+    assert scenario.variants[1].settings()["server.flags.flash-attn"] == "off"
+
+
+def test_mapping_valued_axis_names_its_values():
+    scenario = parse("""\
+        matrix:
+          draft_model: {none: null, mtp: /models/gemma-4-E4B-MTP.gguf}
+    """)
+    assert [(v.name, v.server.draft_model) for v in scenario.variants] == [
+        ("draft_model-none", None), ("draft_model-mtp", "/models/gemma-4-E4B-MTP.gguf")]
+
+
+def test_mapping_keys_read_as_booleans_or_numbers_are_named():
+    scenario = parse("""\
+        matrix:
+          flash-attn: {on: "on", off: "off"}
+          parallel: {1: 1, 32: 32}
+    """)
+    assert [v.name for v in scenario.variants] == ["flash-attn-on_parallel-1", "flash-attn-on_parallel-32",
+                                                   "flash-attn-off_parallel-1", "flash-attn-off_parallel-32"]
+
+
+@pytest.mark.parametrize("axis, value, where", [
+    pytest.param("draft_model", "/m/d.gguf", lambda v: v.server.draft_model, id="server_key"),
+    pytest.param("image", "llama:full-cuda", lambda v: v.server.image, id="server_key_image"),
+    pytest.param("users", 4, lambda v: v.load.users, id="load_key"),
+    pytest.param("max_tokens", 64, lambda v: v.load.max_tokens, id="load_key_max_tokens"),
+    pytest.param("max_prompt_tokens", 512, lambda v: v.load.sampling["max_prompt_tokens"], id="sampling_key"),
+    pytest.param("ctx-size", 8192, lambda v: v.server.flags["ctx-size"], id="flag"),
+    pytest.param("threads", 2, lambda v: v.server.flags["threads"], id="flag_without_hyphen"),
+])
+def test_axis_key_resolution(axis: str, value: object, where):
+    (variant,) = parse(f"matrix:\n  {axis}: [{value}]\n").variants
+    assert where(variant) == value
+
+
+def test_matrix_value_error_points_at_the_matrix_line():
+    message = error_of("""\
+        load:
+          users: 4
+        matrix:
+          users:
+            - 8
+            - -1
+    """)
+    assert message == "study.yaml:6 matrix.users.1: must be >= 1, got -1"
+
+
+@pytest.mark.parametrize("text, expected", [
+    pytest.param("matrix:\n  flash-attn: []\n",
+                 "study.yaml:2 matrix.flash-attn: must be a non-empty list of values or a mapping {name: value}, got []",
+                 id="empty_axis"),
+    pytest.param("matrix:\n  users: {}\n",
+                 "study.yaml:2 matrix.users: must be a non-empty list of values or a mapping {name: value}, got {}",
+                 id="empty_mapping_axis"),
+    pytest.param("matrix:\n  users: 4\n",
+                 "study.yaml:2 matrix.users: must be a non-empty list of values or a mapping {name: value}, got 4",
+                 id="scalar_axis"),
+    pytest.param("name: x\nmatrix: {}\n",
+                 "study.yaml:2 matrix: must be a mapping of axes to their values, e.g. {flash-attn: [on, off]}",
+                 id="empty_matrix"),
+    pytest.param("name: x\nmatrix: [a, b]\n",
+                 "study.yaml:2 matrix: must be a mapping of axes to their values, e.g. {flash-attn: [on, off]}",
+                 id="matrix_list"),
+    pytest.param("matrix:\n  flags: [a]\n",
+                 "study.yaml:2 matrix.flags: name the flag itself (e.g. flash-attn: [on, off]), not flags",
+                 id="flags_axis"),
+    pytest.param("matrix:\n  flash_attn!: [on]\n",
+                 "study.yaml:2 matrix.flash_attn!: must be a server key (draft_model, image, ...), a load key "
+                 "(users, max_tokens, ...) or a llama-server flag name (letters, digits, '-'), got 'flash_attn!'",
+                 id="bad_axis_name"),
+    pytest.param("matrix:\n  model:\n    - /a/m.gguf\n    - /b/m.gguf\n",
+                 "study.yaml:4 matrix.model.1: two values are both named 'm' ('/a/m.gguf' and '/b/m.gguf'); "
+                 "write the axis as a mapping {name: value}", id="same_value_name"),
+    pytest.param("matrix:\n  docker:\n    - {gpus: all}\n",
+                 "study.yaml:3 matrix.docker.0: cannot name the value {'gpus': 'all'}; write the axis as a "
+                 "mapping {name: value}", id="unnamable_value"),
+    pytest.param("matrix:\n  model:\n    bad name: /m.gguf\n",
+                 "study.yaml:3 matrix.model.bad name: value names must be letters, digits, '-' or '_', got 'bad name'",
+                 id="bad_value_name"),
+    pytest.param("matrix:\n  launcher: [embedded, kubernetes]\n",
+                 "study.yaml:2 matrix.launcher.1: unknown launcher 'kubernetes'; available: embedded, process, "
+                 "docker, external", id="bad_value_validated_like_the_key"),
+    pytest.param("matrix:\n  users: [1, 2]\nvariants:\n  - name: a\n  - name: b\n    load:\n      users: 3\n",
+                 "study.yaml:7 variants.1.load.users: is also a matrix axis (matrix.users); set it in one place",
+                 id="variant_sets_an_axis"),
+    pytest.param("matrix:\n  parallel: [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]\n  threads: [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]\n"
+                 "  seed: [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11]\n",
+                 "study.yaml:1 matrix: expands to 1100 variants; at most 1000", id="too_large"),
+])
+def test_matrix_errors(text: str, expected: str):
+    with pytest.raises(ScenarioError) as info:
+        parse_scenario(text, PATH)
+    assert str(info.value) == expected
+
+
+# --- on_load_failure: retry_with ---------------------------------------------------------------
+
+RETRY_STUDY = """\
+server:
+  model: /models/gemma-4-E4B.gguf
+  flags: {flash-attn: "on"}
+on_load_failure:
+  retry_with: {flash-attn: off}
+variants:
+  - name: plain
+  - name: mtp
+    server:
+      draft_model: /models/gemma-4-E4B-MTP.gguf
+    on_load_failure:
+      retry_with: {flash-attn: off, spec-draft-n-max: 2, ready_timeout_s: 600}
+  - name: fa-off
+    server: {flags: {flash-attn: "off"}}
+"""
+
+
+def test_retry_with_top_level_and_per_variant():
+    plain, mtp, fa_off = parse(RETRY_STUDY).variants
+    assert plain.retry_with == {"flash-attn": False}
+    # the variant's rule replaces the top level's; values come back as validated (600 → 600.0)
+    assert mtp.retry_with == {"flash-attn": False, "spec-draft-n-max": 2, "ready_timeout_s": 600.0}
+    # a rule that would change nothing is dropped
+    assert fa_off.retry_with is None
+    retried = mtp.with_retry()
+    assert retried.name == "mtp"
+    assert retried.server.flags == {"flash-attn": False, "spec-draft-n-max": 2}
+    assert retried.server.ready_timeout_s == 600.0
+    assert retried.server.draft_model == mtp.server.draft_model
+    assert retried.retry_with is None  # no second retry
+    assert retried.settings()["server.flags.flash-attn"] == "off"
+    assert mtp.server.flags == {"flash-attn": "on"}  # frozen: the original is unchanged
+    assert fa_off.with_retry() is fa_off
+
+
+def test_retry_with_a_server_key():
+    (variant,) = parse("""\
+        server: {draft_model: /m/d.gguf}
+        on_load_failure: {retry_with: {draft_model: null}}
+    """).variants
+    assert variant.retry_with == {"draft_model": None}
+    assert variant.with_retry().server.draft_model is None
+
+
+def test_retry_over_a_matrix():
+    fa_on, fa_off = parse("""\
+        matrix:
+          flash-attn: [on, off]
+        on_load_failure: {retry_with: {flash-attn: off}}
+    """).variants
+    assert (fa_on.retry_with, fa_off.retry_with) == ({"flash-attn": False}, None)
+    assert fa_on.with_retry().settings() == fa_off.settings()
+
+
+@pytest.mark.parametrize("text, expected", [
+    pytest.param("on_load_failure: {retry: {a: 1}}\n",
+                 "study.yaml:1 on_load_failure.retry: unknown key; allowed: retry_with", id="unknown_key"),
+    pytest.param("on_load_failure:\n  retry_with: {}\n",
+                 "study.yaml:2 on_load_failure.retry_with: must be a non-empty mapping of server keys or flags to "
+                 "use for one more try, e.g. {flash-attn: off}, got {}", id="empty"),
+    pytest.param("on_load_failure:\n  retry_with:\n    users: 2\n",
+                 "study.yaml:3 on_load_failure.retry_with.users: a retry changes how the server is started; "
+                 "load settings cannot be retried", id="load_key"),
+    pytest.param("on_load_failure:\n  retry_with:\n    port: 70000\n",
+                 "study.yaml:3 on_load_failure.retry_with.port: must be <= 65535, got 70000", id="bad_value"),
+    pytest.param("variants:\n  - name: a\n    on_load_failure:\n      retry_with:\n        launcher: nope\n",
+                 "study.yaml:5 variants.0.on_load_failure.retry_with.launcher: unknown launcher 'nope'; "
+                 "available: embedded, process, docker, external", id="bad_value_in_variant"),
+    pytest.param("on_load_failure: 3\n", "study.yaml:1 on_load_failure: must be a mapping, got int",
+                 id="not_a_mapping"),
+])
+def test_retry_errors(text: str, expected: str):
+    with pytest.raises(ScenarioError) as info:
+        parse_scenario(text, PATH)
+    assert str(info.value) == expected
+
+
+# --- settings(): what defines a variant ----------------------------------------------------------
+
+def test_settings_of_a_docker_variant_leave_out_what_does_not_define_the_experiment():
+    (variant,) = parse("""\
+        server:
+          launcher: docker
+          model: /models/m.gguf
+          image: llama:full-cuda
+          docker: {gpus: [0, 1]}
+          port: 8081
+          host: 127.0.0.1
+          ready_timeout_s: 900
+          flags: {fa: false, cont-batching: true}
+        load:
+          read_timeout_s: 5
+          max_seconds: 900
+          sampling: {max_prompt_tokens: 512}
+    """).variants
+    assert variant.settings() == {
+        "server.launcher": "docker", "server.model": "/models/m.gguf", "server.draft_model": None,
+        "server.image": "llama:full-cuda", "server.docker.gpus": [0, 1],
+        "server.flags.fa": "off", "server.flags.cont-batching": True,
+        "load.dataset": "synthetic", "load.users": 32, "load.spawn_rate": 32.0, "load.num_prompts": 1000,
+        "load.max_seconds": 900.0, "load.max_tokens": 256, "load.seed": 0, "load.cache_prompt": True,
+        **SAMPLING_DEFAULTS, "load.sampling.max_prompt_tokens": 512}
+
+
+def test_settings_of_an_external_variant_name_the_url():
+    (variant,) = parse("server: {launcher: external, url: 'http://10.0.0.2:8080'}\n").variants
+    settings = variant.settings()
+    assert settings["server.url"] == "http://10.0.0.2:8080"
+    assert "server.image" not in settings and "server.binary" not in settings
+
+
 # --- property: never anything but a Scenario or a one-line ScenarioError ------------------------
 
 ALL_KEYS = sorted(TOP_KEYS | SERVER_KEYS | LOAD_KEYS | SAMPLING_KEYS | VARIANT_KEYS)
@@ -424,7 +696,9 @@ variant = st.fixed_dictionaries({"name": names}, optional={
 schema_shaped = st.fixed_dictionaries({}, optional={
     "name": names, "description": scalars,
     "server": section(SERVER_KEYS), "load": section(LOAD_KEYS, sampling=section(SAMPLING_KEYS)),
-    "variants": weighted((4, st.lists(variant, max_size=3)), (1, structures))})
+    "variants": weighted((4, st.lists(variant, max_size=3)), (1, structures)),
+    "matrix": weighted((4, st.dictionaries(any_keys, st.lists(scalars, max_size=3), max_size=3)), (1, structures)),
+    "on_load_failure": weighted((4, st.fixed_dictionaries({"retry_with": section(SERVER_KEYS)})), (1, structures))})
 top_levels = weighted((9, schema_shaped), (1, structures))
 
 

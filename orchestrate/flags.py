@@ -1,0 +1,52 @@
+"""Scenario flags → ``llama-server`` arguments: the one mapping the docker and process launchers share.
+
+Stage: server. Imports: stdlib, ``orchestrate.scenario``. Flags are written by llama-server's own
+long names (``parallel: 32`` → ``--parallel 32``); a bare ``true`` is a switch (``cont-batching:
+true`` → ``--cont-batching``); short names work too (``ngl: 99`` → ``-ngl 99``), ``false`` omits it, a list repeats the flag. YAML reads a bare
+``on``/``off`` as a boolean, so ``flash-attn: off`` becomes ``--flash-attn off`` as intended.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from orchestrate.scenario import ServerSpec
+
+VALUE_SWITCHES = {"flash-attn", "fa"}
+"""Flags whose value is on/off/auto: a YAML boolean is rendered as on/off, never as a bare switch."""
+MANAGED = {"model", "m", "model-draft", "md", "host", "port", "metrics"}
+"""Set by tokenswarm from the scenario's own keys (``model``, ``draft_model``, ``host``, ``port``)."""
+
+
+def _name(flag: str) -> str:
+    """llama.cpp's short names have one dash and at most three letters (``-c``, ``-fa``, ``-ngl``)."""
+    return f"-{flag}" if len(flag) <= 3 and "-" not in flag else f"--{flag}"
+
+
+def flag_args(flags: dict[str, Any]) -> list[str]:
+    """``{"parallel": 32, "flash-attn": False, "cont-batching": True}`` → llama-server argv."""
+    args: list[str] = []
+    for flag, value in flags.items():
+        if flag in MANAGED:
+            raise ValueError(f"server.flags.{flag}: set it with the scenario's own key "
+                             f"(model, draft_model, host, port); metrics are always on")
+        if flag in VALUE_SWITCHES and isinstance(value, bool):
+            value = "on" if value else "off"
+        if value is True or value is None:
+            args.append(_name(flag))
+        elif value is False:
+            continue
+        elif isinstance(value, list):
+            for item in value:
+                args += [_name(flag), str(item)]
+        else:
+            args += [_name(flag), str(value)]
+    return args
+
+
+def llama_server_argv(spec: ServerSpec, model: str, draft_model: str | None, host: str, port: int) -> list[str]:
+    """The arguments after the ``llama-server`` binary (paths as the server will see them)."""
+    args = ["--model", model, "--host", host, "--port", str(port), "--metrics"]
+    if draft_model:
+        args += ["--model-draft", draft_model]
+    return args + flag_args(spec.flags)

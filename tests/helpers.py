@@ -1,0 +1,39 @@
+"""Helpers for tests that drive `tokenswarm run` as a user would: a scenario file, the CLI, the files."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+
+def write_scenario(tmp_path: Path, server: dict[str, Any] | None = None, load: dict[str, Any] | None = None,
+                   variants: list[dict[str, Any]] | None = None) -> Path:
+    scenario = {
+        "name": "t",
+        "server": {"launcher": "embedded", "model": "tiny", "flags": {"parallel": 4, "threads": 1},
+                   **(server or {})},
+        "load": {"dataset": "synthetic:400", "users": 4, "num_prompts": 12, "max_tokens": 24, **(load or {})},
+        "variants": variants or [{"name": "v"}],
+    }
+    path = tmp_path / "scenario.yaml"
+    path.write_text(yaml.safe_dump(scenario))
+    return path
+
+
+def tokenswarm_run(tmp_path: Path, scenario: Path, *args: str) -> tuple[subprocess.CompletedProcess[str], Path]:
+    results = tmp_path / "results"
+    proc = subprocess.run([sys.executable, "-m", "orchestrate.cli", "run", str(scenario),
+                           "--results-dir", str(results), *args],
+                          capture_output=True, text=True, timeout=240)
+    runs = sorted(results.iterdir()) if results.exists() else []
+    assert len(runs) == 1, proc.stdout + proc.stderr
+    return proc, runs[0]
+
+
+def read_jsonl(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]

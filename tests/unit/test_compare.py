@@ -1,0 +1,234 @@
+"""orchestrate/compare.py: hand-built summary.json files of a 2×2 study (flash-attn on/off × drafter none/mtp)."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from orchestrate.compare import compare, read_variants, write_comparison
+from orchestrate.errors import ResultsError
+from orchestrate.results import VariantPaths, compare_json, compare_md, compare_png
+
+DRAFT = "/models/gemma-4-E4B-MTP.gguf"
+
+
+def settings(fa: str, draft: str | None) -> dict[str, Any]:
+    return {"server.launcher": "docker", "server.model": "/models/gemma-4-E4B.gguf", "server.draft_model": draft,
+            "server.flags.flash-attn": fa, "server.flags.parallel": 32, "load.users": 32, "load.max_tokens": 256}
+
+
+def summary(fa: str, draft: str | None, decode: float, prefill: float, ttft: float, tpot: float,
+            acceptance: float | None = None, status: str = "completed", **extra: Any) -> dict[str, Any]:
+    """A summary.json as the run loop writes it; p99s are twice the p50s."""
+    out: dict[str, Any] = {
+        "status": status, "settings": settings(fa, draft), "retried": False,
+        "requests": {"sent": 100, "completed": 100, "errors": 0},
+        "throughput": {"prefill_tok_s": prefill, "decode_tok_s": decode, "requests_per_s": 1.0},
+        "latency_ms": {"ttft": {"p50": ttft, "p99": 2 * ttft}, "tpot": {"p50": tpot, "p99": 2 * tpot}},
+        "speculative": {"acceptance_rate": acceptance} if acceptance is not None else None,
+        "memory": {"peak_bytes": 8 * 2 ** 30, "source": "nvidia-smi"}}
+    out.update(extra)
+    return out
+
+
+# decode 400 → 500 with the drafter (fa on), 320 → 288 (fa off); fa off: ×0.8 without drafter, ×0.576 with
+STUDY = {
+    "flash-attn-on_draft_model-none": summary("on", None, 400.0, 1000.0, 100.0, 20.0),
+    "flash-attn-on_draft_model-mtp": summary("on", DRAFT, 500.0, 1100.0, 110.0, 16.0, acceptance=0.75),
+    "flash-attn-off_draft_model-none": summary("off", None, 320.0, 800.0, 125.0, 25.0),
+    "flash-attn-off_draft_model-mtp": summary("off", DRAFT, 288.0, 880.0, 137.5, 27.5, acceptance=0.7),
+}
+FAILED = {"status": "failed_to_load", "settings": settings("on", DRAFT), "retried": False,
+          "requests": {"sent": 0, "completed": 0, "errors": 0}, "throughput": {}, "latency_ms": {},
+          "server": {"cause": "ggml-cuda/fattn.cu:110: fatal error", "exit_code": 134}}
+
+
+def write_run(run: Path, variants: dict[str, dict[str, Any] | None]) -> Path:
+    """One variant folder per entry, in order (the order is server.json's mtime); None: no summary.json."""
+    for i, (name, data) in enumerate(variants.items()):
+        paths = VariantPaths.create(run, name)
+        paths.server_json.write_text("{}")
+        os.utime(paths.server_json, (1_000_000 + i, 1_000_000 + i))
+        if data is not None:
+            paths.summary_json.write_text(json.dumps(data))
+    return run
+
+
+def by_pair(effects: list[dict[str, Any]]) -> dict[tuple[str, str], dict[str, Any]]:
+    return {(e["a"], e["b"]): e for e in effects}
+
+
+def test_effects_come_only_from_pairs_that_differ_in_one_setting(tmp_path: Path):
+    data = compare(read_variants([write_run(tmp_path / "run", STUDY)]))
+    assert data["varying_settings"] == ["server.draft_model", "server.flags.flash-attn"]
+    assert set(data["effects"]) == {"server.draft_model", "server.flags.flash-attn"}
+    drafter = by_pair(data["effects"]["server.draft_model"])
+    assert set(drafter) == {("flash-attn-on_draft_model-none", "flash-attn-on_draft_model-mtp"),
+                            ("flash-attn-off_draft_model-none", "flash-attn-off_draft_model-mtp")}
+    on = drafter[("flash-attn-on_draft_model-none", "flash-attn-on_draft_model-mtp")]
+    assert (on["from"], on["to"], on["with"]) == (None, DRAFT, {"server.flags.flash-attn": "on"})
+    assert on["ratios"] == pytest.approx({"decode_tok_s": 1.25, "ttft_p50_ms": 1.1, "tpot_p50_ms": 0.8})
+    off = drafter[("flash-attn-off_draft_model-none", "flash-attn-off_draft_model-mtp")]
+    assert off["with"] == {"server.flags.flash-attn": "off"}
+    assert off["ratios"] == pytest.approx({"decode_tok_s": 0.9, "ttft_p50_ms": 1.1, "tpot_p50_ms": 1.1})
+    fa = by_pair(data["effects"]["server.flags.flash-attn"])
+    none = fa[("flash-attn-on_draft_model-none", "flash-attn-off_draft_model-none")]
+    assert (none["from"], none["to"], none["with"]) == ("on", "off", {"server.draft_model": None})
+    assert none["ratios"] == pytest.approx({"decode_tok_s": 0.8, "ttft_p50_ms": 1.25, "tpot_p50_ms": 1.25})
+    mtp = fa[("flash-attn-on_draft_model-mtp", "flash-attn-off_draft_model-mtp")]
+    assert mtp["ratios"] == pytest.approx({"decode_tok_s": 0.576, "ttft_p50_ms": 1.25, "tpot_p50_ms": 1.71875})
+
+
+def test_the_diagonal_pairs_are_confounded_with_both_settings_named(tmp_path: Path):
+    data = compare(read_variants([write_run(tmp_path / "run", STUDY)]))
+    assert [(c["a"], c["b"], c["differs"]) for c in data["confounded"]] == [
+        ("flash-attn-on_draft_model-none", "flash-attn-off_draft_model-mtp",
+         {"server.draft_model": [None, DRAFT], "server.flags.flash-attn": ["on", "off"]}),
+        ("flash-attn-on_draft_model-mtp", "flash-attn-off_draft_model-none",
+         {"server.draft_model": [DRAFT, None], "server.flags.flash-attn": ["on", "off"]}),
+    ]
+    assert data["confounded"][0]["decode_tok_s"] == [400.0, 288.0]
+    assert data["repeats"] == [] and data["excluded"] == []
+
+
+def test_deltas_against_the_first_completed_variant_or_the_chosen_one(tmp_path: Path):
+    variants = read_variants([write_run(tmp_path / "run", STUDY)])
+    data = compare(variants)
+    assert data["baseline"] == "flash-attn-on_draft_model-none"
+    deltas = {r["label"]: r["delta_pct"] for r in data["variants"]}
+    assert deltas["flash-attn-on_draft_model-none"]["decode_tok_s"] == 0.0
+    assert deltas["flash-attn-on_draft_model-mtp"] == pytest.approx({
+        "prefill_tok_s": 10.0, "decode_tok_s": 25.0, "ttft_p50_ms": 10.0, "ttft_p99_ms": 10.0,
+        "tpot_p50_ms": -20.0, "tpot_p99_ms": -20.0})
+    assert deltas["flash-attn-off_draft_model-mtp"]["decode_tok_s"] == pytest.approx(-28.0)
+    chosen = compare(variants, baseline="flash-attn-off_draft_model-none")
+    assert chosen["baseline"] == "flash-attn-off_draft_model-none"
+    assert {r["label"]: r["delta_pct"] for r in chosen["variants"]}["flash-attn-on_draft_model-none"][
+        "decode_tok_s"] == pytest.approx(25.0)
+
+
+def test_a_variant_that_failed_to_load_is_excluded_with_its_cause(tmp_path: Path):
+    run = write_run(tmp_path / "run", {**STUDY, "flash-attn-on_draft_model-mtp": FAILED})
+    data = compare(read_variants([run]))
+    assert data["excluded"] == [{"label": "flash-attn-on_draft_model-mtp", "status": "failed_to_load",
+                                 "cause": "ggml-cuda/fattn.cu:110: fatal error"}]
+    # what is left: the drafter only with fa off, flash-attn only without drafter, one confounded pair
+    assert [(e["a"], e["b"]) for e in data["effects"]["server.draft_model"]] == [
+        ("flash-attn-off_draft_model-none", "flash-attn-off_draft_model-mtp")]
+    assert [(e["a"], e["b"]) for e in data["effects"]["server.flags.flash-attn"]] == [
+        ("flash-attn-on_draft_model-none", "flash-attn-off_draft_model-none")]
+    assert [(c["a"], c["b"]) for c in data["confounded"]] == [
+        ("flash-attn-on_draft_model-none", "flash-attn-off_draft_model-mtp")]
+    failed = next(r for r in data["variants"] if r["status"] == "failed_to_load")
+    assert failed["delta_pct"] is None
+    md = write_comparison([run]).read_text()
+    assert "- flash-attn-on_draft_model-mtp: failed_to_load: ggml-cuda/fattn.cu:110: fatal error" in md
+    with pytest.raises(ResultsError, match="did not complete"):
+        compare(read_variants([run]), baseline="flash-attn-on_draft_model-mtp")
+
+
+def test_a_retried_variant_is_compared_with_the_settings_it_ran_with(tmp_path: Path):
+    retried = summary("off", DRAFT, 290.0, 880.0, 137.5, 27.5, acceptance=0.7, retried=True,
+                      first_attempt={"status": "failed_to_load", "cause": "ggml-cuda/fattn.cu:110: fatal error",
+                                     "settings": settings("on", DRAFT)})
+    run = write_run(tmp_path / "run", {**STUDY, "flash-attn-on_draft_model-mtp": retried})
+    data = compare(read_variants([run]))
+    # after the retry it equals fa-off + mtp: a repeat, not an effect of flash attention
+    assert [(r["a"], r["b"]) for r in data["repeats"]] == [
+        ("flash-attn-on_draft_model-mtp", "flash-attn-off_draft_model-mtp")]
+    row = next(r for r in data["variants"] if r["retried"])
+    assert row["retry_changed"] == {"server.flags.flash-attn": ["on", "off"]}
+    md = write_comparison([run]).read_text()
+    assert ("- flash-attn-on_draft_model-mtp: first try failed (ggml-cuda/fattn.cu:110: fatal error); "
+            "retried with server.flags.flash-attn=off") in md
+    assert "| flash-attn-on_draft_model-mtp | completed (retried) |" in md
+
+
+def test_unknown_baseline_lists_the_variants(tmp_path: Path):
+    run = write_run(tmp_path / "run", {"a": STUDY["flash-attn-on_draft_model-none"]})
+    with pytest.raises(ResultsError) as info:
+        write_comparison([run], baseline="nope")
+    assert str(info.value) == "--baseline nope: no such variant; available: a"
+
+
+def test_compare_across_two_runs_writes_into_the_first(tmp_path: Path):
+    first = write_run(tmp_path / "20260101T000000Z-demo", {"base": summary("on", None, 400.0, 1000.0, 100.0, 20.0)})
+    second = write_run(tmp_path / "20260102T000000Z-demo", {"base": summary("on", None, 440.0, 1000.0, 100.0, 20.0),
+                                                            "drafter": summary("on", DRAFT, 500.0, 1000.0, 100.0,
+                                                                               25.0)})
+    md_path = write_comparison([first, second])
+    assert md_path == compare_md(first)
+    assert not compare_md(second).exists()
+    data = json.loads(compare_json(first).read_text())
+    assert data["runs"] == [str(first), str(second)]
+    labels = [r["label"] for r in data["variants"]]
+    assert labels == ["20260101T000000Z-demo/base", "20260102T000000Z-demo/base", "drafter"]
+    assert [(r["a"], r["b"]) for r in data["repeats"]] == [tuple(labels[:2])]
+    assert data["repeats"][0]["ratios"]["decode_tok_s"] == pytest.approx(1.1)
+    # the drafter's effect, measured against both bases (each differs from it in the drafter alone)
+    assert [(e["a"], e["b"]) for e in data["effects"]["server.draft_model"]] == [
+        (labels[0], "drafter"), (labels[1], "drafter")]
+    md = md_path.read_text()
+    assert md.startswith(f"# Comparison\n\n2 runs (written into the first): `{first}`, `{second}`\n")
+    assert compare(read_variants([first, second]), baseline="drafter")["baseline"] == "drafter"
+
+
+def test_missing_summary_and_missing_settings(tmp_path: Path):
+    run = tmp_path / "run"
+    no_settings = summary("on", None, 400.0, 1000.0, 100.0, 20.0)
+    del no_settings["settings"]
+    write_run(run, {"old": no_settings, "broken": None})
+    data = compare(read_variants([run]))
+    assert data["excluded"] == [{"label": "old", "status": "completed", "cause": None},
+                                {"label": "broken", "status": "missing", "cause": "no readable summary.json"}]
+    assert data["baseline"] == "old"  # its numbers are still shown and can be the baseline
+
+
+def test_settings_fall_back_to_the_runs_scenario_yaml(tmp_path: Path):
+    from orchestrate.scenario import parse_scenario
+    scenario = parse_scenario("matrix:\n  flash-attn: [on, off]\n", Path("s.yaml"))
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "scenario.yaml").write_text(yaml.safe_dump(scenario.as_run(), sort_keys=False))
+    old = [summary("on", None, 400.0, 1000.0, 100.0, 20.0), summary("off", None, 320.0, 800.0, 125.0, 25.0)]
+    for s in old:
+        del s["settings"]
+    write_run(run, dict(zip(["flash-attn-on", "flash-attn-off"], old)))
+    data = compare(read_variants([run]))
+    assert [r["settings"] for r in data["variants"]] == [v.settings() for v in scenario.variants]
+    assert list(data["effects"]) == ["server.flags.flash-attn"]
+
+
+def test_markdown_layout(tmp_path: Path):
+    run = write_run(tmp_path / "run", {**STUDY, "flash-attn-on_draft_model-mtp": FAILED})
+    md = write_comparison([run]).read_text()
+    lines = md.splitlines()
+    assert lines[:3] == ["# Comparison", "", f"Run: `{run}`"]
+    assert ("| variant | status | done / errors | prefill tok/s | decode tok/s | TTFT p50 | TTFT p99 | TPOT p50 "
+            "| TPOT p99 | acceptance | peak memory |") in lines
+    assert ("| flash-attn-off_draft_model-mtp | completed | 100 / 0 | 880.0 | 288.0 | 138 ms | 275 ms | 28 ms "
+            "| 55 ms | 70.0 % | 8.0 GiB (nvidia-smi) |") in lines
+    assert "| flash-attn-on_draft_model-mtp | failed_to_load | 0 / 0 | – | – | – | – | – | – | – | – |" in lines
+    assert "## Deltas against flash-attn-on_draft_model-none" in lines
+    assert "| flash-attn-off_draft_model-none | -20.0 % | -20.0 % | +25.0 % | +25.0 % | +25.0 % | +25.0 % |" in lines
+    assert ("- **server.draft_model** none → /models/gemma-4-E4B-MTP.gguf: decode ×0.90, TTFT p50 ×1.10, "
+            "TPOT p50 ×1.10, with server.flags.flash-attn=off "
+            "(flash-attn-off_draft_model-none vs flash-attn-off_draft_model-mtp)") in lines
+    assert ("- flash-attn-on_draft_model-none vs flash-attn-off_draft_model-mtp: decode 400.0 → 288.0 tok/s changed "
+            "server.draft_model and server.flags.flash-attn: confounded") in lines
+    assert "| variant | server.draft_model | server.flags.flash-attn |" in lines
+    assert lines[-1] == "![comparison](compare.png)"
+    assert compare_png(run).stat().st_size > 0
+
+
+def test_no_run_dirs_and_a_missing_run(tmp_path: Path):
+    with pytest.raises(ResultsError, match="at least one run directory"):
+        write_comparison([])
+    with pytest.raises(ResultsError) as info:
+        write_comparison([tmp_path / "nope"])
+    assert str(info.value) == f"{tmp_path / 'nope'}: no such run directory"
