@@ -109,27 +109,10 @@ def server_command(spec: ServerSpec) -> str:
             from orchestrate.launchers.llama_server_shim import config_of, parse_args
             return repr(EmbeddedConfig(**config_of(parse_args(  # type: ignore[arg-type]
                 llama_server_argv(spec, model, draft, spec.host, spec.port)))))
-        from orchestrate.launchers.docker import CONTAINER_PORT, DRAFT_MODELS_DIR, MODELS_DIR, docker_options
-        options = docker_options(spec.docker)
-        folder = str(Path(model).parent)
-        mounts, container_draft = [f"{folder}:{MODELS_DIR}:ro"], None
-        if draft:
-            inside = MODELS_DIR if str(Path(draft).parent) == folder else DRAFT_MODELS_DIR
-            if inside == DRAFT_MODELS_DIR:
-                mounts.append(f"{Path(draft).parent}:{DRAFT_MODELS_DIR}:ro")
-            container_draft = f"{inside}/{Path(draft).name}"
-        gpus = options["gpus"]
-        args = ["docker", "run", "--rm"] + ([] if gpus == "none" else
-                                            ["--gpus", "all" if gpus == "all" else f'"device={",".join(gpus)}"'])
-        for volume in mounts + options["volumes"]:
-            args += ["-v", volume]
-        args += ["-p", f"{spec.host}:{port}:{CONTAINER_PORT}"]
-        args += [a for k, v in options["env"].items() for a in ("-e", f"{k}={v}")]
-        args += ["--user", options["user"]] if options["user"] else []
-        entrypoint = options["entrypoint"] or []
-        args += ["--entrypoint", entrypoint[0]] if entrypoint else []
-        return _shell(args + [spec.image, *entrypoint[1:], *llama_server_argv(
-            spec, f"{MODELS_DIR}/{Path(model).name}", container_draft, "0.0.0.0", CONTAINER_PORT)])
+        from orchestrate.launchers.docker import docker_run_line
+        return _shell(docker_run_line(spec, model, draft, port))
+    except ScenarioError:
+        raise
     except ValueError as exc:  # a flag tokenswarm sets itself, or one the embedded server refuses
         raise ScenarioError(f"server.flags: {exc}") from None
 
@@ -143,10 +126,7 @@ def plan_lines(variant: Variant) -> list[str]:
              + (f"cap {load.max_seconds:g} s" if load.max_seconds else "no time cap")
              + ("" if load.cache_prompt else ", cache_prompt false")]
     if variant.retry_with:
-        from orchestrate.flags import VALUE_SWITCHES
-        rule = ", ".join(f"{k}=" + ("none" if v is None else ("on" if v else "off") if isinstance(v, bool)
-                                    and k in VALUE_SWITCHES else str(v)) for k, v in variant.retry_with.items())
-        lines += [f"on load failure: retry once with {rule} (recorded as retried):",
+        lines += [f"on load failure: retry once with {variant.retry_description()} (recorded as retried):",
                   f"  {server_command(variant.with_retry().server)}"]
     return lines
 

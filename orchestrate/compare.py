@@ -128,8 +128,12 @@ def _baseline(variants: list[VariantResult], wanted: str | None) -> VariantResul
     raise ResultsError(f"--baseline {wanted}: no such variant; available: {', '.join(v.label for v in variants)}")
 
 
-def compare(variants: list[VariantResult], baseline: str | None = None) -> dict[str, Any]:
-    """The whole comparison as plain data (``compare.json``); ``compare.md`` is its rendering."""
+def compare(variants: list[VariantResult], baseline: str | None = None,
+            runs: list[Path] | None = None) -> dict[str, Any]:
+    """The whole comparison as plain data (``compare.json``); ``compare.md`` is its rendering.
+
+    :param runs: the run directories compared (default: those the variants come from).
+    """
     base = _baseline(variants, baseline)
     rows = []
     for v in variants:
@@ -163,7 +167,7 @@ def compare(variants: list[VariantResult], baseline: str | None = None) -> dict[
                                "decode_tok_s": [a.numbers.get("decode_tok_s"), b.numbers.get("decode_tok_s")]})
         else:
             repeats.append({"a": a.label, "b": b.label, "ratios": _ratios(a, b)})
-    return {"runs": [str(r) for r in dict.fromkeys(v.run for v in variants)],
+    return {"runs": [str(r) for r in (runs or dict.fromkeys(v.run for v in variants))],
             "baseline": base.label if base else None, "variants": rows, "varying_settings": varying,
             "effects": dict(sorted(effects.items())), "confounded": confounded, "repeats": repeats,
             "excluded": [{"label": v.label, "status": v.status, "cause": v.cause} for v in variants
@@ -187,7 +191,8 @@ def _memory(row: dict[str, Any]) -> str:
     if row.get("peak_memory_bytes") is None:
         return "–"
     source = f" ({row['memory_source']})" if row.get("memory_source") else ""
-    return f"{row['peak_memory_bytes'] / 2 ** 30:.1f} GiB{source}"
+    peak = row["peak_memory_bytes"]
+    return (f"{peak / 2 ** 30:.1f} GiB" if peak >= 2 ** 30 else f"{peak / 2 ** 20:.0f} MiB") + source
 
 
 def markdown(data: dict[str, Any], plot_name: str | None = None) -> str:
@@ -284,7 +289,7 @@ def write_comparison(run_dirs: list[Path], baseline: str | None = None) -> Path:
     """Compare the variants of one or more runs; writes into the first run and returns ``compare.md``."""
     if not run_dirs:
         raise ResultsError("compare: give at least one run directory")
-    data = compare(read_variants(run_dirs), baseline)
+    data = compare(read_variants(run_dirs), baseline, run_dirs)
     target = run_dirs[0]
     compare_json(target).write_text(json.dumps(data, indent=2, default=str) + "\n")
     png = plot(data, compare_png(target))

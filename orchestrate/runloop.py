@@ -14,6 +14,7 @@ from typing import Any
 import requests
 import yaml
 
+from orchestrate.compare import write_comparison
 from orchestrate.diagnose import diagnose
 from orchestrate.errors import ServerError, ServerExitedError, TokenswarmError
 from orchestrate.launchers import check_launchers, make_launcher
@@ -69,7 +70,7 @@ def run_scenario(scenario: Scenario, results_root: Path) -> Path:
         paths = VariantPaths.create(run, variant.name)
         result = run_variant(scenario.name, variant, paths)
         if result.status == "failed_to_load" and variant.retry_with:
-            print(f"[{variant.name}] failed to load ({result.cause}); retrying with {variant.retry_with}", flush=True)
+            print(f"[{variant.name}] failed to load ({result.cause}); retrying with {variant.retry_description()}", flush=True)
             if paths.server_log.exists():
                 paths.server_log.replace(paths.first_attempt_log)
             result = run_variant(scenario.name, variant.with_retry(), paths, first_attempt=result)
@@ -78,6 +79,7 @@ def run_scenario(scenario: Scenario, results_root: Path) -> Path:
         for line in headline(summary) + latency_table(summary):
             print(f"   {line}")
         print(f"   results: {result.paths.dir}", flush=True)
+    print(f"\ncomparison: {write_comparison([run])}", flush=True)
     return run
 
 

@@ -112,6 +112,12 @@ class Variant:
     retry_with: dict[str, Any] | None = None
     """``on_load_failure.retry_with``: server keys or flags to change for one more try after a failed load."""
 
+    def retry_description(self) -> str:
+        """``flash-attn=off`` for the retry rule (YAML booleans of on/off flags shown as on/off)."""
+        from orchestrate.flags import VALUE_SWITCHES
+        return ", ".join(f"{k}=" + ("none" if v is None else ("on" if v else "off") if isinstance(v, bool)
+                                    and k in VALUE_SWITCHES else str(v)) for k, v in (self.retry_with or {}).items())
+
     def with_retry(self) -> "Variant":
         """This variant with ``retry_with`` applied (same name; the retry itself has no retry rule)."""
         if not self.retry_with:
@@ -361,7 +367,8 @@ def _variant(check: Checker, name: str, top: dict[str, Any], item: dict[str, Any
     origins: dict[str, dict[tuple[Any, ...], tuple[Any, ...]]] = {"server": {}, "load": {}}
     for to, (value, value_at) in combo.values.items():
         if _get(item.get(to[0]), to[1:]) is not _MISSING:
-            raise check.fail(at + to, f"is also a matrix axis ({'.'.join(map(str, value_at[:2]))}); set it in one place")
+            axis = ".".join(map(str, value_at[:2]))
+            raise check.fail(at + to, f"is also a matrix axis ({axis}); set it in one place")
         _put(sets[to[0]], to[1:], value)
         origins[to[0]][to[1:]] = value_at
     server_raw = _merge(_merge(check.mapping(top.get("server"), ("server",), SERVER_KEYS), item.get("server") or {}),

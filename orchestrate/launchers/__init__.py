@@ -29,30 +29,34 @@ def embedded_launcher(spec: ServerSpec, log_path: Path) -> Launcher:
     stand-in's parser (``llama_server_shim``), so all three read a scenario alike."""
     from orchestrate.launchers.embedded import EmbeddedConfig, EmbeddedLauncher
     from orchestrate.launchers.llama_server_shim import config_of, parse_args
-    draft = resolve_model(spec.draft_model) if spec.draft_model else None
     try:
-        argv = llama_server_argv(spec, resolve_model(spec.model), draft, spec.host, spec.port)
+        argv = llama_server_argv(spec, *_models(spec), spec.host, spec.port)
         config = EmbeddedConfig(**config_of(parse_args(argv)))  # type: ignore[arg-type]
     except ValueError as exc:
         raise ScenarioError(f"server.flags: {exc}") from None
     return EmbeddedLauncher(config, log_path, start_timeout_s=spec.ready_timeout_s)
 
 
+def _models(spec: ServerSpec) -> tuple[str, str | None]:
+    return resolve_model(spec.model), resolve_model(spec.draft_model) if spec.draft_model else None
+
+
 def process_launcher(spec: ServerSpec, log_path: Path) -> Launcher:
     from orchestrate.launchers.process import ProcessLauncher
-    try:
-        return ProcessLauncher(spec, resolve_model(spec.model),
-                               resolve_model(spec.draft_model) if spec.draft_model else None, log_path)
-    except ValueError as exc:  # a flag tokenswarm sets itself
-        raise ScenarioError(str(exc)) from None
+    return _flag_errors_as_scenario_errors(lambda: ProcessLauncher(spec, *_models(spec), log_path))
 
 
 def docker_launcher(spec: ServerSpec, log_path: Path) -> Launcher:
     from orchestrate.launchers.docker import DockerLauncher
+    return _flag_errors_as_scenario_errors(lambda: DockerLauncher(spec, *_models(spec), log_path))
+
+
+def _flag_errors_as_scenario_errors(build: Callable[[], Launcher]) -> Launcher:
     try:
-        return DockerLauncher(spec, resolve_model(spec.model),
-                              resolve_model(spec.draft_model) if spec.draft_model else None, log_path)
-    except ValueError as exc:  # a flag tokenswarm sets itself
+        return build()
+    except ScenarioError:
+        raise
+    except ValueError as exc:  # a flag tokenswarm sets itself (orchestrate.flags)
         raise ScenarioError(str(exc)) from None
 
 

@@ -1,7 +1,7 @@
 """The docker launcher: llama.cpp's server image on a GPU host, through the docker SDK.
 
-Stage: server. Imports: stdlib, ``docker``, ``requests``, ``orchestrate.errors``, ``orchestrate.flags``,
-``orchestrate.launchers.base``. The image's entrypoint is ``llama-server`` (llama.cpp's
+Stage: server. Imports: stdlib, ``docker``, ``requests``, ``orchestrate.diagnose``, ``orchestrate.errors``,
+``orchestrate.flags``, ``orchestrate.launchers.base``. The image's entrypoint is ``llama-server`` (llama.cpp's
 ``server-cuda`` images), so the container command is just its arguments. The model's folder is
 mounted read-only at ``/models`` (the draft's at ``/models-draft`` when it lives elsewhere), the
 server listens on 8080 inside and is published on ``server.host`` (127.0.0.1 unless asked
@@ -25,7 +25,8 @@ import docker
 import requests
 from docker.models.containers import Container
 
-from orchestrate.errors import ScenarioError, ServerError
+from orchestrate.diagnose import diagnose
+from orchestrate.errors import ScenarioError, ServerError, ServerExitedError
 from orchestrate.flags import llama_server_argv
 from orchestrate.launchers.base import LOCAL_HOSTS, Launcher, free_port
 from orchestrate.scenario import ServerSpec
@@ -87,6 +88,42 @@ def docker_options(options: dict[str, Any]) -> dict[str, Any]:
     return {"gpus": [str(g) for g in gpus] if isinstance(gpus, list) else gpus,
             "volumes": [_parse_volume(v) for v in volumes], "entrypoint": entrypoint,
             "env": {k: str(v) for k, v in env.items()}, "user": None if user is None else str(user)}
+
+
+def mounts_and_command(spec: ServerSpec, model: str, draft_model: str | None) -> tuple[list[str], list[str]]:
+    """The read-only model mounts and the llama-server arguments with container paths.
+
+    Pure (no engine, no file check), so ``tokenswarm plan`` shows exactly what the launcher runs.
+    """
+    model_folder = str(Path(model).resolve().parent)
+    volumes = [f"{model_folder}:{MODELS_DIR}:ro"]
+    container_draft = None
+    if draft_model:
+        folder = str(Path(draft_model).resolve().parent)
+        target = MODELS_DIR if folder == model_folder else DRAFT_MODELS_DIR
+        if target == DRAFT_MODELS_DIR:
+            volumes.append(f"{folder}:{DRAFT_MODELS_DIR}:ro")
+        container_draft = f"{target}/{Path(draft_model).name}"
+    command = llama_server_argv(spec, f"{MODELS_DIR}/{Path(model).name}", container_draft, "0.0.0.0",
+                                CONTAINER_PORT)
+    return volumes + docker_options(spec.docker)["volumes"], command
+
+
+def docker_run_line(spec: ServerSpec, model: str, draft_model: str | None, host_port: str) -> list[str]:
+    """The ``docker run`` equivalent of what the launcher asks the engine for."""
+    options = docker_options(spec.docker)
+    volumes, command = mounts_and_command(spec, model, draft_model)
+    gpus = options["gpus"]
+    args = ["docker", "run", "--rm"] + ([] if gpus == "none" else
+                                        ["--gpus", "all" if gpus == "all" else f'"device={",".join(gpus)}"'])
+    for volume in volumes:
+        args += ["-v", volume]
+    args += ["-p", f"{spec.host}:{host_port}:{CONTAINER_PORT}"]
+    args += [a for k, v in options["env"].items() for a in ("-e", f"{k}={v}")]
+    args += ["--user", options["user"]] if options["user"] else []
+    entrypoint = options["entrypoint"] or []
+    args += ["--entrypoint", entrypoint[0]] if entrypoint else []
+    return args + [spec.image, *entrypoint[1:], *command]
 
 
 def device_requests(gpus: str | list[str]) -> list[docker.types.DeviceRequest]:
@@ -205,21 +242,15 @@ class DockerLauncher(Launcher):
         self.port = spec.port or free_port(spec.host)
         self.client = client
         self._own_client = client is None
-        model_folder = self._folder("model", model)
-        volumes = [f"{model_folder}:{MODELS_DIR}:ro"]
-        container_draft = None
-        if draft_model:
-            folder = self._folder("draft_model", draft_model)
-            target = MODELS_DIR if folder == model_folder else DRAFT_MODELS_DIR
-            if target == DRAFT_MODELS_DIR:
-                volumes.append(f"{folder}:{DRAFT_MODELS_DIR}:ro")
-            container_draft = f"{target}/{Path(draft_model).name}"
-        command = llama_server_argv(spec, f"{MODELS_DIR}/{Path(model).name}", container_draft,
-                                    "0.0.0.0", CONTAINER_PORT)
+        for key, path in (("model", model), ("draft_model", draft_model)):
+            if path and not Path(path).is_file():  # dockerd would mount an empty folder in its place
+                raise ServerError(f"server.{key}: {path} does not exist on this host "
+                                  f"(the docker launcher mounts its folder read-only at {MODELS_DIR})")
+        volumes, command = mounts_and_command(spec, model, draft_model)
         name = f"tokenswarm-{log_path.parent.name or 'server'}-{secrets.token_hex(3)}"
         self.spec: dict[str, Any] = {
             "image": self.image, "command": command, "name": name,
-            "volumes": volumes + options["volumes"],
+            "volumes": volumes,
             "device_requests": device_requests(options["gpus"]),
             "ports": {f"{CONTAINER_PORT}/tcp": (self.host, self.port)},
             "labels": {LABEL: "1", f"{LABEL}.owner_pid": str(os.getpid()),
@@ -236,18 +267,14 @@ class DockerLauncher(Launcher):
         self._log_thread: threading.Thread | None = None
         self._stopped = False
 
-    @staticmethod
-    def _folder(key: str, path: str) -> str:
-        if not Path(path).is_file():
-            raise ScenarioError(f"server.{key}: {path} does not exist on this host "
-                                f"(the docker launcher mounts its folder read-only at {MODELS_DIR})")
-        return str(Path(path).resolve().parent)
-
     def create(self) -> Container:
         """Connect, clear leftovers, make sure the image is there, create (not start) the container."""
         if self.container is None:
             self.client = connect(self.client)
             self.leftovers_removed = remove_leftovers(self.client)
+            if self.leftovers_removed:
+                print(f"tokenswarm: removed container(s) left by a tokenswarm run that no longer runs: "
+                      f"{', '.join(self.leftovers_removed)}", file=sys.stderr, flush=True)
             ensure_image(self.client, self.image)
             try:
                 self.container = self.client.containers.create(**self.spec)
@@ -260,8 +287,10 @@ class DockerLauncher(Launcher):
         self._started_at = time.monotonic()  # readiness counts from the container's start, not the pull
         try:
             container.start()
-        except _ENGINE_ERRORS as exc:
-            raise ServerError(f"docker: cannot start the container of {self.image}: {_reason(exc)}") from None
+        except _ENGINE_ERRORS as exc:  # e.g. dockerd without the NVIDIA toolkit refuses the GPU request
+            reason = _reason(exc)
+            raise ServerExitedError(f"docker: cannot start the container of {self.image}: {reason}",
+                                    cause=reason, hint=diagnose([reason]).hint) from None
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         self._log_thread = threading.Thread(target=self._follow_logs, args=(container,),
                                             name="tokenswarm-docker-logs", daemon=True)

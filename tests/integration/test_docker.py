@@ -20,9 +20,9 @@ from typing import Any
 import docker
 import pytest
 
-from orchestrate.errors import ScenarioError
+from orchestrate.errors import ScenarioError, ServerExitedError
 from orchestrate.launchers import resolve_model
-from orchestrate.launchers.docker import LABEL, DockerLauncher, docker_options, remove_leftovers
+from orchestrate.launchers.docker import LABEL, DockerLauncher, device_requests, docker_options, remove_leftovers
 from orchestrate.scenario import ServerSpec
 from tests.helpers import read_jsonl, tokenswarm_run, write_scenario
 
@@ -90,9 +90,10 @@ def test_container_spec_requests_every_gpu_and_mounts_the_model_read_only(
             {"Driver": "", "Count": -1, "DeviceIDs": [], "Capabilities": [["gpu"]], "Options": {}}]
         described = launcher.describe()
         assert described["container_id"] == container.id
-        assert [dict(r) for r in described["container"]["device_requests"]] == sent[0]["host_config"]["DeviceRequests"]
+        assert described["container"] == launcher.spec  # the full spec given to the engine
+        assert launcher.spec["device_requests"] == sent[0]["host_config"]["DeviceRequests"]
         mounts = {m["Destination"]: m for m in container.attrs["Mounts"]}
-        assert mounts["/models"]["Source"] == str(model.parent) and mounts["/models"]["RW"] is False
+        assert mounts["/models"]["Source"] == str(model.resolve().parent) and mounts["/models"]["RW"] is False
         assert container.attrs["HostConfig"]["PortBindings"]["8080/tcp"][0]["HostIp"] == "127.0.0.1"
         assert container.attrs["Config"]["Cmd"] == [
             "--model", f"/models/{model.name}", "--host", "0.0.0.0", "--port", "8080", "--metrics",
@@ -104,8 +105,29 @@ def test_container_spec_requests_every_gpu_and_mounts_the_model_read_only(
     launcher.stop()  # idempotent
 
 
+def test_an_engine_that_refuses_the_gpu_request_is_a_load_failure_with_a_hint(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, docker_engine: docker.DockerClient,
+        docker_test_image: str) -> None:
+    refusal = 'could not select device driver "" with capabilities: [[gpu]]'  # dockerd without the toolkit
+
+    def refuse(self: Any) -> None:
+        raise docker.errors.APIError("500 Server Error", explanation=refusal)
+
+    monkeypatch.setattr(docker.models.containers.Container, "start", refuse)
+    spec = ServerSpec(launcher="docker", image=docker_test_image)
+    with DockerLauncher(spec, resolve_model("tiny"), None, tmp_path / "server.log", client=docker_engine) as launcher:
+        with pytest.raises(ServerExitedError) as failure:
+            launcher.start()
+    assert failure.value.cause == refusal
+    assert failure.value.hint is not None and "NVIDIA container toolkit" in failure.value.hint
+    assert ours(docker_engine, tmp_path / "server.log") == []
+
+
 def test_a_list_of_gpus_becomes_device_ids_and_options_are_checked() -> None:
     assert docker_options({"gpus": [0, "GPU-3f"]})["gpus"] == ["0", "GPU-3f"]
+    assert [dict(r) for r in device_requests(["0", "GPU-3f"])] == [
+        {"Driver": "", "Count": 0, "DeviceIDs": ["0", "GPU-3f"], "Capabilities": [["gpu"]], "Options": {}}]
+    assert device_requests("none") == []
     for bad, key in (({"gpu": "all"}, "gpu"), ({"gpus": "some"}, "gpus"), ({"volumes": ["rel:/x"]}, "volumes"),
                      ({"volumes": ["/a:/models"]}, "volumes"), ({"entrypoint": "sh -c x"}, "entrypoint"),
                      ({"env": ["A=1"]}, "env"), ({"user": ""}, "user")):

@@ -11,9 +11,9 @@ import pytest
 import orchestrate.report
 import orchestrate.runloop
 from locustfiles.records import RequestRecord
-from orchestrate.cli import main
+from orchestrate.cli import main, server_command
 from orchestrate.results import VariantPaths
-from orchestrate.scenario import Scenario
+from orchestrate.scenario import Scenario, ServerSpec
 
 DEMO = Path(__file__).resolve().parents[2] / "scenarios" / "demo.yaml"
 
@@ -149,6 +149,123 @@ def test_report_rebuilds_a_summary_from_files(tmp_path: Path, capsys, monkeypatc
     summary = json.loads(paths.summary_json.read_text())
     assert summary["scenario"] == "demo" and summary["tokens"]["output"] == 20
     assert paths.summary_md.exists()
+
+
+# --- plan: the exact server of each variant, nothing started ------------------------------------
+
+PLAN = """\
+name: study
+server:
+  launcher: docker
+  model: /models/gemma-4-E4B.gguf
+  flags: {parallel: 32}
+matrix:
+  flash-attn: [on, off]
+  draft_model: {none: null, mtp: /models/gemma-4-E4B-MTP.gguf}
+on_load_failure:
+  retry_with: {flash-attn: off}
+load: {users: 32, num_prompts: 1000, max_tokens: 256, max_seconds: 900, dataset: /data/sharegpt.json}
+"""
+
+DOCKER_RUN = ("docker run --rm --gpus all -v /models:/models:ro -p 127.0.0.1:<free port>:8080 "
+              "ghcr.io/ggml-org/llama.cpp:server-cuda --model /models/gemma-4-E4B.gguf --host 0.0.0.0 --port 8080 "
+              "--metrics")
+LOAD_LINE = "   load: 32 users (spawn 32/s), 1000 prompts from /data/sharegpt.json, max_tokens 256, cap 900 s"
+
+
+def test_plan_prints_each_variant_with_its_docker_command_and_retry(tmp_path: Path, capsys, no_run):
+    path = tmp_path / "study.yaml"
+    path.write_text(PLAN)
+    assert main(["plan", str(path)]) == 0
+    draft = " --model-draft /models/gemma-4-E4B-MTP.gguf"
+    assert capsys.readouterr().out.splitlines() == [
+        f"{path}: study, 4 variant(s)",
+        "", "== flash-attn-on_draft_model-none",
+        f"   server (docker): {DOCKER_RUN} --parallel 32 --flash-attn on", LOAD_LINE,
+        "   on load failure: retry once with flash-attn=off (recorded as retried):",
+        f"     {DOCKER_RUN} --parallel 32 --flash-attn off",
+        "", "== flash-attn-on_draft_model-mtp",
+        f"   server (docker): {DOCKER_RUN}{draft} --parallel 32 --flash-attn on", LOAD_LINE,
+        "   on load failure: retry once with flash-attn=off (recorded as retried):",
+        f"     {DOCKER_RUN}{draft} --parallel 32 --flash-attn off",
+        "", "== flash-attn-off_draft_model-none",
+        f"   server (docker): {DOCKER_RUN} --parallel 32 --flash-attn off", LOAD_LINE,
+        "", "== flash-attn-off_draft_model-mtp",
+        f"   server (docker): {DOCKER_RUN}{draft} --parallel 32 --flash-attn off", LOAD_LINE,
+    ]
+    assert no_run.scenarios == []
+
+
+def test_plan_docker_options_and_a_draft_in_another_folder():
+    spec = ServerSpec(launcher="docker", model="/m/a.gguf", draft_model="/d/b.gguf", image="llama:full-cuda",
+                      port=8081, docker={"gpus": [0, 1], "env": {"X": "1"}, "volumes": ["/data:/data:ro"]})
+    assert server_command(spec) == (
+        "docker run --rm --gpus '\"device=0,1\"' -v /m:/models:ro -v /d:/models-draft:ro -v /data:/data:ro "
+        "-p 127.0.0.1:8081:8080 -e X=1 llama:full-cuda --model /models/a.gguf --host 0.0.0.0 --port 8080 "
+        "--metrics --model-draft /models-draft/b.gguf")
+
+
+def test_plan_process_embedded_and_external(tmp_path: Path, capsys):
+    path = tmp_path / "s.yaml"
+    path.write_text(
+        "variants:\n"
+        "  - name: proc\n"
+        "    server: {launcher: process, binary: /opt/llama-server, model: /m/a.gguf, flags: {fa: off}}\n"
+        "    load: {cache_prompt: false}\n"
+        "  - name: emb\n"
+        "    server: {launcher: embedded, model: /m/a.gguf, flags: {parallel: 2, flash-attn: off, threads: 1}}\n"
+        "  - name: ext\n"
+        "    server: {launcher: external, url: 'http://10.0.0.2:8080'}\n")
+    assert main(["plan", str(path)]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[3] == ("   server (process): /opt/llama-server --model /m/a.gguf --host 127.0.0.1 --port <free port> "
+                      "--metrics -fa off")
+    assert out[4] == ("   load: 32 users (spawn 32/s), 1000 prompts from synthetic, max_tokens 256, no time cap, "
+                      "cache_prompt false")
+    assert out[7] == ("   server (embedded): EmbeddedConfig(model_path='/m/a.gguf', parallel=2, ctx_size=0, "
+                      "flash_attn='off', draft_model_path=None, draft_n_max=4, threads=1, host='127.0.0.1', port=0, "
+                      "metrics=True, alias=None, api_keys=(), verbosity=3)")
+    assert out[11] == "   server (external): http://10.0.0.2:8080 (already running; health checks and pre-flight only)"
+
+
+def test_plan_refuses_a_flag_tokenswarm_sets_itself(tmp_path: Path, capsys):
+    path = tmp_path / "s.yaml"
+    path.write_text("server: {launcher: process, flags: {port: 1}}\n")
+    assert main(["plan", str(path)]) == 2
+    assert one_error_line(capsys).startswith("tokenswarm: error: server.flags: server.flags.port: set it with")
+
+
+# --- compare ------------------------------------------------------------------------------------
+
+def test_compare_writes_and_prints_the_comparison(tmp_path: Path, capsys):
+    runs = []
+    for i, decode in enumerate((400.0, 440.0)):
+        run = tmp_path / f"run{i}"
+        paths = VariantPaths.create(run, "base")
+        paths.server_json.write_text("{}")
+        paths.summary_json.write_text(json.dumps({
+            "status": "completed", "settings": {"server.model": "m"}, "requests": {"completed": 5, "errors": 0},
+            "throughput": {"decode_tok_s": decode, "prefill_tok_s": 1000.0}, "latency_ms": {}}))
+        runs.append(run)
+    assert main(["compare", str(runs[0]), str(runs[1]), "--baseline", "run1/base"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == "# Comparison"
+    assert "## Deltas against run1/base" in out
+    assert "| run0/base | +0.0 % | -9.1 % | – | – | – | – |" in out
+    assert "- run0/base vs run1/base: decode ×1.10" in out
+    assert out[-1] == f"written: {runs[0] / 'compare.md'} (the comparison of all 2 runs, in the first)"
+    assert (runs[0] / "compare.json").exists() and not (runs[1] / "compare.md").exists()
+
+
+def test_compare_errors_are_one_line(tmp_path: Path, capsys):
+    assert main(["compare", str(tmp_path / "nope")]) == 2
+    assert one_error_line(capsys) == f"tokenswarm: error: {tmp_path / 'nope'}: no such run directory"
+    run = tmp_path / "run"
+    paths = VariantPaths.create(run, "base")
+    paths.server_json.write_text("{}")
+    paths.summary_json.write_text(json.dumps({"status": "completed"}))
+    assert main(["compare", str(run), "--baseline", "x"]) == 2
+    assert one_error_line(capsys) == "tokenswarm: error: --baseline x: no such variant; available: base"
 
 
 def test_no_command_is_an_argparse_error(capsys):

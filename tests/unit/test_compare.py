@@ -213,7 +213,8 @@ def test_markdown_layout(tmp_path: Path):
             "| TPOT p99 | acceptance | peak memory |") in lines
     assert ("| flash-attn-off_draft_model-mtp | completed | 100 / 0 | 880.0 | 288.0 | 138 ms | 275 ms | 28 ms "
             "| 55 ms | 70.0 % | 8.0 GiB (nvidia-smi) |") in lines
-    assert "| flash-attn-on_draft_model-mtp | failed_to_load | 0 / 0 | – | – | – | – | – | – | – | – |" in lines
+    assert ("| flash-attn-on_draft_model-mtp | failed_to_load | 0 / 0 | – | – | – | – | – | – | – | – |"
+            in lines)
     assert "## Deltas against flash-attn-on_draft_model-none" in lines
     assert "| flash-attn-off_draft_model-none | -20.0 % | -20.0 % | +25.0 % | +25.0 % | +25.0 % | +25.0 % |" in lines
     assert ("- **server.draft_model** none → /models/gemma-4-E4B-MTP.gguf: decode ×0.90, TTFT p50 ×1.10, "
@@ -232,3 +233,13 @@ def test_no_run_dirs_and_a_missing_run(tmp_path: Path):
     with pytest.raises(ResultsError) as info:
         write_comparison([tmp_path / "nope"])
     assert str(info.value) == f"{tmp_path / 'nope'}: no such run directory"
+
+
+def test_peak_memory_below_a_gib_is_shown_in_mib(tmp_path: Path):
+    small = summary("on", None, 400.0, 1000.0, 100.0, 20.0, memory={"peak_bytes": 145 * 2 ** 20,
+                                                                    "source": "process_tree"})
+    no_memory = summary("off", None, 320.0, 800.0, 125.0, 25.0)
+    del no_memory["memory"]
+    md = write_comparison([write_run(tmp_path / "run", {"a": small, "b": no_memory})]).read_text()
+    assert "| 145 MiB (process_tree) |" in md
+    assert "| b | completed | 100 / 0 | 800.0 | 320.0 | 125 ms | 250 ms | 25 ms | 50 ms | – | – |" in md

@@ -503,7 +503,8 @@ def test_matrix_value_error_points_at_the_matrix_line():
 
 @pytest.mark.parametrize("text, expected", [
     pytest.param("matrix:\n  flash-attn: []\n",
-                 "study.yaml:2 matrix.flash-attn: must be a non-empty list of values or a mapping {name: value}, got []",
+                 "study.yaml:2 matrix.flash-attn: must be a non-empty list of values or a mapping {name: value}, "
+                 "got []",
                  id="empty_axis"),
     pytest.param("matrix:\n  users: {}\n",
                  "study.yaml:2 matrix.users: must be a non-empty list of values or a mapping {name: value}, got {}",
