@@ -35,7 +35,6 @@ class ServerFacts:
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
         data.pop("props")
-        data.pop("chat_template")
         return data
 
 

@@ -156,7 +156,7 @@ def markdown(summary: dict[str, Any], images: Sequence[str] = ()) -> str:
     server = summary.get("server") or {}
     facts = server.get("facts") or {}
     out += ["", "| server | |", "|---|---|", f"| launcher | {(server.get('launcher') or {}).get('kind', '–')} |"]
-    out += [f"| {k} | {v} |" for k, v in facts.items() if v is not None]
+    out += [f"| {k} | {v} |" for k, v in facts.items() if v is not None and k != "chat_template"]
     if server.get("ready_s") is not None:
         out.append(f"| ready after | {server['ready_s']:.2f} s |")
     if server.get("exit_code") is not None:

@@ -50,6 +50,9 @@ def test_exact_counts_tokens_and_locust_agreement(tmp_path: Path) -> None:
     assert summary["crosscheck_agrees"] is True
     assert summary["speculative"] is None
     assert summary["sampling"]["token_counter"] == "server_tokenize"
+    facts = json.loads((variant / "server.json").read_text())["facts"]
+    assert (facts["total_slots"], facts["per_slot_ctx"]) == (4, 2048)
+    assert "<|im_start|>" in facts["chat_template"] and facts["speculative"] is False
     for name in ("locust_stats.csv", "locust_stats_history.csv", "locust_failures.csv", "locust_stats.json",
                  "summary.md", "server.json", "server.log"):
         assert (variant / name).exists(), name
