@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test venv engine clean
+.PHONY: demo test venv engine browser clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -30,7 +30,19 @@ engine:
 	    || echo "could not install podman/runc (see /tmp/tokenswarm-engine-install.log); docker tests will skip"; \
 	fi
 
-test: $(STAMP) engine
+# The web UI's browser test drives Debian's Chromium (Playwright's own browser download cannot work
+# here; DESIGN.md). As root, install it when missing (about 30 s). Never fails: without it that test
+# skips and says why.
+browser:
+	@if [ "$$(id -u)" = 0 ] && ! [ -x /usr/bin/chromium ] && command -v apt-get >/dev/null 2>&1; then \
+	  echo "installing chromium for the web UI's browser test ..."; \
+	  export DEBIAN_FRONTEND=noninteractive; \
+	  { apt-get install -y -qq chromium chromium-driver || { apt-get update -qq && apt-get install -y -qq chromium chromium-driver; }; } \
+	    >/tmp/tokenswarm-browser-install.log 2>&1 \
+	    || echo "could not install chromium (see /tmp/tokenswarm-browser-install.log); the browser test will skip"; \
+	fi
+
+test: $(STAMP) engine browser
 	$(BIN)/python -m pytest -q tests
 
 clean:

@@ -44,6 +44,10 @@ class PromptDispenser:
         self.handed_out += 1
         return prompt
 
+    def take_would_be_empty(self) -> bool:
+        """True once every prompt has been handed out."""
+        return self.handed_out >= self.limit
+
     def done(self) -> None:
         """One handed-out request has ended (completed, failed or cancelled)."""
         self.finished += 1

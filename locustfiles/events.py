@@ -5,10 +5,14 @@ Stage: load → records. Imports: stdlib, locust, gevent. ``users.py`` only meas
 row and METRIC rows, shown in the console, web UI and CSV), append it to ``requests.jsonl``, and own
 the prompt dispenser.
 
-Custom hook (added to ``environment.events`` at init):
+Custom hooks (added to ``environment.events`` at init):
 
 ``llm_record(record: RequestRecord)``
-    fired once per request, after it has finished (completed, failed or cancelled).
+    fired once per request, after it has finished (completed, failed or cancelled), on the process
+    where it ran (a worker, or the local runner).
+``llm_record_collected(record: RequestRecord)``
+    fired once per request on the process that keeps the run's records (the local runner, or the
+    master once a worker's batch arrives). The records file, the dispenser and the web UI listen here.
 """
 
 from __future__ import annotations
@@ -20,12 +24,13 @@ from typing import IO, Any
 import gevent
 from locust.env import Environment
 from locust.event import EventHook, Events
-from locust.runners import WorkerRunner
+from locust.runners import MasterRunner, WorkerRunner
 
-from locustfiles import options
+from locustfiles import distributed, options
 from locustfiles.dataset import Prompt, SamplingConfig, estimate_tokens, load_sharegpt, sample_prompts
 from locustfiles.dispenser import PromptDispenser
 from locustfiles.records import CANCELLED, METRIC, OK, REQUEST_NAME, REQUEST_TYPE, RequestRecord
+from locustfiles.webui import install_webui
 
 log = logging.getLogger("tokenswarm")
 
@@ -108,16 +113,28 @@ def register(events: Events) -> None:
 
 
 def install(environment: Environment, **_kwargs: Any) -> None:
-    """Create ``environment.tokenswarm`` and the ``llm_record`` hook, and subscribe the listeners."""
+    """Create ``environment.tokenswarm`` and the hooks, and subscribe the listeners.
+
+    ``llm_record`` fires where the request ran: its Locust rows are fired there (Locust's own
+    master/worker stats then aggregate them), and the record travels on. ``llm_record_collected``
+    fires once per record on the process that keeps the run (the local runner, or the master):
+    the records file, the dispenser's count and the web UI listen to it.
+    """
     run = LlmRun(environment)
     environment.tokenswarm = run  # type: ignore[attr-defined]
     environment.events.llm_record = EventHook()  # type: ignore[attr-defined]
+    environment.events.llm_record_collected = EventHook()  # type: ignore[attr-defined]
+    runner = environment.runner
 
     def on_record(record: RequestRecord, **_kw: Any) -> None:
-        if run.records_file is not None:
-            run.records_file.write(record.to_json() + "\n")
-            run.records_written += 1
         fire_locust_rows(environment, record)
+        if not isinstance(runner, WorkerRunner):
+            environment.events.llm_record_collected.fire(record=record)  # type: ignore[attr-defined]
+
+    def on_collected(record: RequestRecord, **_kw: Any) -> None:
+        if run.records_file is not None:
+            run.records_file.write(record.to_json() + "\n")  # line-buffered: on disk at once
+            run.records_written += 1
         if run.dispenser is not None:
             run.dispenser.done()
 
@@ -141,9 +158,14 @@ def install(environment: Environment, **_kwargs: Any) -> None:
             gevent.spawn(environment.runner.quit)
 
     environment.events.llm_record.add_listener(on_record)  # type: ignore[attr-defined]
+    environment.events.llm_record_collected.add_listener(on_collected)  # type: ignore[attr-defined]
     environment.events.test_start.add_listener(on_test_start)
     environment.events.quitting.add_listener(on_quitting)
     environment.events.user_error.add_listener(on_user_error)
+    if isinstance(runner, (MasterRunner, WorkerRunner)):
+        distributed.install(environment, run)
+    if environment.web_ui is not None:  # Locust with its web UI (not --headless); never on a worker
+        install_webui(environment)
 
 
 def _quit(environment: Environment) -> Any:

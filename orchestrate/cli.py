@@ -9,10 +9,13 @@ import argparse
 import json
 import shlex
 import signal
+import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
 
+from orchestrate.launchers.base import LOCAL_HOSTS
+from orchestrate.loadrun import Swarm, WebUi
 from orchestrate.errors import ScenarioError, TokenswarmError
 from orchestrate.results import DEFAULT_ROOT, variant_dirs
 from orchestrate.scenario import ServerSpec, Variant
@@ -40,6 +43,55 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-seconds", type=_positive(float), help="time cap per variant")
     p.add_argument("--dataset", help="ShareGPT V3 JSON file (or synthetic[:N])")
     p.add_argument("--results-dir", type=Path, default=DEFAULT_ROOT, help="where results/<run>/ goes")
+    swarm = p.add_argument_group("load generators", "one process by default (about one core of load)")
+    swarm.add_argument("--workers", type=_positive(int), help="a Locust master and N local worker processes")
+    swarm.add_argument("--master", action="store_true",
+                       help="run only the Locust master; workers join from other hosts (`tokenswarm worker`)")
+    swarm.add_argument("--expect-workers", type=_positive(int), help="with --master: start once N workers joined")
+    swarm.add_argument("--master-bind-host", help="with --master: the address workers connect to "
+                       "(default all interfaces; 127.0.0.1 with --workers)")
+    swarm.add_argument("--master-bind-port", type=_positive(int), help="with --master: default 5557")
+    ui = p.add_argument_group("web UI", "Locust's web UI instead of headless: a person starts and ramps the "
+                              "users; Stop ends the variant and the results are written as usual")
+    ui.add_argument("--ui", action="store_true", help="start Locust's web UI with tokenswarm's LLM tab and charts "
+                    "(the scenario's users and spawn rate prefill its form)")
+    ui.add_argument("--web-host", help="with --ui: the address the web UI listens on (default 127.0.0.1)")
+    ui.add_argument("--web-port", type=_positive(int), help="with --ui: its port (default: a free one)")
+
+
+def swarm_of(args: argparse.Namespace) -> Swarm:
+    """The load generators the flags ask for; conflicting flags are one-line errors."""
+    if args.workers and args.master:
+        raise ScenarioError("--workers and --master exclude each other: --workers starts local workers, "
+                            "--master waits for workers from other hosts")
+    if args.master != bool(args.expect_workers):
+        raise ScenarioError("--master needs --expect-workers N (and --expect-workers needs --master)")
+    if not args.master and (args.master_bind_host or args.master_bind_port):
+        raise ScenarioError("--master-bind-host/--master-bind-port only apply with --master")
+    if args.master:
+        host = args.master_bind_host or "0.0.0.0"
+        if host not in LOCAL_HOSTS:
+            print(f"tokenswarm: warning: the Locust master listens on {host}:{args.master_bind_port or 5557} "
+                  f"so that workers on other hosts can join; anyone who reaches it can join",
+                  file=sys.stderr, flush=True)
+        return Swarm(remote_workers=args.expect_workers, master_bind_host=host,
+                     master_bind_port=args.master_bind_port or 0)
+    return Swarm(workers=args.workers or 0)
+
+
+def web_ui_of(args: argparse.Namespace) -> WebUi | None:
+    """The web UI ``--ui`` asks for (one address for every variant of the run), or None."""
+    if not args.ui:
+        if args.web_host or args.web_port:
+            raise ScenarioError("--web-host/--web-port only apply with --ui")
+        return None
+    from orchestrate.launchers.base import free_port
+    host = args.web_host or "127.0.0.1"
+    if host not in LOCAL_HOSTS:
+        print(f"tokenswarm: warning: the web UI listens on {host}: anyone who reaches it can start and stop "
+              "load against your server (the default, 127.0.0.1, is reachable from this host only)",
+              file=sys.stderr, flush=True)
+    return WebUi(host=host, port=args.web_port or free_port(host))
 
 
 def run_main(args: argparse.Namespace) -> int:
@@ -52,7 +104,8 @@ def run_main(args: argparse.Namespace) -> int:
     server = {"launcher": "external", "url": args.url} if args.url else {}
     if args.url and not args.url.startswith(("http://", "https://")):
         raise ScenarioError(f"--url: must start with http:// or https://, got {args.url!r}")
-    run = run_scenario(scenario.with_overrides(server=server, load=load), args.results_dir)
+    run = run_scenario(scenario.with_overrides(server=server, load=load), args.results_dir, swarm_of(args),
+                       ui=web_ui_of(args))
     statuses = [json.loads(p.summary_json.read_text())["status"] for p in variant_dirs(run)]
     return 0 if statuses and all(s == "completed" for s in statuses) else 1
 
@@ -180,11 +233,25 @@ def compare_main(args: argparse.Namespace) -> int:
     return 0
 
 
+def add_worker_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--master-host", required=True, help="the host running `tokenswarm run ... --master`")
+    p.add_argument("--master-port", type=_positive(int), default=5557)
+
+
+def worker_main(args: argparse.Namespace) -> int:
+    """A load generator for a master elsewhere: the Locust side only (no dataset, no server, no Docker)."""
+    from orchestrate.loadrun import worker_command
+    cmd = worker_command(args.master_host, args.master_port)
+    print("tokenswarm: " + " ".join(cmd[2:]), flush=True)
+    return subprocess.call(cmd)
+
+
 COMMANDS = (
     ("run", "run a scenario: start each server variant, load it, report", add_run_arguments, run_main),
     ("validate", "check a scenario file without running anything", add_validate_arguments, validate_main),
     ("plan", "print each variant and the exact server command it starts, without running anything",
      add_plan_arguments, plan_main),
+    ("worker", "be a load generator for a master on another host", add_worker_arguments, worker_main),
     ("report", "rebuild summaries of a finished run from its files", add_report_arguments, report_main),
     ("compare", "compare the variants of one or more runs side by side (compare.md)", add_compare_arguments,
      compare_main),

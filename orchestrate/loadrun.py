@@ -1,28 +1,67 @@
 """Run the ``locust`` command for one variant, show progress, and stop it if the server dies.
 
 Stage: load. Imports: stdlib, ``orchestrate.results``, ``orchestrate.errors``. Locust runs as its own
-process (headless), exactly as a user would run it; its CSV/JSON stats and our ``requests.jsonl``
-are the outputs. Locust exits 1 when any request failed: that is a result, not an error here.
+process (headless, or with its web UI for ``--ui``), exactly as a user would run it; its CSV/JSON
+stats and our ``requests.jsonl`` are the outputs. Locust exits 1 when any request failed: that is
+a result, not an error here.
 """
 
 from __future__ import annotations
 
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import IO
 
 import locustfiles
 from orchestrate.errors import LoadRunError
+from orchestrate.launchers.base import free_port
 from orchestrate.results import VariantPaths
 
 LOCUSTFILE = Path(locustfiles.__file__).parent / "locustfile.py"
 PROGRESS_INTERVAL_S = 5.0
 STOP_GRACE_S = 30.0
+DEFAULT_MASTER_PORT = 5557
+"""Locust's own default, for workers on other hosts; local workers get a free port."""
+EXPECT_WORKERS_WAIT_S = 60
+WEB_UI_WAIT_S = 30.0
+"""How long ``--ui`` waits for Locust's web UI to answer before printing its address anyway."""
+
+
+@dataclass(frozen=True)
+class Swarm:
+    """Where the load comes from: one local process, local workers, or workers on other hosts."""
+
+    workers: int = 0
+    """``--workers N``: a master and N local worker processes (each one core's worth of load)."""
+    remote_workers: int = 0
+    """``--master --expect-workers N``: a master only; N workers join from other hosts."""
+    master_bind_host: str = "127.0.0.1"
+    master_bind_port: int = 0
+    """0 picks a free port (local workers) or Locust's 5557 (remote workers)."""
+
+    @property
+    def distributed(self) -> bool:
+        return bool(self.workers or self.remote_workers)
+
+
+@dataclass(frozen=True)
+class WebUi:
+    """``tokenswarm run --ui``: Locust's web UI instead of headless; a person starts and ramps users."""
+
+    host: str = "127.0.0.1"
+    port: int = 0
+    """The CLI picks a free port once per run, so every variant has the same address."""
+
+    @property
+    def url(self) -> str:
+        return f"http://{'[' + self.host + ']' if ':' in self.host else self.host}:{self.port}"
 
 
 @dataclass(frozen=True)
@@ -38,6 +77,9 @@ class LoadPlan:
     read_timeout_s: float
     cache_prompt: bool
     model: str | None
+    swarm: Swarm = Swarm()
+    ui: WebUi | None = None
+    """Locust's web UI (``-u``/``-r`` then only prefill its form), and ``--quit-on-stop``."""
 
 
 @dataclass(frozen=True)
@@ -45,7 +87,8 @@ class LoadOutcome:
     exit_code: int
     wall_s: float
     stopped_by: str
-    """``num_prompts`` (all sent), ``time_cap``, ``server_died``, or ``interrupted``."""
+    """``num_prompts`` (all sent), ``time_cap``, ``server_died``, ``interrupted``, or ``ui_stop`` (stopped
+    in the web UI before every prompt was sent: the Stop button or the form's run time)."""
 
 
 def locust_command(plan: LoadPlan, paths: VariantPaths) -> list[str]:
@@ -63,7 +106,26 @@ def locust_command(plan: LoadPlan, paths: VariantPaths) -> list[str]:
         cmd.append("--no-cache-prompt")
     if plan.model:
         cmd += ["--model", plan.model]
+    swarm = plan.swarm
+    if swarm.distributed:
+        cmd += ["--master", "--expect-workers", str(swarm.workers or swarm.remote_workers),
+                "--expect-workers-max-wait", str(EXPECT_WORKERS_WAIT_S if swarm.workers else 0),
+                "--master-bind-host", swarm.master_bind_host, "--master-bind-port", str(master_port(swarm)),
+                "--enable-rebalancing"]
+    if plan.ui is not None:  # the web UI instead of headless; Stop (or the last prompt) ends Locust
+        cmd.remove("--headless")
+        cmd += ["--web-host", plan.ui.host, "--web-port", str(plan.ui.port), "--quit-on-stop"]
     return cmd
+
+
+def master_port(swarm: Swarm) -> int:
+    return swarm.master_bind_port or DEFAULT_MASTER_PORT
+
+
+def worker_command(master_host: str, master_port: int) -> list[str]:
+    """A worker: needs only the project installed (no dataset, no orchestrator, no Docker)."""
+    return [sys.executable, "-m", "locust", "-f", str(LOCUSTFILE), "--worker", "--master-host", master_host,
+            "--master-port", str(master_port), "--loglevel", "INFO"]
 
 
 def _progress(records: Path, offset: int, counts: list[int]) -> int:
@@ -82,18 +144,30 @@ def _progress(records: Path, offset: int, counts: list[int]) -> int:
 
 def run_load(plan: LoadPlan, paths: VariantPaths, label: str,
              server_alive: Callable[[], bool] = lambda: True) -> LoadOutcome:
-    """Run Locust to the end; print ``[label] n/N requests`` every few seconds."""
+    """Run Locust to the end; print ``[label] n/N requests`` every few seconds.
+
+    With ``plan.swarm.workers`` the master and that many local worker processes run; with
+    ``remote_workers`` the master waits for workers started elsewhere (``tokenswarm worker``).
+    """
+    if plan.swarm.workers and not plan.swarm.master_bind_port:
+        plan = replace(plan, swarm=replace(plan.swarm, master_bind_port=free_port()))
     cmd = locust_command(plan, paths)
     started = time.monotonic()
     counts, offset, last_print = [0, 0], 0, started
     stopped_by = "num_prompts"
+    workers: list[subprocess.Popen[bytes]] = []
     with paths.locust_log.open("ab") as log:
+        proc = _spawn(cmd, log)
+        if plan.swarm.remote_workers:
+            print(f"[{label}] master waiting for {plan.swarm.remote_workers} worker(s): on each worker host run "
+                  f"`tokenswarm worker --master-host <this host> --master-port {master_port(plan.swarm)}`",
+                  flush=True)
+        for i in range(plan.swarm.workers):
+            with paths.worker_log(i).open("ab") as worker_log:
+                workers.append(_spawn(worker_command("127.0.0.1", master_port(plan.swarm)), worker_log))
         try:
-            proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-                                    env={**os.environ, "PYTHONUNBUFFERED": "1"})
-        except OSError as exc:
-            raise LoadRunError(f"cannot start locust ({exc}); is the project installed?") from None
-        try:
+            if plan.ui is not None:  # inside the try: Ctrl-C while waiting for the UI still stops Locust
+                _announce_web_ui(plan.ui, proc, label)
             while proc.poll() is None:
                 time.sleep(0.2)
                 now = time.monotonic()
@@ -111,15 +185,48 @@ def run_load(plan: LoadPlan, paths: VariantPaths, label: str,
             _stop(proc)
             raise
         finally:
-            if proc.poll() is None:
-                _stop(proc)
+            for p in (proc, *workers):
+                if p.poll() is None:
+                    _stop(p)
     wall = time.monotonic() - started
     if stopped_by == "num_prompts" and plan.max_seconds and wall >= plan.max_seconds:
         stopped_by = "time_cap"
+    if plan.ui is not None and stopped_by in ("num_prompts", "time_cap"):  # the wall clock includes idle UI time
+        stopped_by = "num_prompts" if _count_lines(paths.records) >= plan.num_prompts else "ui_stop"
     if proc.returncode not in (0, 1) and not paths.locust_json.exists():
         raise LoadRunError(f"locust exited with code {proc.returncode} and wrote no stats; "
                            f"see {paths.locust_log}")
     return LoadOutcome(exit_code=proc.returncode, wall_s=wall, stopped_by=stopped_by)
+
+
+def _announce_web_ui(ui: WebUi, proc: subprocess.Popen[bytes], label: str) -> None:
+    """Print the web UI's address once it answers (or at once, if it does not within the wait)."""
+    deadline = time.monotonic() + WEB_UI_WAIT_S
+    while proc.poll() is None and time.monotonic() < deadline:
+        try:
+            socket.create_connection((ui.host if ui.host not in ("0.0.0.0", "::") else "127.0.0.1", ui.port),
+                                     timeout=1).close()
+            break
+        except OSError:
+            time.sleep(0.2)
+    print(f"[{label}] web UI: {ui.url}\n[{label}]   open it, set the users and press START; STOP (or the last "
+          f"prompt answered) ends the test and tokenswarm writes the results", flush=True)
+
+
+def _count_lines(path: Path) -> int:
+    try:
+        with path.open("rb") as f:
+            return sum(1 for line in f if line.strip())
+    except FileNotFoundError:
+        return 0
+
+
+def _spawn(cmd: list[str], log: IO[bytes]) -> subprocess.Popen[bytes]:
+    try:
+        return subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+                                env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    except OSError as exc:
+        raise LoadRunError(f"cannot start locust ({exc}); is the project installed?") from None
 
 
 def _stop(proc: subprocess.Popen[bytes]) -> None:

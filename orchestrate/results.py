@@ -45,6 +45,12 @@ class VariantPaths:
     """``--json-file`` takes the name without ``.json``."""
     locust_json = property(lambda self: self.dir / "locust_stats.json")
     locust_log = property(lambda self: self.dir / "locust.log")
+    workers_json = property(lambda self: self.dir / "workers.json")
+    """The master's ledger in distributed runs (written by ``locustfiles/distributed.py``)."""
+
+    def worker_log(self, index: int) -> Path:
+        """Output of local worker process ``index`` (``--workers N``)."""
+        return self.dir / f"locust-worker-{index}.log"
     summary_json = property(lambda self: self.dir / "summary.json")
     summary_md = property(lambda self: self.dir / "summary.md")
     plot_png = property(lambda self: self.dir / "latency.png")

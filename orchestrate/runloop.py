@@ -19,7 +19,7 @@ from orchestrate.diagnose import diagnose
 from orchestrate.errors import ServerError, ServerExitedError, TokenswarmError
 from orchestrate.launchers import check_launchers, make_launcher
 from orchestrate.launchers.base import Launcher
-from orchestrate.loadrun import LoadOutcome, LoadPlan, run_load
+from orchestrate.loadrun import LoadOutcome, LoadPlan, Swarm, WebUi, run_load
 from orchestrate.preflight import ServerFacts, fetch_facts
 from orchestrate.prompts import PreparedPrompts, prepare_prompts
 from orchestrate.report import headline, latency_table, write_reports
@@ -60,7 +60,7 @@ class VariantRun:
         return info
 
 
-def run_scenario(scenario: Scenario, results_root: Path) -> Path:
+def run_scenario(scenario: Scenario, results_root: Path, swarm: Swarm = Swarm(), ui: WebUi | None = None) -> Path:
     """Run every variant; returns the run directory. A failing variant does not stop the next."""
     check_launchers(v.server for v in scenario.variants)  # no engine for any docker variant: exit 2 now
     run = run_dir(results_root, scenario.name)
@@ -68,12 +68,12 @@ def run_scenario(scenario: Scenario, results_root: Path) -> Path:
     print(f"tokenswarm: {scenario.name}: {len(scenario.variants)} variant(s) -> {run}", flush=True)
     for variant in scenario.variants:
         paths = VariantPaths.create(run, variant.name)
-        result = run_variant(scenario.name, variant, paths)
+        result = run_variant(scenario.name, variant, paths, swarm=swarm, ui=ui)
         if result.status == "failed_to_load" and variant.retry_with:
             print(f"[{variant.name}] failed to load ({result.cause}); retrying with {variant.retry_description()}", flush=True)
             if paths.server_log.exists():
                 paths.server_log.replace(paths.first_attempt_log)
-            result = run_variant(scenario.name, variant.with_retry(), paths, first_attempt=result)
+            result = run_variant(scenario.name, variant.with_retry(), paths, first_attempt=result, swarm=swarm, ui=ui)
         print(f"\n== {scenario.name} / {variant.name}: {result.status}", flush=True)
         summary = json.loads(result.paths.summary_json.read_text())
         for line in headline(summary) + latency_table(summary):
@@ -84,7 +84,8 @@ def run_scenario(scenario: Scenario, results_root: Path) -> Path:
 
 
 def run_variant(scenario_name: str, variant: Variant, paths: VariantPaths,
-                first_attempt: VariantRun | None = None) -> VariantRun:
+                first_attempt: VariantRun | None = None, swarm: Swarm = Swarm(),
+                ui: WebUi | None = None) -> VariantRun:
     """Launch, measure and stop one variant; always writes ``server.json`` and the summary.
 
     :param first_attempt: the failed run this one retries (``on_load_failure.retry_with``).
@@ -107,7 +108,7 @@ def run_variant(scenario_name: str, variant: Variant, paths: VariantPaths,
             plan = LoadPlan(url=url, users=variant.load.users, spawn_rate=variant.load.spawn_rate,
                             num_prompts=len(result.prompts.sample.prompts), max_tokens=variant.load.max_tokens,
                             max_seconds=variant.load.max_seconds, read_timeout_s=variant.load.read_timeout_s,
-                            cache_prompt=variant.load.cache_prompt, model=result.facts.model_id)
+                            cache_prompt=variant.load.cache_prompt, model=result.facts.model_id, swarm=swarm, ui=ui)
             with MetricsSampler(url, launcher, paths.metrics):
                 result.outcome = run_load(plan, paths, variant.name,
                                           server_alive=lambda: launcher.exit_status() is None)
@@ -163,13 +164,19 @@ def build_summary(paths: VariantPaths, scenario: str, variant: str, extra: dict[
     metrics = summarize_metrics(paths.metrics)
     summary["memory"] = metrics["memory"]
     summary["server_metrics"] = server_metrics(metrics, records)
-    try:
-        summary["server"] = json.loads(paths.server_json.read_text())
-    except (FileNotFoundError, ValueError):
-        summary["server"] = {}
+    summary["server"] = _read_json(paths.server_json) or {}
+    summary["workers"] = _read_json(paths.workers_json)
+    summary["workers_lost"] = (summary["workers"] or {}).get("workers_lost", 0)
     summary["notes"] = notes(summary)
     write_reports(summary, paths, records)
     return summary
+
+
+def _read_json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text())
+    except (FileNotFoundError, ValueError):
+        return None
 
 
 def notes(summary: dict[str, Any]) -> list[str]:
@@ -187,8 +194,14 @@ def notes(summary: dict[str, Any]) -> list[str]:
         changed = {k: v for k, v in (summary.get("settings") or {}).items() if first["settings"].get(k) != v}
         out.append(f"the first attempt failed to load ({first['cause']}); this result is the retry with "
                    + ", ".join(f"{k}={v}" for k, v in changed.items()) + f" (log: {first['log']})")
+    if summary.get("workers_lost"):
+        workers = summary["workers"]
+        out.append(f"{workers['workers_lost']} load-generating worker(s) went missing during the run with "
+                   f"{workers['lost_in_flight']} request(s) in flight; those requests are not in the records")
     if summary.get("stopped_by") == "server_died":
         out.append("the server died during the load: requests in flight then are counted as errors")
+    if summary.get("stopped_by") == "ui_stop":
+        out.append("the test was stopped in the web UI (Stop, or the form's run time) before every prompt was sent")
     if summary.get("stopped_by") == "time_cap":
         out.append("the time cap (max_seconds) ended the run before every prompt was sent")
     if "chunks" in (summary.get("output_tokens_source") or []):

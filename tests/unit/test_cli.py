@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 
 import pytest
@@ -12,6 +12,7 @@ import orchestrate.report
 import orchestrate.runloop
 from locustfiles.records import RequestRecord
 from orchestrate.cli import main, server_command
+from orchestrate.loadrun import LoadPlan, Swarm, WebUi, locust_command
 from orchestrate.results import VariantPaths
 from orchestrate.scenario import Scenario, ServerSpec
 
@@ -31,10 +32,15 @@ class FakeRunLoop:
 
     def __init__(self) -> None:
         self.scenarios: list[Scenario] = []
+        self.swarms: list[Swarm] = []
+        self.uis: list[WebUi | None] = []
         self.status = "completed"
 
-    def __call__(self, scenario: Scenario, results_root: Path) -> Path:
+    def __call__(self, scenario: Scenario, results_root: Path, swarm: Swarm = Swarm(),
+                 ui: WebUi | None = None) -> Path:
         self.scenarios.append(scenario)
+        self.swarms.append(swarm)
+        self.uis.append(ui)
         run = results_root / "run"
         for v in scenario.variants:
             paths = VariantPaths.create(run, v.name)
@@ -272,3 +278,59 @@ def test_no_command_is_an_argparse_error(capsys):
     with pytest.raises(SystemExit) as info:
         main([])
     assert info.value.code == 2
+
+
+@pytest.mark.parametrize("flags, swarm", [
+    ([], Swarm()),
+    (["--workers", "2"], Swarm(workers=2)),
+    (["--master", "--expect-workers", "3"], Swarm(remote_workers=3, master_bind_host="0.0.0.0")),
+    (["--master", "--expect-workers", "1", "--master-bind-host", "127.0.0.1", "--master-bind-port", "6000"],
+     Swarm(remote_workers=1, master_bind_host="127.0.0.1", master_bind_port=6000)),
+])
+def test_run_swarm_flags(tmp_path: Path, no_run, flags, swarm):
+    assert main(["run", str(DEMO), "--results-dir", str(tmp_path), *flags]) == 0
+    assert no_run.swarms == [swarm]
+
+
+@pytest.mark.parametrize("flags, message", [
+    (["--workers", "2", "--master", "--expect-workers", "2"], "--workers and --master exclude each other"),
+    (["--master"], "--master needs --expect-workers N"),
+    (["--expect-workers", "2"], "--master needs --expect-workers N"),
+    (["--master-bind-port", "6000"], "only apply with --master"),
+])
+def test_run_swarm_conflicts_are_one_line(tmp_path: Path, capsys, no_run, flags, message):
+    assert main(["run", str(DEMO), "--results-dir", str(tmp_path), *flags]) == 2
+    assert message in one_error_line(capsys)
+
+
+# --ui (the web UI instead of headless; locustfiles/webui.py)
+
+def test_run_ui_flags(tmp_path: Path, no_run, capsys):
+    assert main(["run", str(DEMO), "--results-dir", str(tmp_path), "--ui", "--web-port", "8099"]) == 0
+    assert no_run.uis == [WebUi(host="127.0.0.1", port=8099)]
+    assert main(["run", str(DEMO), "--results-dir", str(tmp_path), "--ui"]) == 0
+    assert no_run.uis[-1] is not None and no_run.uis[-1].port > 0  # a free port, the same for every variant
+    assert main(["run", str(DEMO), "--results-dir", str(tmp_path)]) == 0
+    assert no_run.uis[-1] is None  # headless stays the default
+    assert main(["run", str(DEMO), "--results-dir", str(tmp_path), "--ui", "--web-host", "0.0.0.0",
+                 "--web-port", "8099"]) == 0
+    assert no_run.uis[-1] == WebUi(host="0.0.0.0", port=8099)
+    assert "warning: the web UI listens on 0.0.0.0" in capsys.readouterr().err
+
+
+def test_web_flags_need_ui(tmp_path: Path, capsys, no_run):
+    assert main(["run", str(DEMO), "--results-dir", str(tmp_path), "--web-port", "8099"]) == 2
+    assert one_error_line(capsys) == "tokenswarm: error: --web-host/--web-port only apply with --ui"
+
+
+def test_locust_command_with_the_web_ui(tmp_path: Path):
+    plan = LoadPlan(url="http://127.0.0.1:8080", users=32, spawn_rate=32, num_prompts=300, max_tokens=256,
+                    max_seconds=300, read_timeout_s=600, cache_prompt=True, model=None)
+    paths = VariantPaths.create(tmp_path, "v")
+    headless = locust_command(plan, paths)
+    assert "--headless" in headless and "--web-port" not in headless and "--quit-on-stop" not in headless
+    ui = locust_command(replace(plan, ui=WebUi("127.0.0.1", 8099)), paths)
+    assert "--headless" not in ui
+    assert ui[-5:] == ["--web-host", "127.0.0.1", "--web-port", "8099", "--quit-on-stop"]
+    assert ui[ui.index("-u") + 1] == "32" and ui[ui.index("--run-time") + 1] == "300s"  # prefill the form
+    assert WebUi("::1", 8099).url == "http://[::1]:8099"

@@ -1,0 +1,210 @@
+"""Master ↔ workers: prompts go out from the master's one dispenser, records come back in batches.
+
+Stage: load. Imports: stdlib, locust, gevent. A worker host needs neither the dataset nor the
+orchestrator: it asks the master for prompts (``tokenswarm_take``), gets at most as many as it has
+users (``tokenswarm_prompts``), and ships every finished record back (``tokenswarm_records``,
+batched, at most ``FLUSH_INTERVAL_S`` late). The master fires ``llm_record_collected`` for each, so
+the one ``requests.jsonl`` is written there, and counts what each worker was handed and returned:
+a worker that goes missing is reported, with the requests it took but never returned
+(``workers.json``), and the run still ends when every other prompt is answered.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections import deque
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypedDict
+
+import gevent
+from gevent.event import AsyncResult
+from locust.env import Environment
+from locust.runners import MasterRunner, WorkerRunner
+
+from locustfiles.dataset import Prompt
+from locustfiles.records import RequestRecord
+
+if TYPE_CHECKING:
+    from locustfiles.events import LlmRun
+
+log = logging.getLogger("tokenswarm")
+
+MSG_TAKE = "tokenswarm_take"
+MSG_PROMPTS = "tokenswarm_prompts"
+MSG_RECORDS = "tokenswarm_records"
+FLUSH_INTERVAL_S = 0.5
+"""A finished record reaches the master at most this late (plus the network)."""
+FLUSH_MAX = 64
+TAKE_TIMEOUT_S = 60.0
+WATCH_INTERVAL_S = 1.0
+
+
+class TakeMessage(TypedDict):
+    want: int
+
+
+class PromptsMessage(TypedDict):
+    prompts: list[str]
+    """``Prompt.to_json()`` lines."""
+    done: bool
+    """No prompt is left on the master: a worker that runs dry stops its users."""
+
+
+class RecordsMessage(TypedDict):
+    records: list[dict[str, Any]]
+
+
+class WorkerDispenser:
+    """The worker's side of the dispenser: ``take()`` blocks the user until the master answers."""
+
+    def __init__(self, runner: WorkerRunner) -> None:
+        self.runner = runner
+        self.queue: deque[Prompt] = deque()
+        self.exhausted = False
+        self._pending: AsyncResult | None = None
+
+    def take(self) -> Prompt | None:
+        while not self.queue:
+            if self.exhausted:
+                return None
+            if self._pending is None:
+                self._pending = AsyncResult()
+                self.runner.send_message(MSG_TAKE, dict(TakeMessage(want=max(1, self.runner.user_count))))
+            pending = self._pending
+            if not pending.wait(TAKE_TIMEOUT_S):
+                log.error("tokenswarm: no prompts from the master in %.0f s; stopping this user", TAKE_TIMEOUT_S)
+                return None
+        return self.queue.popleft()
+
+    def on_prompts(self, msg: Any, **_kw: Any) -> None:
+        data: PromptsMessage = msg.data
+        self.queue.extend(Prompt.from_json(line) for line in data["prompts"])
+        self.exhausted = data["done"]
+        pending, self._pending = self._pending, None
+        if pending is not None:
+            pending.set(True)
+
+    def done(self) -> None:
+        """Counted on the master, when the record arrives."""
+
+
+class WorkerLedger:
+    """Per worker: prompt indices handed out and records returned; who went missing."""
+
+    def __init__(self) -> None:
+        self.handed: dict[str, set[int]] = {}
+        self.returned: dict[str, int] = {}
+        self.lost: dict[str, list[int]] = {}
+        """Worker id → prompt indices it took and never returned a record for."""
+
+    def hand(self, worker: str, indices: list[int]) -> None:
+        self.handed.setdefault(worker, set()).update(indices)
+
+    def returned_record(self, worker: str, index: int) -> None:
+        self.returned[worker] = self.returned.get(worker, 0) + 1
+        self.handed.get(worker, set()).discard(index)
+
+    def lose(self, worker: str) -> list[int]:
+        """Mark a worker lost; returns the prompts it still owed."""
+        self.lost[worker] = sorted(self.handed.pop(worker, set()))
+        return self.lost[worker]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"workers": sorted(set(self.returned) | set(self.handed) | set(self.lost)),
+                "records_by_worker": self.returned, "workers_lost": len(self.lost),
+                "lost_workers": sorted(self.lost),
+                "lost_in_flight": sum(len(v) for v in self.lost.values()),
+                "lost_prompt_indices": {w: v for w, v in self.lost.items()}}
+
+
+def workers_file(records_file: str) -> Path:
+    """``workers.json`` beside ``requests.jsonl``: the master's ledger of its workers."""
+    return Path(records_file).with_name("workers.json")
+
+
+def install(environment: Environment, run: LlmRun) -> None:
+    """Register the master's or the worker's side of the protocol."""
+    runner = environment.runner
+    if isinstance(runner, WorkerRunner):
+        _install_worker(environment, runner, run)
+    elif isinstance(runner, MasterRunner):
+        _install_master(environment, runner, run)
+
+
+def _install_worker(environment: Environment, runner: WorkerRunner, run: LlmRun) -> None:
+    dispenser = WorkerDispenser(runner)
+    run.dispenser = dispenser  # type: ignore[assignment]
+    buffer: list[dict[str, Any]] = []
+
+    def flush() -> None:
+        if buffer:
+            batch = buffer[:]
+            buffer.clear()
+            runner.send_message(MSG_RECORDS, dict(RecordsMessage(records=batch)))
+
+    def on_record(record: RequestRecord, **_kw: Any) -> None:
+        buffer.append(record.__dict__.copy())
+        if len(buffer) >= FLUSH_MAX:
+            flush()
+
+    def flusher() -> None:
+        while True:
+            gevent.sleep(FLUSH_INTERVAL_S)
+            flush()
+
+    runner.register_message(MSG_PROMPTS, dispenser.on_prompts)
+    environment.events.llm_record.add_listener(on_record)  # type: ignore[attr-defined]
+    environment.events.test_stop.add_listener(lambda **_kw: flush())
+    environment.events.quitting.add_listener(lambda **_kw: flush())
+    gevent.spawn(flusher)
+
+
+def _install_master(environment: Environment, runner: MasterRunner, run: LlmRun) -> None:
+    ledger = WorkerLedger()
+    collected = environment.events.llm_record_collected  # type: ignore[attr-defined]
+
+    def on_take(msg: Any, **_kw: Any) -> None:
+        data: TakeMessage = msg.data
+        prompts = []
+        if run.dispenser is not None and msg.node_id not in ledger.lost:
+            for _ in range(max(1, int(data["want"]))):
+                prompt = run.dispenser.take()
+                if prompt is None:
+                    break
+                prompts.append(prompt)
+        ledger.hand(msg.node_id, [p.index for p in prompts])
+        done = run.dispenser is None or run.dispenser.take_would_be_empty()
+        runner.send_message(MSG_PROMPTS, dict(PromptsMessage(prompts=[p.to_json() for p in prompts], done=done)),
+                            client_id=msg.node_id)
+
+    def on_records(msg: Any, **_kw: Any) -> None:
+        data: RecordsMessage = msg.data
+        for raw in data["records"]:
+            record = RequestRecord.from_dict(raw)
+            ledger.returned_record(msg.node_id, record.prompt_index)
+            collected.fire(record=record)
+
+    def watch() -> None:
+        """Locust marks a worker missing after ~3 s without heartbeats; settle its debts then."""
+        while True:
+            gevent.sleep(WATCH_INTERVAL_S)
+            for client in runner.clients.missing:
+                if client.id in ledger.lost:
+                    continue
+                owed = ledger.lose(client.id)
+                log.error("tokenswarm: worker %s went missing with %d request(s) in flight; going on without it",
+                          client.id, len(owed))
+                for _ in owed:  # never answered: count them done, so the run can still end
+                    if run.dispenser is not None:
+                        run.dispenser.done()
+
+    def on_quitting(**_kw: Any) -> None:
+        opts = environment.parsed_options
+        if opts is not None and run.records_written:
+            workers_file(opts.records_file).write_text(json.dumps(ledger.to_json(), indent=2) + "\n")
+
+    runner.register_message(MSG_TAKE, on_take)
+    runner.register_message(MSG_RECORDS, on_records)
+    environment.events.quitting.add_listener(on_quitting)
+    gevent.spawn(watch)

@@ -1,0 +1,312 @@
+"""Live LLM figures while a run goes on: what the web UI's LLM tab, chart page and CSVs show.
+
+Stage: load (the process that collects the records: the local runner, or the master). Imports:
+stdlib only, so the unit tests can use it without Locust's monkey-patching. ``webui.py`` feeds it
+from ``llm_record_collected`` and serves it; this module counts, and lays the figures out as the
+tab's rows and the CSV's (``table_rows``, ``figures_csv_rows``).
+
+These are *live* figures for a person ramping users, not the report: ``summary.json`` comes from
+the records file and ``orchestrate/summarize.py``. The definitions match the report's where they can:
+
+- A request counts when its record reaches this process (local: when it ends; distributed: when
+  the worker's batch arrives, at most about a second later).
+- **Last 10 s**: the requests counted in the last ``WINDOW_S`` seconds. Prefill (decode) tok/s =
+  Σ prompt (output) tokens of the completed ones ÷ 10 s (÷ the time since the first send while the
+  run is younger than that). Attributing a request's tokens to its end is unbiased in steady state;
+  counting chunk arrivals instead would miss every request still streaming.
+- **Since start**: Σ tokens of completed requests ÷ seconds since the first send (frozen when the
+  test stops), as the report's throughput.
+- Percentiles: nearest rank, as the report's. TTFT, TPOT and output tokens per request are over
+  completed requests; ITL pools the gaps between content chunks, each weighted by its request's
+  tokens per chunk. Memory is bounded: "since start" percentiles are over the last ``KEEP_VALUES``
+  values of each metric (ITL: gaps), and the window's ITL over its last ``KEEP_VALUES`` gaps.
+- Draft acceptance: Σ draft_accepted ÷ Σ draft_tokens (None without a drafter).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from bisect import bisect_left
+from collections import Counter, deque
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from itertools import accumulate
+from typing import Any, NamedTuple
+
+from locustfiles.metrics import itl_gaps_ms
+from locustfiles.records import CANCELLED, OK, RequestRecord
+
+WINDOW_S = 10.0
+"""The "now" figures cover the requests counted in this many seconds."""
+KEEP_VALUES = 10_000
+"""Values kept per latency metric for the "since start" percentiles (the most recent ones)."""
+HISTORY_POINTS = 3_600
+"""Points kept for the chart page (one a second: the last hour)."""
+PERCENTILES = (50, 90, 99)
+
+
+def percentiles(values: Iterable[float], weights: Iterable[float] | None = None) -> dict[str, float] | None:
+    """p50/p90/p99 by nearest rank; a weight repeats its value (as ``summarize.weighted_stats``)."""
+    if weights is not None:
+        pairs = list(zip(values, weights))
+        if any(w != 1.0 for _, w in pairs):
+            pairs.sort(key=lambda p: p[0])
+            cum = list(accumulate(w for _, w in pairs))
+            return {f"p{p}": pairs[min(bisect_left(cum, p / 100 * cum[-1]), len(pairs) - 1)][0]
+                    for p in PERCENTILES} if pairs else None
+        values = [v for v, _ in pairs]
+    ordered = sorted(values)  # all weights 1: the first rank >= p% of n is ceil(p% × n), as above
+    n = len(ordered)
+    return {f"p{p}": ordered[min(max(math.ceil(p / 100 * n) - 1, 0), n - 1)] for p in PERCENTILES} if n else None
+
+
+class Finished(NamedTuple):
+    """What the figures need of one record, taken once when it arrives."""
+
+    t: float
+    """When it was counted (the clock of ``LiveStats``, seconds)."""
+    status: str
+    error_class: str | None
+    prompt_tokens: int
+    output_tokens: int
+    ttft_ms: float | None
+    tpot_ms: float | None
+    gaps_ms: list[float]
+    tokens_per_chunk: float
+    draft_tokens: int | None
+    draft_accepted: int | None
+
+    @classmethod
+    def of(cls, record: RequestRecord, t: float) -> Finished:
+        ok = record.status == OK
+        return cls(t, record.status, record.error_class, (record.prompt_tokens or 0) if ok else 0,
+                   (record.output_tokens or 0) if ok else 0, record.ttft_ms if ok else None,
+                   record.tpot_ms if ok else None, itl_gaps_ms(record.chunk_offsets_ms) if ok else [],
+                   record.tokens_per_chunk or 1.0, record.draft_tokens if ok else None,
+                   record.draft_accepted if ok else None)
+
+
+@dataclass
+class Tally:
+    """Counts, token sums and the latest ``keep`` values of each metric over a set of requests."""
+
+    keep: int = KEEP_VALUES
+    with_itl: bool = True
+    """False: leave ``itl`` empty (the window collects its newest gaps itself)."""
+    completed: int = 0
+    errors: int = 0
+    cancelled: int = 0
+    prompt_tokens: int = 0
+    output_tokens: int = 0
+    draft_tokens: int = 0
+    draft_accepted: int = 0
+    drafting: bool = False
+    errors_by_class: Counter[str] = field(default_factory=Counter)
+    ttft_ms: deque[float] = field(init=False)
+    tpot_ms: deque[float] = field(init=False)
+    itl: deque[tuple[float, float]] = field(init=False)
+    """(gap ms, tokens per chunk)."""
+    tokens_per_request: deque[int] = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.ttft_ms, self.tpot_ms = deque(maxlen=self.keep), deque(maxlen=self.keep)
+        self.itl, self.tokens_per_request = deque(maxlen=self.keep), deque(maxlen=self.keep)
+
+    def add(self, f: Finished) -> None:
+        if f.status == CANCELLED:
+            self.cancelled += 1
+            return
+        if f.status != OK:
+            self.errors += 1
+            self.errors_by_class[f.error_class or f.status] += 1
+            return
+        self.completed += 1
+        self.prompt_tokens += f.prompt_tokens
+        self.output_tokens += f.output_tokens
+        self.tokens_per_request.append(f.output_tokens)
+        if f.ttft_ms is not None:
+            self.ttft_ms.append(f.ttft_ms)
+        if f.tpot_ms is not None:
+            self.tpot_ms.append(f.tpot_ms)
+        if self.with_itl:
+            self.itl.extend((gap, f.tokens_per_chunk) for gap in f.gaps_ms[-self.keep:])
+        if f.draft_tokens is not None:
+            self.drafting = True
+            self.draft_tokens += f.draft_tokens
+            self.draft_accepted += f.draft_accepted or 0
+
+    def figures(self, seconds: float | None) -> dict[str, Any]:
+        """The figures of these requests; rates over ``seconds`` (None: no rate yet)."""
+        rate = (lambda n: n / seconds if seconds else None)
+        gaps = list(self.itl)
+        return {
+            "decode_tok_s": rate(self.output_tokens), "prefill_tok_s": rate(self.prompt_tokens),
+            "requests_per_s": rate(self.completed),
+            "ttft_ms": percentiles(self.ttft_ms), "tpot_ms": percentiles(self.tpot_ms),
+            "itl_ms": percentiles([g for g, _ in gaps], [w for _, w in gaps]),
+            "output_tokens_mean": self.output_tokens / self.completed if self.completed else None,
+            "output_tokens_p50": (percentiles(self.tokens_per_request) or {}).get("p50"),
+            "acceptance": self.draft_accepted / self.draft_tokens if self.drafting and self.draft_tokens else None,
+            "completed": self.completed, "errors": self.errors, "cancelled": self.cancelled,
+            "prompt_tokens": self.prompt_tokens, "output_tokens": self.output_tokens,
+            "errors_by_class": dict(sorted(self.errors_by_class.items())),
+        }
+
+
+class LiveStats:
+    """The live figures of one test: ``add`` each collected record, read ``snapshot``.
+
+    :param clock: wall-clock seconds (``time.time``, the clock of ``RequestRecord.send_ts``).
+    :param in_flight: how many requests are out now (the dispenser's count), or None if unknown.
+    """
+
+    def __init__(self, clock: Callable[[], float] = time.time, window_s: float = WINDOW_S,
+                 keep: int = KEEP_VALUES, in_flight: Callable[[], int | None] = lambda: None) -> None:
+        self.clock, self.window_s, self.keep, self.in_flight = clock, window_s, keep, in_flight
+        self.reset()
+
+    def reset(self) -> None:
+        """A new test (or Locust's "reset stats"): forget everything."""
+        self.test_number = getattr(self, "test_number", 0) + 1  # a chart page starts over when it changes
+        self.run = Tally(self.keep)
+        self.window: deque[Finished] = deque()
+        self.first_send_ts: float | None = None
+        self.stopped_at: float | None = None
+        self.history: deque[dict[str, Any]] = deque(maxlen=HISTORY_POINTS)
+
+    def add(self, record: RequestRecord) -> None:
+        """One finished request (O(its chunks)); called for every collected record."""
+        now = self.clock()
+        f = Finished.of(record, now)
+        self.run.add(f)
+        self.window.append(f)
+        self._evict(now)
+        if self.first_send_ts is None or record.send_ts < self.first_send_ts:
+            self.first_send_ts = record.send_ts
+
+    def stop(self) -> None:
+        """The test stopped: "since start" rates stop counting time."""
+        self.stopped_at = self.clock()
+
+    def _evict(self, now: float) -> None:
+        while self.window and self.window[0].t <= now - self.window_s:
+            self.window.popleft()
+
+    def snapshot(self) -> dict[str, Any]:
+        """``{"elapsed_s", "window_s", "span_s", "in_flight", "now": figures, "run": figures}``.
+
+        ``now`` covers the window (its rates ÷ ``span_s``: the window, or the run's age if younger),
+        ``run`` everything since the first send (rates ÷ ``elapsed_s``); figures as ``Tally.figures``.
+        """
+        now = self.clock()
+        elapsed = None if self.first_send_ts is None else (self.stopped_at or now) - self.first_send_ts
+        span, window = self._window(now)
+        return {"elapsed_s": elapsed, "window_s": self.window_s, "span_s": span, "in_flight": self.in_flight(),
+                "now": window, "run": self.run.figures(elapsed if elapsed is not None and elapsed > 0 else None)}
+
+    def _window(self, now: float, itl: bool = True) -> tuple[float, dict[str, Any]]:
+        """The window's span (seconds) and figures (``itl=False``: without the ITL percentiles)."""
+        self._evict(now)
+        tally = Tally(self.keep, with_itl=False)
+        for f in self.window:
+            tally.add(f)
+        budget = self.keep if itl else 0
+        for f in reversed(self.window):  # the newest gaps, at most ``keep``
+            if budget <= 0:
+                break
+            gaps = f.gaps_ms[-budget:]
+            tally.itl.extend((gap, f.tokens_per_chunk) for gap in gaps)
+            budget -= len(gaps)
+        # Young runs: rates over the time since the first send, not over a window mostly empty.
+        span = self.window_s if self.first_send_ts is None else min(self.window_s, now - self.first_send_ts)
+        return span, tally.figures(span if span > 0 else None)
+
+    def sample(self, users: int | None = None) -> dict[str, Any] | None:
+        """Append one chart point (time since the first send, users, the "now" figures) while the
+        test runs; None (and nothing kept) before the first request ended or after the stop."""
+        if self.first_send_ts is None or self.stopped_at is not None:
+            return None
+        t = self.clock()
+        _, now = self._window(t, itl=False)  # only what the chart draws: this runs every second
+        point = {"t": t - self.first_send_ts, "users": users, "in_flight": self.in_flight(),
+                 "decode_tok_s": now["decode_tok_s"] or 0.0, "prefill_tok_s": now["prefill_tok_s"] or 0.0,
+                 "requests_per_s": now["requests_per_s"] or 0.0,
+                 "ttft_p50_ms": (now["ttft_ms"] or {}).get("p50"), "ttft_p99_ms": (now["ttft_ms"] or {}).get("p99"),
+                 "tpot_p50_ms": (now["tpot_ms"] or {}).get("p50"), "errors": self.run.errors}
+        self.history.append(point)
+        return point
+
+
+def _num(value: float | None, digits: int = 1) -> str:
+    return "—" if value is None else f"{value:,.{digits}f}"
+
+
+def _ms(value: float) -> str:
+    return f"{value:,.1f}" if value >= 10 else f"{value:.2f}"
+
+
+def _pcts(p: dict[str, float] | None) -> str:
+    return "—" if not p else " / ".join(_ms(p[k]) for k in ("p50", "p90", "p99"))
+
+
+def _share(value: float | None) -> str:
+    return "—" if value is None else f"{value:.1%}"
+
+
+def table_rows(snap: dict[str, Any], charts_url: str) -> list[dict[str, str]]:
+    """The LLM tab: one row per figure, the last 10 s beside the whole test, all preformatted text."""
+    now, run = snap["now"], snap["run"]
+
+    def row(figure: str, now_text: str, run_text: str, how: str) -> dict[str, str]:
+        return {"figure": figure, "now": now_text, "run": run_text, "how": how}
+
+    def tokens(f: dict[str, Any]) -> str:
+        return f"{_num(f['output_tokens_mean'])} / {_num(f['output_tokens_p50'], 0)}"
+
+    drafting = run["acceptance"] is not None
+    rows = [
+        row("Decode tok/s", _num(now["decode_tok_s"]), _num(run["decode_tok_s"]),
+            "output tokens of completed requests ÷ seconds (a request counts when it ends)"),
+        row("Prefill tok/s", _num(now["prefill_tok_s"]), _num(run["prefill_tok_s"]),
+            "prompt tokens of completed requests ÷ seconds"),
+        row("Completed requests/s", _num(now["requests_per_s"], 2), _num(run["requests_per_s"], 2),
+            "since start: ÷ seconds since the first request was sent"),
+        row("TTFT p50 / p90 / p99 (ms)", _pcts(now["ttft_ms"]), _pcts(run["ttft_ms"]),
+            f"send → first content chunk; nearest rank, since start = last {KEEP_VALUES:,} requests"),
+        row("TPOT p50 / p90 / p99 (ms)", _pcts(now["tpot_ms"]), _pcts(run["tpot_ms"]),
+            "(E2E − TTFT) ÷ (output tokens − 1)"),
+        row("ITL p50 / p90 / p99 (ms)", _pcts(now["itl_ms"]), _pcts(run["itl_ms"]),
+            f"gaps between content chunks, weighted by tokens per chunk; last {KEEP_VALUES:,} gaps"),
+        row("Output tokens per request (mean / p50)", tokens(now), tokens(run), "completed requests"),
+        row("Draft acceptance", _share(now["acceptance"]), _share(run["acceptance"]),
+            "Σ accepted ÷ Σ drafted tokens" if drafting else "no draft model: speculative decoding is off"),
+        row("Requests completed", f"{now['completed']:,}", f"{run['completed']:,}", "ended with a complete stream"),
+        row("Requests in flight", "", "—" if snap["in_flight"] is None else f"{snap['in_flight']:,}",
+            "handed out, not answered yet"),
+        row("Errors", f"{now['errors']:,}", f"{run['errors']:,}", "requests that did not end in a complete stream"),
+    ]
+    rows += [row(f"    {cls}", f"{now['errors_by_class'].get(cls, 0):,}", f"{n:,}", "error class")
+             for cls, n in run["errors_by_class"].items()]
+    if run["cancelled"]:
+        rows.append(row("Cancelled", f"{now['cancelled']:,}", f"{run['cancelled']:,}", "cut off by a stop"))
+    rows.append(row("Live charts", "", charts_url, "tokens/s, TTFT and users over time (also under Download Data)"))
+    return rows
+
+
+def figures_csv_rows(snap: dict[str, Any]) -> list[list[Any]]:
+    """``figure,last_10s,since_start``: plain numbers (empty = none yet), one figure per row."""
+    now, run = snap["now"], snap["run"]
+    rows: list[list[Any]] = [["figure", "last_10s", "since_start"]]
+    for key in ("decode_tok_s", "prefill_tok_s", "requests_per_s"):
+        rows.append([key, now[key], run[key]])
+    for metric in ("ttft_ms", "tpot_ms", "itl_ms"):
+        for p in ("p50", "p90", "p99"):
+            rows.append([f"{metric}_{p}", (now[metric] or {}).get(p), (run[metric] or {}).get(p)])
+    for key in ("output_tokens_mean", "output_tokens_p50", "acceptance", "completed", "errors", "cancelled",
+                "prompt_tokens", "output_tokens"):
+        rows.append([key, now[key], run[key]])
+    rows.append(["in_flight", None, snap["in_flight"]])
+    rows.append(["seconds", snap["span_s"], snap["elapsed_s"]])
+    rows += [[f"errors:{cls}", now["errors_by_class"].get(cls, 0), n] for cls, n in run["errors_by_class"].items()]
+    return [["" if v is None else v for v in r] for r in rows]

@@ -1,0 +1,143 @@
+"""tokenswarm in Locust's web UI: an LLM tab, a live chart page, CSVs, and quitting when a test stops.
+
+Stage: load (the collecting process: the local runner, or the master; workers have no web UI).
+Imports: stdlib, locust, gevent, flask (ships with Locust). ``install_webui`` is called by
+``events.install`` when Locust has a web UI; it only listens to ``llm_record_collected``, so the
+figures are the same on one process and on a master aggregating remote workers.
+
+What it adds (the figures are defined in ``livestats.py``):
+
+- an **LLM** tab (``extended_tabs``/``extended_tables``), its rows riding in ``/stats/requests``
+  under ``extended_stats``, refreshed with Locust's own polling;
+- ``/tokenswarm/charts``: a self-contained page (inline JS, a ``<canvas>``, nothing fetched from
+  elsewhere) polling ``/tokenswarm/live`` every second: tokens/s, TTFT and users over time;
+- ``/tokenswarm/llm.csv`` (the figures now) and ``/tokenswarm/llm_history.csv`` (one row a
+  second), linked from the "Download Data" tab (``extended_csv_files``);
+- with ``--quit-on-stop``: Locust quits ``QUIT_DELAY_S`` after a test stops (the Stop button, the
+  run time, the last prompt answered), so ``tokenswarm run --ui`` can post-process as headless.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import logging
+from typing import Any
+
+import gevent
+from flask import Response, jsonify, request
+from locust.env import Environment
+
+from locustfiles.livestats import LiveStats, figures_csv_rows, table_rows
+from locustfiles.webui_page import CHARTS_HTML
+
+log = logging.getLogger("tokenswarm")
+
+TAB_KEY = "llm"
+CHARTS_PATH = "/tokenswarm/charts"
+LIVE_PATH = "/tokenswarm/live"
+CSV_PATH = "/tokenswarm/llm.csv"
+HISTORY_CSV_PATH = "/tokenswarm/llm_history.csv"
+SAMPLE_INTERVAL_S = 1.0
+"""One chart point a second."""
+QUIT_DELAY_S = 1.0
+"""After a test stops: time for the Stop request to be answered and late records to arrive."""
+
+TABLE = [{"key": "figure", "title": "LLM figure"}, {"key": "now", "title": "Last 10 s"},
+         {"key": "run", "title": "Since start"}, {"key": "how", "title": "Definition"}]
+"""The LLM tab's columns. Keys are single words: Locust's UI camel-cases keys."""
+
+
+def install_webui(environment: Environment) -> LiveStats:
+    """Add the LLM tab, the chart page and the CSVs to ``environment.web_ui``; returns the figures."""
+    web_ui = environment.web_ui
+    assert web_ui is not None, "install_webui needs a web UI (Locust without --headless)"
+    stats = LiveStats(in_flight=lambda: _in_flight(environment))
+    environment.tokenswarm_live = stats  # type: ignore[attr-defined]
+    events = environment.events
+    events.llm_record_collected.add_listener(lambda record, **_kw: stats.add(record))  # type: ignore[attr-defined]
+    events.test_start.add_listener(lambda **_kw: stats.reset())
+    events.reset_stats.add_listener(lambda **_kw: stats.reset())
+    events.test_stop.add_listener(lambda **_kw: stats.stop())
+    web_ui.template_args.update({
+        "extended_tabs": [{"title": "LLM", "key": TAB_KEY}],
+        "extended_tables": [{"key": TAB_KEY, "structure": TABLE}],
+        "extended_csv_files": [
+            {"href": f".{CSV_PATH}", "title": "Download LLM figures CSV"},
+            {"href": f".{HISTORY_CSV_PATH}", "title": "Download LLM history CSV (one row a second)"},
+            {"href": f".{CHARTS_PATH}", "title": "Open the live LLM charts (tokens/s, TTFT over time)"}]})
+    app, auth = web_ui.app, web_ui.auth_required_if_enabled
+    assert app is not None
+
+    @app.after_request
+    def add_llm_rows(response: Response) -> Response:
+        if not request.path.endswith("/stats/requests") or response.status_code != 200:
+            return response
+        data = response.get_json(silent=True)
+        if isinstance(data, dict):
+            charts = request.host_url.rstrip("/") + CHARTS_PATH
+            data["extended_stats"] = [{"key": TAB_KEY, "data": table_rows(stats.snapshot(), charts)}]
+            response.set_data(json.dumps(data))
+        return response
+
+    def live() -> Response:
+        since = request.args.get("since", type=float)
+        test = request.args.get("test", type=int)
+        points = list(stats.history)
+        if since is not None and test == stats.test_number:
+            points = [p for p in points if p["t"] > since]
+        runner = environment.runner
+        return jsonify({"test": stats.test_number, "state": runner.state if runner else None,
+                        "users": runner.user_count if runner else None,
+                        "snapshot": stats.snapshot(), "points": points})
+
+    def charts() -> Response:
+        return Response(CHARTS_HTML, mimetype="text/html")
+
+    def figures_csv() -> Response:
+        return _csv_response(figures_csv_rows(stats.snapshot()), "tokenswarm_llm.csv")
+
+    def history_csv() -> Response:
+        points = list(stats.history)
+        rows = [list(points[0])] + [list(p.values()) for p in points] if points else [["t"]]
+        return _csv_response(rows, "tokenswarm_llm_history.csv")
+
+    for path, view in ((LIVE_PATH, live), (CHARTS_PATH, charts), (CSV_PATH, figures_csv),
+                       (HISTORY_CSV_PATH, history_csv)):
+        app.add_url_rule(path, endpoint=f"tokenswarm_{view.__name__}", view_func=auth(view))
+    gevent.spawn(_sample_forever, environment, stats)
+    opts = environment.parsed_options
+    if opts is not None and getattr(opts, "quit_on_stop", False):
+        events.test_stop.add_listener(lambda **_kw: gevent.spawn_later(QUIT_DELAY_S, _quit, environment))
+    return stats
+
+
+def _in_flight(environment: Environment) -> int | None:
+    dispenser = getattr(getattr(environment, "tokenswarm", None), "dispenser", None)
+    return getattr(dispenser, "in_flight", None)
+
+
+def _sample_forever(environment: Environment, stats: LiveStats) -> None:
+    while True:
+        gevent.sleep(SAMPLE_INTERVAL_S)
+        try:
+            stats.sample(users=environment.runner.user_count if environment.runner else None)
+        except Exception:  # a bug here must not end the chart, nor the run
+            log.exception("tokenswarm: live chart sample failed")
+
+
+def _quit(environment: Environment) -> None:
+    """``--quit-on-stop``: end Locust as a headless run ends (final stats, records closed)."""
+    log.info("tokenswarm: the test stopped; quitting (--quit-on-stop)")
+    if environment.runner is not None:
+        environment.runner.quit()
+    if environment.web_ui is not None:
+        environment.web_ui.stop()  # the web server is the main greenlet in UI mode
+
+
+def _csv_response(rows: list[list[Any]], filename: str) -> Response:
+    out = io.StringIO()
+    csv.writer(out, lineterminator="\n").writerows(rows)
+    return Response(out.getvalue(), mimetype="text/csv",
+                    headers={"Content-Disposition": f"attachment;filename={filename}"})

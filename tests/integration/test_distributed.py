@@ -1,0 +1,76 @@
+"""Distributed load: a Locust master and worker processes, one `requests.jsonl`, nothing lost or doubled."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from tests.helpers import read_jsonl, tokenswarm_run, write_scenario
+
+pytestmark = pytest.mark.integration
+
+
+def test_master_and_two_workers_send_exactly_n(tmp_path: Path) -> None:
+    scenario = write_scenario(tmp_path, load={"users": 6, "num_prompts": 30, "max_tokens": 16})
+    proc, run = tokenswarm_run(tmp_path, scenario, "--workers", "2")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    variant = run / "v"
+    summary = json.loads((variant / "summary.json").read_text())
+    records = read_jsonl(variant / "requests.jsonl")
+    prompts = read_jsonl(variant / "prompts.jsonl")
+    assert len(records) == 30 and summary["requests"]["completed"] == 30
+    assert sorted(r["prompt_index"] for r in records) == list(range(30))  # none twice, none missing
+    workers = {r["worker"] for r in records}
+    assert len(workers) == 2 and all(w.startswith("w") and w != "local" for w in workers)
+    assert summary["tokens"]["output"] == sum(r["output_tokens"] for r in records) \
+        == sum(p["output_tokens"] for p in prompts)
+    assert summary["tokens"]["prompt"] == sum(r["prompt_tokens"] for r in records)
+    check = summary["locust_crosscheck"]
+    assert (check["requests"], check["failures"]) == (30, 0)
+    assert summary["crosscheck_agrees"] is True
+    assert summary["workers_lost"] == 0
+    ledger = json.loads((variant / "workers.json").read_text())
+    assert sum(ledger["records_by_worker"].values()) == 30 and len(ledger["records_by_worker"]) == 2
+    assert (variant / "locust-worker-0.log").exists() and (variant / "locust-worker-1.log").exists()
+
+
+def test_a_worker_killed_mid_run_is_reported_and_nothing_is_counted_twice(tmp_path: Path) -> None:
+    scenario = write_scenario(tmp_path, server={"flags": {"parallel": 4}},
+                              load={"users": 4, "num_prompts": 120, "max_tokens": 200, "dataset": "synthetic:400"})
+    results = tmp_path / "results"
+    proc = subprocess.Popen([sys.executable, "-m", "orchestrate.cli", "run", str(scenario), "--workers", "2",
+                             "--results-dir", str(results)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True)
+    deadline = time.monotonic() + 90
+    victim = None
+    while victim is None and time.monotonic() < deadline:
+        files = list(results.glob("*/v/requests.jsonl"))
+        if files and files[0].read_text().count("\n") >= 8:
+            workers = [p for p in psutil.Process(proc.pid).children(recursive=True)
+                       if "--worker" in p.cmdline()]
+            assert len(workers) == 2
+            victim = workers[0]
+        time.sleep(0.2)
+    assert victim is not None, "no records after 90 s"
+    victim.kill()
+    out, _ = proc.communicate(timeout=180)
+    assert proc.returncode == 0, out
+    variant = next(results.glob("*/v"))
+    summary = json.loads((variant / "summary.json").read_text())
+    records = read_jsonl(variant / "requests.jsonl")
+    indices = [r["prompt_index"] for r in records]
+    assert len(indices) == len(set(indices))  # no request counted twice
+    assert summary["workers_lost"] == 1
+    ledger = json.loads((variant / "workers.json").read_text())
+    lost = [i for owed in ledger["lost_prompt_indices"].values() for i in owed]
+    assert ledger["lost_in_flight"] == len(lost) > 0
+    assert sorted(indices + lost) == list(range(120))  # every prompt: answered once, or lost with the worker
+    dead = ledger["lost_workers"][0]
+    assert any(r["worker"] == f"w{dead}" for r in records)  # what it shipped before dying is kept
+    assert any("went missing" in n for n in summary["notes"])

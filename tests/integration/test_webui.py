@@ -1,0 +1,190 @@
+"""`tokenswarm run --ui` in a real browser: Debian's headless Chromium driven by Playwright.
+
+A person's session, step by step: open the web UI, start 8 users from the form, watch the LLM tab
+until decode tok/s is non-zero and TTFT p50 is filled in, open the chart page, press Stop; then
+Locust quits by itself (``--quit-on-stop``) and the run is post-processed as a headless one.
+Screenshots of the LLM tab and the chart page are kept under ``tests/artifacts/`` (git-ignored).
+
+Playwright never downloads a browser here (``playwright install`` cannot work on this network):
+it drives ``/usr/bin/chromium``, which ``make test`` installs as root (``make browser``).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import pytest
+
+from orchestrate.launchers.base import free_port
+from tests.helpers import read_jsonl, write_scenario
+
+pytestmark = pytest.mark.integration
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_FLAGS = ["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
+                  "--disable-component-update", "--disable-sync"]
+"""With ``headless=True`` (Playwright adds ``--headless``): DESIGN.md "Facts about browser tests here"."""
+ARTIFACTS = Path(__file__).resolve().parents[1] / "artifacts"
+USERS = 8
+STARTUP_TIMEOUT_S = 120.0
+FIGURES_TIMEOUT_S = 60.0
+EXIT_TIMEOUT_S = 120.0
+
+
+def browser_or_skip() -> Any:
+    """Playwright's sync API, or a skip that says what is missing and how to get it."""
+    if not CHROMIUM.exists():
+        pytest.skip(f"no {CHROMIUM}: `make test` installs Debian's chromium as root "
+                    "(apt-get install chromium chromium-driver)")
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        pytest.skip("playwright is not installed: pip install -e '.[dev]' (never `playwright install`)")
+    return sync_playwright
+
+
+def artifacts_dir() -> Path:
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    (ARTIFACTS / ".gitignore").write_text("*\n")  # screenshots are for people, not for git
+    return ARTIFACTS
+
+
+class OutputWatcher:
+    """Collects the orchestrator's stdout in a thread; ``wait_for(regex)`` returns the first match."""
+
+    def __init__(self, proc: subprocess.Popen[str]) -> None:
+        self.lines: list[str] = []
+        self._thread = threading.Thread(target=self._read, args=(proc,), daemon=True)
+        self._thread.start()
+
+    def _read(self, proc: subprocess.Popen[str]) -> None:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            self.lines.append(line)
+
+    def text(self) -> str:
+        return "".join(self.lines)
+
+    def wait_for(self, pattern: str, timeout_s: float, alive: Callable[[], bool]) -> re.Match[str]:
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            for line in list(self.lines):
+                if match := re.search(pattern, line):
+                    return match
+            if not alive():
+                break
+            time.sleep(0.2)
+        pytest.fail(f"no line matching {pattern!r} from tokenswarm run:\n{self.text()}")
+
+
+def number(text: str) -> float | None:
+    """``"2,061.2"`` → 2061.2; ``"—"`` (nothing yet) → None."""
+    try:
+        return float(text.replace(",", ""))
+    except ValueError:
+        return None
+
+
+def llm_rows(page: Any) -> dict[str, list[str]]:
+    """The LLM tab's table: figure → [last 10 s, since start, definition]."""
+    rows: dict[str, list[str]] = {}
+    for row in page.locator("table tbody tr").all():
+        cells = [c.strip() for c in row.locator("td").all_inner_texts()]
+        if cells:
+            rows[cells[0]] = cells[1:]
+    return rows
+
+
+def wait_until(check: Callable[[], Any], timeout_s: float, what: str) -> Any:
+    deadline = time.monotonic() + timeout_s
+    last: Any = None
+    while time.monotonic() < deadline:
+        last = check()
+        if last:
+            return last
+        time.sleep(0.5)
+    pytest.fail(f"timed out after {timeout_s:.0f} s waiting for {what}")
+
+
+def test_web_ui_llm_tab_chart_page_and_stop(tmp_path: Path) -> None:
+    sync_playwright = browser_or_skip()
+    started = time.monotonic()
+    scenario = write_scenario(tmp_path, server={"flags": {"parallel": USERS, "threads": 1}},
+                              load={"dataset": "synthetic:2000", "users": 4, "num_prompts": 1500, "max_tokens": 64})
+    results, port = tmp_path / "results", free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "orchestrate.cli", "run", str(scenario), "--results-dir",
+                             str(results), "--ui", "--web-port", str(port)],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    out = OutputWatcher(proc)
+    shots = artifacts_dir()
+    try:
+        url = out.wait_for(r"web UI: (http://\S+)", STARTUP_TIMEOUT_S, lambda: proc.poll() is None).group(1)
+        assert url == f"http://127.0.0.1:{port}"
+        with sync_playwright() as pw:
+            context = pw.chromium.launch_persistent_context(
+                str(tmp_path / "chromium-profile"), executable_path=str(CHROMIUM), headless=True,
+                args=CHROMIUM_FLAGS, viewport={"width": 1400, "height": 900})
+            elsewhere: list[str] = []
+            context.on("request", lambda r: elsewhere.append(r.url)
+                       if urlsplit(r.url).netloc != urlsplit(url).netloc and not r.url.startswith("data:") else None)
+            page = context.new_page()
+            page.goto(url)
+            # The scenario's 4 users prefill the form; a person types 8 and starts.
+            assert page.input_value("input[name=userCount]") == "4"
+            page.fill("input[name=userCount]", str(USERS))
+            page.fill("input[name=spawnRate]", str(USERS))
+            page.get_by_role("button", name="Start").click()
+            page.get_by_role("tab", name="LLM").click()
+
+            def figures_in() -> dict[str, list[str]] | None:
+                rows = llm_rows(page)
+                decode = number(rows.get("Decode tok/s", ["—"])[0])
+                ttft = rows.get("TTFT p50 / p90 / p99 (ms)", ["—"])[0]
+                return rows if decode and decode > 0 and number(ttft.split(" / ")[0]) else None
+
+            rows = wait_until(figures_in, FIGURES_TIMEOUT_S, "decode tok/s > 0 and TTFT p50 in the LLM tab")
+            assert number(rows["Requests completed"][1]) and number(rows["Prefill tok/s"][1])
+            assert rows["Errors"][1] == "0"
+            assert rows["Live charts"][1] == f"{url}/tokenswarm/charts"
+            assert rows["Draft acceptance"][0] == "—"  # no drafter in this scenario
+            page.screenshot(path=str(shots / "webui-llm-tab.png"))
+
+            charts = context.new_page()
+            charts.goto(f"{url}/tokenswarm/charts")
+            wait_until(lambda: charts.evaluate("points.length") >= 6, 30, "six points on the chart page")
+            first_figure = charts.locator("#figs .fig b").first.inner_text()
+            assert number(first_figure), f"decode tok/s on the chart page: {first_figure!r}"
+            charts.screenshot(path=str(shots / "webui-charts.png"), full_page=True)
+            csv = context.request.get(f"{url}/tokenswarm/llm.csv")
+            assert csv.ok and csv.text().startswith("figure,last_10s,since_start\n")
+            assert elsewhere == [], f"the pages fetched from elsewhere: {elsewhere}"
+
+            page.bring_to_front()
+            page.get_by_role("button", name="Stop").click()
+            proc.wait(EXIT_TIMEOUT_S)  # --quit-on-stop: Locust quits, tokenswarm post-processes
+            context.close()
+    finally:
+        if proc.poll() is None:
+            proc.terminate()
+            proc.wait(30)
+    print(f"\nscreenshots: {shots / 'webui-llm-tab.png'}, {shots / 'webui-charts.png'}; "
+          f"test took {time.monotonic() - started:.1f} s")
+    assert proc.returncode == 0, out.text()
+    summary_path, = results.glob("*/v/summary.json")
+    summary = json.loads(summary_path.read_text())
+    assert summary["status"] == "completed", out.text()
+    assert summary["requests"]["completed"] > 0 and summary["requests"]["errors"] == 0
+    assert summary["stopped_by"] == "ui_stop"  # Stop came before the 1500 prompts were all sent
+    assert summary["requests"]["sent"] == len(read_jsonl(summary_path.parent / "requests.jsonl"))
+    assert summary["crosscheck_agrees"] is True
+    assert "stopped in the web UI" in " ".join(summary["notes"])
+    assert "== t / v: completed" in out.text()

@@ -1,0 +1,209 @@
+"""locustfiles/livestats.py: the web UI's live figures, from hand-made records and a hand-set clock.
+
+Every expected number is worked out by hand in the comments; percentiles are also checked against
+the report's own ``summarize.weighted_stats`` so that the live view and the report agree.
+"""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+
+from locustfiles.livestats import (HISTORY_POINTS, LiveStats, figures_csv_rows, percentiles,
+                                   table_rows)
+from locustfiles.records import CANCELLED, ERROR, OK, RequestRecord
+from orchestrate.summarize import weighted_stats
+
+
+class Clock:
+    """A wall clock the test sets by hand."""
+
+    def __init__(self, t: float = 0.0) -> None:
+        self.t = t
+
+    def __call__(self) -> float:
+        return self.t
+
+
+def ok(send_ts: float, prompt: int, output: int, ttft: float, gap: float, tpot: float | None = None,
+       tokens_per_chunk: float = 1.0, draft: tuple[int, int] | None = None) -> RequestRecord:
+    """A completed request whose chunks arrive ``gap`` ms apart from ``ttft`` on."""
+    chunks = int(output / tokens_per_chunk)
+    return RequestRecord(request_id=f"r{send_ts}", prompt_index=0, worker="local", send_ts=send_ts, status=OK,
+                         ttft_ms=ttft, tpot_ms=tpot, e2e_ms=ttft + gap * (chunks - 1),
+                         chunk_offsets_ms=[ttft + gap * i for i in range(chunks)], n_chunks=chunks,
+                         tokens_per_chunk=tokens_per_chunk, prompt_tokens=prompt, output_tokens=output,
+                         draft_tokens=draft[0] if draft else None, draft_accepted=draft[1] if draft else None)
+
+
+def failed(send_ts: float, status: str = ERROR, error_class: str | None = "http_400:exceed_context_size_error") \
+        -> RequestRecord:
+    return RequestRecord(request_id=f"f{send_ts}", prompt_index=0, worker="local", send_ts=send_ts,
+                         status=status, error_class=error_class, e2e_ms=3.0, prompt_tokens=999, output_tokens=0)
+
+
+def add_at(stats: LiveStats, clock: Clock, t: float, record: RequestRecord) -> None:
+    clock.t = t
+    stats.add(record)
+
+
+@pytest.fixture
+def four_requests() -> tuple[LiveStats, Clock]:
+    """Sent from t=100: two completed, one error, one cancelled, counted at t=101, 105, 106, 107."""
+    clock = Clock()
+    stats = LiveStats(clock=clock, window_s=10.0, in_flight=lambda: 3)
+    add_at(stats, clock, 101.0, ok(100.0, prompt=100, output=10, ttft=50.0, gap=5.0, tpot=5.0))  # 9 gaps of 5
+    add_at(stats, clock, 105.0, ok(101.0, prompt=200, output=20, ttft=30.0, gap=2.0, tpot=2.0))  # 19 gaps of 2
+    add_at(stats, clock, 106.0, failed(105.5))
+    add_at(stats, clock, 107.0, failed(106.0, status=CANCELLED, error_class="cancelled"))
+    return stats, clock
+
+
+def test_percentiles_are_nearest_rank() -> None:
+    assert percentiles(range(1, 11)) == {"p50": 5, "p90": 9, "p99": 10}
+    assert percentiles([7.0]) == {"p50": 7.0, "p90": 7.0, "p99": 7.0}
+    assert percentiles([]) is None
+    # Weights repeat values: [1, 2, 3, 3] → p50 is the 2nd (2), p90 the 4th (3).
+    assert percentiles([3.0, 1.0, 2.0], [2.0, 1.0, 1.0]) == {"p50": 2.0, "p90": 3.0, "p99": 3.0}
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_percentiles_match_the_report(seed: int) -> None:
+    """The live view and ``summary.json`` use one definition (``summarize.weighted_stats``)."""
+    rng = random.Random(seed)
+    values = [rng.uniform(0, 100) for _ in range(rng.randint(1, 300))]
+    weights = [rng.choice([1.0, 1.0, 2.0, 3.5]) for _ in values]
+    report = weighted_stats(np.array(values), np.array(weights))
+    assert report is not None
+    assert percentiles(values, weights) == {k: report[k] for k in ("p50", "p90", "p99")}
+
+
+def test_unweighted_percentiles_match_the_report_for_every_small_n() -> None:
+    """All weights 1 take a shortcut (no cumulative sums); it must pick the same ranks."""
+    for n in range(1, 202):
+        values = [float((i * 37) % n) for i in range(n)]
+        report = weighted_stats(np.array(values))
+        assert report is not None
+        expected = {k: report[k] for k in ("p50", "p90", "p99")}
+        assert percentiles(values) == percentiles(values, [1.0] * n) == expected, n
+
+
+def test_window_and_since_start(four_requests: tuple[LiveStats, Clock]) -> None:
+    stats, clock = four_requests
+    clock.t = 110.0  # everything counted within the last 10 s; 10 s since the first send
+    snap = stats.snapshot()
+    assert (snap["elapsed_s"], snap["span_s"], snap["in_flight"]) == (10.0, 10.0, 3)
+    now, run = snap["now"], snap["run"]
+    assert now["decode_tok_s"] == run["decode_tok_s"] == 3.0  # (10 + 20) output tokens / 10 s
+    assert now["prefill_tok_s"] == run["prefill_tok_s"] == 30.0  # (100 + 200) / 10 s: the error's 999 do not count
+    assert now["requests_per_s"] == 0.2
+    assert (run["completed"], run["errors"], run["cancelled"]) == (2, 1, 1)
+    assert run["errors_by_class"] == {"http_400:exceed_context_size_error": 1}
+
+    clock.t = 112.0  # the first request (counted at 101) has left the window
+    snap = stats.snapshot()
+    now, run = snap["now"], snap["run"]
+    assert now["decode_tok_s"] == 2.0 and now["prefill_tok_s"] == 20.0  # 20 and 200 tokens / 10 s
+    assert run["decode_tok_s"] == 2.5 and run["prefill_tok_s"] == 25.0  # 30 and 300 tokens / 12 s
+    assert now["completed"] == 1 and now["errors"] == 1 and now["cancelled"] == 1
+    assert now["ttft_ms"] == {"p50": 30.0, "p90": 30.0, "p99": 30.0}
+    assert run["ttft_ms"] == {"p50": 30.0, "p90": 50.0, "p99": 50.0}  # [30, 50]: ranks 1, 2, 2
+    assert run["tpot_ms"] == {"p50": 2.0, "p90": 5.0, "p99": 5.0}
+    # 19 gaps of 2 ms and 9 of 5 ms: rank 14 of 28 is 2, ranks 26 and 28 are 5.
+    assert run["itl_ms"] == {"p50": 2.0, "p90": 5.0, "p99": 5.0}
+    assert now["itl_ms"] == {"p50": 2.0, "p90": 2.0, "p99": 2.0}
+    assert run["output_tokens_mean"] == 15.0 and run["output_tokens_p50"] == 10
+    assert run["acceptance"] is None  # no drafter
+
+
+def test_stop_freezes_since_start_and_the_window_empties(four_requests: tuple[LiveStats, Clock]) -> None:
+    stats, clock = four_requests
+    clock.t = 115.0
+    stats.stop()
+    clock.t = 130.0
+    snap = stats.snapshot()
+    assert snap["elapsed_s"] == 15.0 and snap["run"]["decode_tok_s"] == 2.0  # 30 tokens / (115 − 100) s
+    assert snap["now"]["decode_tok_s"] == 0.0 and snap["now"]["ttft_ms"] is None and snap["now"]["completed"] == 0
+
+
+def test_a_young_run_divides_by_its_age() -> None:
+    clock = Clock()
+    stats = LiveStats(clock=clock, window_s=10.0)
+    assert stats.snapshot()["now"]["decode_tok_s"] == 0.0 and stats.snapshot()["run"]["decode_tok_s"] is None
+    add_at(stats, clock, 102.0, ok(100.0, prompt=40, output=10, ttft=5.0, gap=1.0))
+    snap = stats.snapshot()
+    assert snap["span_s"] == 2.0 and snap["now"]["decode_tok_s"] == 5.0 and snap["run"]["decode_tok_s"] == 5.0
+
+
+def test_acceptance_and_weighted_itl() -> None:
+    clock = Clock(50.0)
+    stats = LiveStats(clock=clock)
+    stats.add(ok(49.0, prompt=10, output=8, ttft=4.0, gap=3.0, tokens_per_chunk=2.0, draft=(10, 7)))  # 3 gaps, weight 2
+    stats.add(ok(49.0, prompt=10, output=4, ttft=4.0, gap=1.0, draft=(20, 8)))  # 3 gaps of 1, weight 1
+    stats.add(failed(49.5))
+    run = stats.snapshot()["run"]
+    assert run["acceptance"] == 0.5  # (7 + 8) / (10 + 20)
+    # Weights: 1, 1, 1 (1 ms) then 2, 2, 2 (3 ms), total 9: p50 → 4.5th → 3 ms; a 1-ms rank only up to 3/9.
+    assert run["itl_ms"] == {"p50": 3.0, "p90": 3.0, "p99": 3.0}
+    assert run["output_tokens"] == 12 and run["prompt_tokens"] == 20
+
+
+def test_memory_is_bounded_but_totals_are_exact() -> None:
+    clock = Clock(100.0)
+    stats = LiveStats(clock=clock, keep=5)
+    for i in range(1, 9):
+        stats.add(ok(99.0, prompt=1, output=2, ttft=float(i), gap=float(i)))
+    run = stats.snapshot()["run"]
+    assert run["completed"] == 8 and run["output_tokens"] == 16
+    assert run["ttft_ms"] == {"p50": 6.0, "p90": 8.0, "p99": 8.0}  # over the last 5: 4..8
+    assert len(stats.run.itl) == 5 and len(stats.run.ttft_ms) == 5
+
+
+def test_chart_points_only_while_the_test_runs() -> None:
+    clock = Clock(10.0)
+    stats = LiveStats(clock=clock)
+    assert stats.sample(users=4) is None  # nothing ended yet
+    add_at(stats, clock, 12.0, ok(10.0, prompt=30, output=20, ttft=8.0, gap=1.0))
+    clock.t = 14.0
+    point = stats.sample(users=4)
+    assert point is not None and point["t"] == 4.0 and point["users"] == 4
+    assert point["decode_tok_s"] == 5.0 and point["ttft_p50_ms"] == 8.0  # 20 tokens / 4 s
+    stats.stop()
+    assert stats.sample(users=4) is None and len(stats.history) == 1
+    number = stats.test_number
+    stats.reset()
+    assert stats.test_number == number + 1 and not stats.history and stats.snapshot()["run"]["completed"] == 0
+    assert stats.history.maxlen == HISTORY_POINTS
+
+
+def test_table_rows_read_as_text(four_requests: tuple[LiveStats, Clock]) -> None:
+    stats, clock = four_requests
+    clock.t = 112.0
+    rows = {r["figure"]: r for r in table_rows(stats.snapshot(), "http://127.0.0.1:8089/tokenswarm/charts")}
+    assert (rows["Decode tok/s"]["now"], rows["Decode tok/s"]["run"]) == ("2.0", "2.5")
+    assert rows["TTFT p50 / p90 / p99 (ms)"]["run"] == "30.0 / 50.0 / 50.0"
+    assert rows["TPOT p50 / p90 / p99 (ms)"]["run"] == "2.00 / 5.00 / 5.00"
+    assert rows["Output tokens per request (mean / p50)"]["run"] == "15.0 / 10"
+    assert rows["Draft acceptance"]["run"] == "—" and "no draft model" in rows["Draft acceptance"]["how"]
+    assert rows["Requests in flight"]["run"] == "3"
+    assert (rows["Errors"]["now"], rows["Errors"]["run"]) == ("1", "1")
+    assert rows["    http_400:exceed_context_size_error"]["run"] == "1"
+    assert rows["Cancelled"]["run"] == "1"
+    assert rows["Live charts"]["run"] == "http://127.0.0.1:8089/tokenswarm/charts"
+    assert all(set(r) == {"figure", "now", "run", "how"} for r in rows.values())
+
+
+def test_figures_csv_rows(four_requests: tuple[LiveStats, Clock]) -> None:
+    stats, clock = four_requests
+    clock.t = 112.0
+    rows = figures_csv_rows(stats.snapshot())
+    assert rows[0] == ["figure", "last_10s", "since_start"]
+    by_name = {r[0]: r[1:] for r in rows[1:]}
+    assert by_name["decode_tok_s"] == [2.0, 2.5]
+    assert by_name["ttft_ms_p90"] == [30.0, 50.0]
+    assert by_name["acceptance"] == ["", ""]  # none: no drafter
+    assert by_name["in_flight"] == ["", 3]
+    assert by_name["seconds"] == [10.0, 12.0]
+    assert by_name["errors:http_400:exceed_context_size_error"] == [1, 1]
