@@ -7,13 +7,16 @@ replay; token counts come from ``/tokenize`` when the server has it, else the es
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
 import requests
 
+from locustfiles.dataset import DatasetError as LocustDatasetError
 from locustfiles.dataset import SamplingConfig, SampleResult, estimate_tokens, load_sharegpt, sample_prompts
 from orchestrate import cache
+from orchestrate.errors import DatasetError, ServerError
 from orchestrate.preflight import ServerFacts, chat_prompt_counter, text_counter
 from orchestrate.scenario import LoadSpec
 
@@ -42,6 +45,27 @@ class PreparedPrompts:
 def prepare_prompts(load: LoadSpec, facts: ServerFacts, url: str, out: Path,
                     session: requests.Session) -> PreparedPrompts:
     """Sample ``load.num_prompts`` prompts and write them to ``out`` (one JSON line each)."""
+    try:
+        return _prepare(load, facts, url, out, session)
+    except LocustDatasetError as exc:  # the Locust side's error: one line naming the file and rule
+        raise DatasetError(str(exc)) from None
+    except requests.RequestException as exc:
+        raise ServerError(f"{url}: /tokenize failed while measuring prompts ({type(exc).__name__}: {exc})") from None
+
+
+def check_dataset(name: str) -> None:
+    """Before any server starts: a dataset path that is not a readable file is one line, exit 2."""
+    if name == SYNTHETIC or name.startswith(SYNTHETIC + ":"):
+        return
+    path = Path(name).expanduser()
+    if not path.is_file():
+        raise DatasetError(f"load.dataset: {path} does not exist (or is not a file); give the path to "
+                           f"ShareGPT_V3_unfiltered_cleaned_split.json with --dataset, or use synthetic:N")
+    if not os.access(path, os.R_OK):
+        raise DatasetError(f"load.dataset: {path} is not readable")
+
+
+def _prepare(load: LoadSpec, facts: ServerFacts, url: str, out: Path, session: requests.Session) -> PreparedPrompts:
     dataset = resolve_dataset(load.dataset)
     config = SamplingConfig(num_prompts=load.num_prompts, seed=load.seed, max_tokens_cap=load.max_tokens,
                             per_slot_context=facts.per_slot_ctx,

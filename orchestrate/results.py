@@ -10,6 +10,8 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
+from orchestrate.errors import ResultsError
+
 DEFAULT_ROOT = Path("results")
 
 
@@ -17,7 +19,14 @@ def run_dir(root: Path, scenario_name: str, now: datetime | None = None) -> Path
     """``results/<UTC timestamp>-<scenario>/`` (created)."""
     stamp = (now or datetime.now(timezone.utc)).strftime("%Y%m%dT%H%M%SZ")
     path = root / f"{stamp}-{scenario_name}"
-    path.mkdir(parents=True, exist_ok=True)
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        probe = path / ".write-test"
+        probe.write_bytes(b"x")
+        probe.unlink()
+    except OSError as exc:
+        raise ResultsError(f"--results-dir: cannot write results under {root} ({exc.strerror or exc}); "
+                           f"choose a writable folder") from None
     return path
 
 

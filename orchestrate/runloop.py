@@ -21,7 +21,7 @@ from orchestrate.launchers import check_launchers, make_launcher
 from orchestrate.launchers.base import Launcher
 from orchestrate.loadrun import LoadOutcome, LoadPlan, Swarm, WebUi, run_load
 from orchestrate.preflight import ServerFacts, fetch_facts
-from orchestrate.prompts import PreparedPrompts, prepare_prompts
+from orchestrate.prompts import PreparedPrompts, check_dataset, prepare_prompts
 from orchestrate.report import headline, latency_table, write_reports
 from orchestrate.results import VariantPaths, run_dir, scenario_copy
 from orchestrate.sampler import MetricsSampler
@@ -62,6 +62,8 @@ class VariantRun:
 
 def run_scenario(scenario: Scenario, results_root: Path, swarm: Swarm = Swarm(), ui: WebUi | None = None) -> Path:
     """Run every variant; returns the run directory. A failing variant does not stop the next."""
+    for dataset in sorted({v.load.dataset for v in scenario.variants}):
+        check_dataset(dataset)  # a missing file fails every variant alike: exit 2 before any server starts
     check_launchers(v.server for v in scenario.variants)  # no engine for any docker variant: exit 2 now
     run = run_dir(results_root, scenario.name)
     scenario_copy(run).write_text(yaml.safe_dump(scenario.as_run(), sort_keys=False))

@@ -1,0 +1,47 @@
+"""Bad input to `tokenswarm run`: one line, exit 2 before any server starts, or a variant `error`."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.helpers import tokenswarm_run, write_scenario
+
+pytestmark = pytest.mark.integration
+
+
+def cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "orchestrate.cli", *args], capture_output=True, text=True,
+                          timeout=120)
+
+
+def test_a_missing_dataset_is_one_line_before_any_server_starts(tmp_path: Path) -> None:
+    proc = cli("run", str(write_scenario(tmp_path)), "--dataset", str(tmp_path / "nope.json"),
+               "--results-dir", str(tmp_path / "results"))
+    assert proc.returncode == 2
+    assert proc.stderr.strip().count("\n") == 0
+    assert f"load.dataset: {tmp_path / 'nope.json'} does not exist" in proc.stderr
+    assert not (tmp_path / "results").exists()
+
+
+def test_an_unwritable_results_folder_is_one_line(tmp_path: Path) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    proc = cli("run", str(write_scenario(tmp_path)), "--results-dir", str(blocker / "results"))
+    assert proc.returncode == 2 and proc.stderr.strip().count("\n") == 0
+    assert "--results-dir: cannot write results under" in proc.stderr
+
+
+def test_a_dataset_that_is_not_json_fails_the_variant_with_one_line(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.json"
+    bad.write_text('[{"id": "a", "conversations": [}]')
+    proc, run = tokenswarm_run(tmp_path, write_scenario(tmp_path, load={"dataset": str(bad)}))
+    assert proc.returncode == 1
+    summary = json.loads((run / "v" / "summary.json").read_text())
+    assert summary["status"] == "error"
+    assert str(bad) in summary["error"] and "not valid JSON" in summary["error"] and "\n" not in summary["error"]
+    assert "Traceback" not in proc.stderr
