@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shlex
 import signal
 import subprocess
@@ -14,9 +15,10 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+from orchestrate.errors import ScenarioError, TokenswarmError
 from orchestrate.launchers.base import LOCAL_HOSTS
 from orchestrate.loadrun import Swarm, WebUi
-from orchestrate.errors import ScenarioError, TokenswarmError
+from orchestrate.preflight import API_KEY_ENV
 from orchestrate.results import DEFAULT_ROOT, variant_dirs
 from orchestrate.scenario import ServerSpec, Variant
 
@@ -43,6 +45,8 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-seconds", type=_positive(float), help="time cap per variant")
     p.add_argument("--dataset", help="ShareGPT V3 JSON file (or synthetic[:N])")
     p.add_argument("--results-dir", type=Path, default=DEFAULT_ROOT, help="where results/<run>/ goes")
+    p.add_argument("--api-key-file", type=Path, help="file holding the server's API key (sent as Bearer); "
+                   "or set TOKENSWARM_API_KEY. The key is never written to the results")
     swarm = p.add_argument_group("load generators", "one process by default (about one core of load)")
     swarm.add_argument("--workers", type=_positive(int), help="a Locust master and N local worker processes")
     swarm.add_argument("--master", action="store_true",
@@ -98,6 +102,11 @@ def run_main(args: argparse.Namespace) -> int:
     from orchestrate.runloop import run_scenario
     from orchestrate.scenario import load_scenario
     scenario = load_scenario(args.scenario)
+    if args.api_key_file:
+        try:
+            os.environ[API_KEY_ENV] = args.api_key_file.read_text().strip()  # Locust's users inherit it
+        except OSError as exc:
+            raise ScenarioError(f"--api-key-file: cannot read {args.api_key_file} ({exc.strerror})") from None
     load = {k: v for k, v in (("users", args.users), ("spawn_rate", args.spawn_rate or args.users),
                               ("num_prompts", args.num_prompts), ("max_tokens", args.max_tokens),
                               ("max_seconds", args.max_seconds), ("dataset", args.dataset)) if v is not None}

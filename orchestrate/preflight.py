@@ -7,6 +7,7 @@ of ``locustfiles.dataset.estimate_tokens`` (the summary says so).
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -16,6 +17,17 @@ import requests
 from orchestrate.errors import ServerError
 
 TIMEOUT_S = 30.0
+API_KEY_ENV = "TOKENSWARM_API_KEY"
+"""The variable that holds the server's API key, for the orchestrator and Locust's users alike."""
+
+
+def session() -> requests.Session:
+    """An HTTP session that sends ``Authorization: Bearer $TOKENSWARM_API_KEY`` when it is set."""
+    s = requests.Session()
+    key = os.environ.get(API_KEY_ENV)
+    if key:
+        s.headers["Authorization"] = f"Bearer {key}"
+    return s
 
 
 @dataclass
@@ -43,6 +55,9 @@ def _get(session: requests.Session, url: str) -> Any | None:
         resp = session.get(url, timeout=TIMEOUT_S)
     except requests.RequestException as exc:
         raise ServerError(f"{url}: cannot reach the server ({type(exc).__name__}); is it running?") from None
+    if resp.status_code == 401:
+        raise ServerError(f"{url}: 401 Unauthorized: the server wants an API key; set {API_KEY_ENV} "
+                          f"or pass --api-key-file")
     if resp.status_code != 200:
         return None
     try:

@@ -11,7 +11,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import requests
 import yaml
 
 from orchestrate.compare import write_comparison
@@ -21,6 +20,7 @@ from orchestrate.launchers import check_launchers, make_launcher
 from orchestrate.launchers.base import Launcher
 from orchestrate.loadrun import LoadOutcome, LoadPlan, Swarm, WebUi, run_load
 from orchestrate.preflight import ServerFacts, fetch_facts
+from orchestrate.preflight import session as preflight_session
 from orchestrate.prompts import PreparedPrompts, check_dataset, prepare_prompts
 from orchestrate.report import headline, latency_table, write_reports
 from orchestrate.results import VariantPaths, run_dir, scenario_copy
@@ -95,7 +95,7 @@ def run_variant(scenario_name: str, variant: Variant, paths: VariantPaths,
     result = VariantRun(scenario_name, variant, paths, first_attempt=first_attempt)
     try:
         result.launcher = make_launcher(variant.server, paths.server_log)
-        with result.launcher as launcher, requests.Session() as session:
+        with result.launcher as launcher, preflight_session() as session:
             print(f"[{variant.name}] starting {launcher.kind} server ...", flush=True)
             url = launcher.start()
             launcher.wait_ready(variant.server.ready_timeout_s)
@@ -111,7 +111,7 @@ def run_variant(scenario_name: str, variant: Variant, paths: VariantPaths,
                             num_prompts=len(result.prompts.sample.prompts), max_tokens=variant.load.max_tokens,
                             max_seconds=variant.load.max_seconds, read_timeout_s=variant.load.read_timeout_s,
                             cache_prompt=variant.load.cache_prompt, model=result.facts.model_id, swarm=swarm, ui=ui)
-            with MetricsSampler(url, launcher, paths.metrics):
+            with MetricsSampler(url, launcher, paths.metrics, session_factory=preflight_session):
                 result.outcome = run_load(plan, paths, variant.name,
                                           server_alive=lambda: launcher.exit_status() is None)
             result.exit_code = launcher.exit_status()
