@@ -18,6 +18,7 @@ Custom hooks (added to ``environment.events`` at init):
 from __future__ import annotations
 
 import logging
+import os
 from pathlib import Path
 from typing import IO, Any
 
@@ -33,6 +34,7 @@ from locustfiles.records import CANCELLED, METRIC, OK, REQUEST_NAME, REQUEST_TYP
 from locustfiles.webui import install_webui
 
 log = logging.getLogger("tokenswarm")
+PARENT_CHECK_S = 1.0
 
 
 class RequestFailure(Exception):
@@ -150,6 +152,17 @@ def install(environment: Environment, **_kwargs: Any) -> None:
     def on_quitting(environment: Environment, **_kw: Any) -> None:
         run.close_records()
 
+    def watch_parent(pid: int) -> None:
+        while True:
+            gevent.sleep(PARENT_CHECK_S)
+            try:
+                os.kill(pid, 0)
+            except ProcessLookupError:
+                log.error("tokenswarm: the orchestrator (pid %d) is gone; quitting", pid)
+                if environment.runner is not None:
+                    environment.runner.quit()
+                return
+
     def on_user_error(user_instance: Any, exception: Exception, tb: Any, **_kw: Any) -> None:
         # A bug in the user (not a server failure: those are records) would repeat on every
         # request; stop at once instead of spinning until the time cap.
@@ -164,6 +177,9 @@ def install(environment: Environment, **_kwargs: Any) -> None:
     environment.events.user_error.add_listener(on_user_error)
     if isinstance(runner, (MasterRunner, WorkerRunner)):
         distributed.install(environment, run)
+    opts = environment.parsed_options
+    if opts is not None and opts.exit_with_parent:
+        gevent.spawn(watch_parent, opts.exit_with_parent)
     if environment.web_ui is not None:  # Locust with its web UI (not --headless); never on a worker
         install_webui(environment)
 

@@ -29,6 +29,8 @@ def add_arguments(parser: Any) -> None:
                        help="send cache_prompt: false so llama.cpp reprocesses every prompt")
     group.add_argument("--read-timeout", type=float, default=600.0,
                        help="seconds a read may wait (long prefills need more than Locust's 60 s)")
+    group.add_argument("--exit-with-parent", type=int, default=0, metavar="PID",
+                       help="quit when process PID (the orchestrator) is gone, so nothing is left running")
     group.add_argument("--quit-on-stop", action="store_true", default=False,
                        help="quit Locust and its web UI shortly after a test stops (Stop button, run time, "
                        "last prompt answered); `tokenswarm run --ui` sets it to post-process the run")

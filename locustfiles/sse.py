@@ -61,6 +61,9 @@ def classify_exception(exc: BaseException, bytes_read: int) -> str:
 def classify_http_error(status: int, body: bytes) -> tuple[str, str]:
     """``("http_400:exceed_context_size_error", message)`` from llama.cpp's JSON error body.
 
+    A 503 "Loading model" is its own class (``http_503:loading_model``), apart from a 503 with
+    every slot busy.
+
     Errors are plain JSON even for stream requests: ``{"error": {"code", "message", "type"}}``.
     A body that is not that shape (an HTML page, a proxy's text) is classed by status alone.
     """
@@ -69,6 +72,8 @@ def classify_http_error(status: int, body: bytes) -> tuple[str, str]:
         kind, message = error.get("type"), str(error.get("message", ""))
     except (ValueError, KeyError, TypeError, AttributeError):
         kind, message = None, body[:200].decode("utf-8", "replace")
+    if status == 503 and "loading model" in message.lower():
+        kind = "loading_model"  # the server restarted or is still loading: not the same as slots full
     return (f"http_{status}:{kind}" if kind else f"http_{status}"), message
 
 

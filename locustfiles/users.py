@@ -43,7 +43,9 @@ class ChatStreamUser(FastHttpUser):
         super().__init__(environment)
         self.llm = environment.tokenswarm
         key = os.environ.get(opts.api_key_env, "") if opts is not None else ""
-        self.headers = {"Accept": "text/event-stream", "Content-Type": "application/json"}
+        # identity: a compressed event stream cannot be timed chunk by chunk (Locust asks for gzip)
+        self.headers = {"Accept": "text/event-stream", "Content-Type": "application/json",
+                        "Accept-Encoding": "identity"}
         if key:
             self.headers["Authorization"] = f"Bearer {key}"
 

@@ -99,7 +99,7 @@ def locust_command(plan: LoadPlan, paths: VariantPaths) -> list[str]:
            "--max-tokens", str(plan.max_tokens), "--records-file", str(paths.records),
            "--read-timeout", f"{plan.read_timeout_s:g}",
            "--csv", str(paths.locust_prefix), "--csv-full-history", "--json-file", str(paths.locust_json_stem),
-           "--only-summary", "--loglevel", "INFO"]
+           "--only-summary", "--loglevel", "INFO", "--exit-with-parent", str(os.getpid())]
     if plan.max_seconds:
         cmd += ["--run-time", f"{int(plan.max_seconds)}s"]
     if not plan.cache_prompt:
@@ -125,7 +125,7 @@ def master_port(swarm: Swarm) -> int:
 def worker_command(master_host: str, master_port: int) -> list[str]:
     """A worker: needs only the project installed (no dataset, no orchestrator, no Docker)."""
     return [sys.executable, "-m", "locust", "-f", str(LOCUSTFILE), "--worker", "--master-host", master_host,
-            "--master-port", str(master_port), "--loglevel", "INFO"]
+            "--master-port", str(master_port), "--loglevel", "INFO"]  # a worker quits when its master does
 
 
 def _progress(records: Path, offset: int, counts: list[int]) -> int:

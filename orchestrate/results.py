@@ -1,6 +1,6 @@
 """Every path of a run's results, built here and nowhere else.
 
-Stage: records → report. Imports: stdlib. Files are the contract between ``run`` and ``report``:
+Stage: records → report. Imports: stdlib, yaml. Files are the contract between ``run`` and ``report``:
 ``tokenswarm report DIR`` rebuilds every summary from these files without a server.
 """
 
@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
+
+import yaml
 
 from orchestrate.errors import ResultsError
 
@@ -70,9 +72,22 @@ class VariantPaths:
 
 
 def variant_dirs(run: Path) -> list[VariantPaths]:
-    """The variants of a finished run, in the order they ran (by their server.json)."""
-    dirs = [p for p in run.iterdir() if p.is_dir() and (p / "server.json").exists()]
-    return [VariantPaths(p) for p in sorted(dirs, key=lambda p: (p / "server.json").stat().st_mtime)]
+    """The variants of a run in the scenario's order: every folder with a ``server.json``, or with
+    records only (an orchestrator killed mid-run writes no ``server.json``)."""
+    dirs = [p for p in run.iterdir() if p.is_dir() and any((p / f).exists() for f in _VARIANT_MARKERS)]
+    try:
+        order = [v["name"] for v in yaml.safe_load(scenario_copy(run).read_text())["variants"]]
+    except (OSError, yaml.YAMLError, KeyError, TypeError):
+        order = []
+    rank = {name: i for i, name in enumerate(order)}
+
+    def started(p: Path) -> float:  # without scenario.yaml: when its server.json (or records) appeared
+        return next((p / f).stat().st_mtime for f in _VARIANT_MARKERS if (p / f).exists())
+
+    return [VariantPaths(p) for p in sorted(dirs, key=lambda p: (rank.get(p.name, len(rank)), started(p)))]
+
+
+_VARIANT_MARKERS = ("server.json", "requests.jsonl")
 
 
 def scenario_copy(run: Path) -> Path:

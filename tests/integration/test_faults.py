@@ -93,3 +93,23 @@ def test_interrupt_stops_everything_and_keeps_a_partial_result(tmp_path: Path, s
     assert (variant / "summary.md").exists() and (variant / "server.json").exists()
     assert "interrupted" in out
     assert_all_gone(children)
+
+
+def test_sigkill_of_the_orchestrator_loses_no_finished_record_and_leaves_nothing_running(tmp_path: Path) -> None:
+    proc, results = start_run(tmp_path)
+    variant = wait_for_records(proc, results, 5)
+    children = descendants(proc.pid)
+    time.sleep(1.0)
+    proc.kill()  # no cleanup code runs in the orchestrator
+    proc.communicate(timeout=30)
+    assert_all_gone(children)  # the server and Locust notice their parent is gone and quit
+    records = read_jsonl(variant / "requests.jsonl")  # every line is a whole record
+    assert len(records) >= 5
+    assert all(r["status"] in ("ok", "error", "cancelled") for r in records)
+    assert len({r["prompt_index"] for r in records}) == len(records)
+    # `tokenswarm report` still turns what was measured into a summary
+    report = subprocess.run([sys.executable, "-m", "orchestrate.cli", "report", str(variant.parent)],
+                            capture_output=True, text=True, timeout=60)
+    assert report.returncode == 0, report.stderr
+    summary = json.loads((variant / "summary.json").read_text())
+    assert summary["requests"]["completed"] == sum(r["status"] == "ok" for r in records)

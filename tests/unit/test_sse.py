@@ -106,3 +106,10 @@ def test_classify_http_error_bodies():
     assert classify_http_error(502, b"<html>Bad gateway</html>") == ("http_502", "<html>Bad gateway</html>")
     assert classify_http_error(401, b'{"error": {"message": "Invalid API Key", "type": "authentication_error"}}')[0] \
         == "http_401:authentication_error"
+
+
+def test_a_503_while_loading_is_a_class_of_its_own():
+    loading = json.dumps({"error": {"code": 503, "message": "Loading model", "type": "unavailable_error"}})
+    busy = json.dumps({"error": {"code": 503, "message": "no slot available", "type": "unavailable_error"}})
+    assert classify_http_error(503, loading.encode())[0] == "http_503:loading_model"
+    assert classify_http_error(503, busy.encode())[0] == "http_503:unavailable_error"
