@@ -8,10 +8,12 @@ true`` → ``--cont-batching``); short names work too (``ngl: 99`` → ``-ngl 99
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from orchestrate.scenario import ServerSpec
 
+FLAG_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9-]*$")
 VALUE_SWITCHES = {"flash-attn", "fa"}
 """Flags whose value is on/off/auto: a YAML boolean is rendered as on/off, never as a bare switch."""
 MANAGED = {"model", "m", "model-draft", "md", "host", "port", "metrics"}
@@ -24,9 +26,15 @@ def _name(flag: str) -> str:
 
 
 def flag_args(flags: dict[str, Any]) -> list[str]:
-    """``{"parallel": 32, "flash-attn": False, "cont-batching": True}`` → llama-server argv."""
+    """``{"parallel": 32, "flash-attn": False, "cont-batching": True}`` → llama-server argv.
+
+    Arguments are a list (no shell ever sees them): a value is always one argument, and a flag name
+    must look like one, so a scenario cannot smuggle in other flags or commands.
+    """
     args: list[str] = []
     for flag, value in flags.items():
+        if not FLAG_NAME.match(str(flag)):
+            raise ValueError(f"server.flags.{flag}: not a llama-server flag name (letters, digits and '-')")
         if flag in MANAGED:
             raise ValueError(f"server.flags.{flag}: set it with the scenario's own key "
                              f"(model, draft_model, host, port); metrics are always on")

@@ -1,13 +1,27 @@
 """The external launcher: a server that is already running (``--url``); nothing to start or stop.
 
-Imports: ``orchestrate.launchers.base``. Only the health check and pre-flight touch it.
+Imports: requests, ``orchestrate.errors``, ``orchestrate.launchers.base``. Only the health check
+and pre-flight touch it.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
+import requests
+
+from orchestrate.errors import ServerError
 from orchestrate.launchers.base import Launcher
+
+PROBE_TIMEOUT_S = 10.0
+
+
+def _reason(exc: BaseException) -> str:
+    """The innermost cause's words (``Connection refused``, ``Name or service not known``)."""
+    while exc.__context__ is not None or exc.__cause__ is not None:
+        exc = exc.__cause__ or exc.__context__  # type: ignore[assignment]
+    text = str(exc)
+    return text.rsplit("] ", 1)[-1] if "] " in text else text
 
 
 class ExternalLauncher(Launcher):
@@ -27,6 +41,22 @@ class ExternalLauncher(Launcher):
 
     def stop(self) -> None:
         pass
+
+    def wait_ready(self, timeout_s: float) -> float:
+        """A server that is already running answers at once: a refused connection, an unknown host or
+        TLS on a plain-HTTP port is one line now, not a wait for the readiness timeout. A 503 while it
+        loads is waited for as usual."""
+        try:
+            requests.get(f"{self._url}/health", timeout=PROBE_TIMEOUT_S)
+        except requests.exceptions.SSLError as exc:
+            raise ServerError(f"--url {self._url}: TLS handshake failed ({_reason(exc)}); "
+                              f"is it an http:// server?") from None
+        except requests.ConnectionError as exc:
+            raise ServerError(f"--url {self._url}: cannot connect ({_reason(exc)}); is the server running "
+                              f"and the address right?") from None
+        except requests.Timeout:
+            raise ServerError(f"--url {self._url}: no answer to GET /health within {PROBE_TIMEOUT_S:g} s") from None
+        return super().wait_ready(timeout_s)
 
     def describe(self) -> dict[str, object]:
         return {"kind": self.kind, "url": self._url}

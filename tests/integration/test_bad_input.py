@@ -45,3 +45,14 @@ def test_a_dataset_that_is_not_json_fails_the_variant_with_one_line(tmp_path: Pa
     assert summary["status"] == "error"
     assert str(bad) in summary["error"] and "not valid JSON" in summary["error"] and "\n" not in summary["error"]
     assert "Traceback" not in proc.stderr
+
+
+@pytest.mark.parametrize("url, reason", [
+    ("http://127.0.0.1:9", "cannot connect"),                       # refused: nothing listens on port 9
+    ("http://no-such-host.invalid:8080", "cannot connect"),         # DNS failure
+])
+def test_an_unreachable_url_is_one_line_at_once(tmp_path: Path, url: str, reason: str) -> None:
+    proc, run = tokenswarm_run(tmp_path, write_scenario(tmp_path), "--url", url)
+    summary = json.loads((run / "v" / "summary.json").read_text())
+    assert summary["status"] == "failed_to_load"
+    assert summary["error"].startswith(f"--url {url}: {reason}") and "\n" not in summary["error"]

@@ -35,3 +35,13 @@ def test_flag_rendering(flags: dict[str, object], argv: list[str]) -> None:
 def test_flags_tokenswarm_sets_itself_are_refused(flag: str) -> None:
     with pytest.raises(ValueError, match=f"server.flags.{flag}"):
         flag_args({flag: "x"})
+
+
+@pytest.mark.parametrize("flags", [{"parallel; rm -rf /": 1}, {"--api-key": "x"}, {"a b": 1}, {"": 1}])
+def test_a_flag_name_cannot_smuggle_anything(flags: dict[str, object]) -> None:
+    with pytest.raises(ValueError, match="not a llama-server flag name"):
+        flag_args(flags)
+
+
+def test_a_value_is_always_one_argument() -> None:
+    assert flag_args({"alias": "x --api-key stolen; echo pwned"}) == ["--alias", "x --api-key stolen; echo pwned"]
