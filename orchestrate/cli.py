@@ -255,6 +255,26 @@ def worker_main(args: argparse.Namespace) -> int:
     return subprocess.call(cmd)
 
 
+def add_serve_synthetic_arguments(p: argparse.ArgumentParser) -> None:
+    from orchestrate.refserver import add_arguments
+    add_arguments(p)
+
+
+def serve_synthetic_main(args: argparse.Namespace) -> int:
+    from orchestrate.refserver import serve_main
+    return serve_main(args)
+
+
+def add_calibrate_arguments(p: argparse.ArgumentParser) -> None:
+    from orchestrate.calibrate import add_arguments
+    add_arguments(p)
+
+
+def calibrate_main(args: argparse.Namespace) -> int:
+    from orchestrate.calibrate import calibrate_main as main
+    return main(args)
+
+
 COMMANDS = (
     ("run", "run a scenario: start each server variant, load it, report", add_run_arguments, run_main),
     ("validate", "check a scenario file without running anything", add_validate_arguments, validate_main),
@@ -264,6 +284,10 @@ COMMANDS = (
     ("report", "rebuild summaries of a finished run from its files", add_report_arguments, report_main),
     ("compare", "compare the variants of one or more runs side by side (compare.md)", add_compare_arguments,
      compare_main),
+    ("serve-synthetic", "a scripted llama.cpp-compatible streaming server with exact timing (calibration, tests)",
+     add_serve_synthetic_arguments, serve_synthetic_main),
+    ("calibrate", "measure this host's load-generator timing error and capacity against serve-synthetic",
+     add_calibrate_arguments, calibrate_main),
 )
 
 
