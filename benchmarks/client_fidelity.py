@@ -111,8 +111,10 @@ def guidellm_client(out: Path, server_core: int | None) -> dict[str, Any] | None
         "note": "distribution-level error (its p50 vs the truth's p50); GuideLLM's ITL is vLLM's TPOT"}}
 
 
-def fmt(value: Any) -> str:
-    return "–" if value is None else f"{value:+.2f}" if isinstance(value, float) else str(value)
+def fmt(value: Any, signed: bool = False) -> str:
+    if value is None:
+        return "–"
+    return f"{value:+.2f}" if signed else f"{value:,.0f}" if abs(value) >= 100 else f"{value:.1f}"
 
 
 def table(rows: list[dict[str, Any]]) -> list[str]:
@@ -122,8 +124,9 @@ def table(rows: list[dict[str, Any]]) -> list[str]:
         f, c = r.get("fidelity") or {}, r.get("capacity") or {}
         ttft, tpot, chunk = f.get("ttft_err_ms") or {}, f.get("tpot_err_ms") or {}, f.get("chunk_err_ms") or {}
         us = c.get("cpu_us_per_chunk")
-        lines.append(f"| {r['client']} | {fmt(ttft.get('p50'))} ms | {fmt(ttft.get('p99'))} ms | "
-                     f"{fmt(tpot.get('p50'))} ms | {fmt(tpot.get('p99'))} ms | {fmt(chunk.get('p99'))} ms | "
+        e = lambda v: fmt(v, signed=True)  # noqa: E731
+        lines.append(f"| {r['client']} | {e(ttft.get('p50'))} ms | {e(ttft.get('p99'))} ms | "
+                     f"{e(tpot.get('p50'))} ms | {e(tpot.get('p99'))} ms | {e(chunk.get('p99'))} ms | "
                      f"{fmt(c.get('chunks_per_s'))} | {fmt(us)} | {fmt(round(1e6 / us) if us else None)} |")
     return lines
 
