@@ -27,7 +27,7 @@ from locust.env import Environment
 from locust.event import EventHook, Events
 from locust.runners import MasterRunner, WorkerRunner
 
-from locustfiles import distributed, options
+from locustfiles import distributed, options, selfcheck
 from locustfiles.dataset import Prompt, SamplingConfig, estimate_tokens, load_sharegpt, sample_prompts
 from locustfiles.dispenser import PromptDispenser
 from locustfiles.records import CANCELLED, METRIC, OK, REQUEST_NAME, REQUEST_TYPE, RequestRecord
@@ -177,6 +177,7 @@ def install(environment: Environment, **_kwargs: Any) -> None:
     environment.events.user_error.add_listener(on_user_error)
     if isinstance(runner, (MasterRunner, WorkerRunner)):
         distributed.install(environment, run)
+    selfcheck.install(environment, run)
     opts = environment.parsed_options
     if opts is not None and opts.exit_with_parent:
         gevent.spawn(watch_parent, opts.exit_with_parent)

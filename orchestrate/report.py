@@ -142,6 +142,12 @@ def markdown(summary: dict[str, Any], images: Sequence[str] = ()) -> str:
     if st:
         out.append(f"llama.cpp timings (per slot): prefill {fmt_num(st['prefill_tok_s'])} tok/s, "
                    f"decode {fmt_num(st['decode_tok_s'])} tok/s  ")
+    client = summary.get("client")
+    if client:
+        out.append(f"load generator self-check: loop lag p50/p99/max {client['loop_lag_ms']['p50']:.2f} / "
+                   f"{client['loop_lag_ms']['p99']:.2f} / {client['loop_lag_ms']['max']:.1f} ms, CPU "
+                   f"{client['cpu_pct']:.0f} % of a core ({client['workers']} process(es)) — "
+                   + ("**saturated: add workers**" if client["saturated"] else "not saturated") + "  ")
     out.append("speculative decoding: " + (
         f"{spec['accepted_tokens']:,}/{spec['draft_tokens']:,} draft tokens accepted "
         f"({fmt_num(100 * spec['acceptance_rate'] if spec['acceptance_rate'] is not None else None)} %)"

@@ -27,7 +27,7 @@ from orchestrate.results import VariantPaths, run_dir, scenario_copy
 from orchestrate.sampler import MetricsSampler
 from orchestrate.scenario import Scenario, Variant
 from orchestrate.summarize import (crosscheck_agrees, load_records, locust_crosscheck, server_metrics,
-                                   summarize_metrics, summarize_records)
+                                   summarize_client, summarize_metrics, summarize_records)
 
 
 @dataclass
@@ -168,6 +168,7 @@ def build_summary(paths: VariantPaths, scenario: str, variant: str, extra: dict[
     summary["server_metrics"] = server_metrics(metrics, records)
     summary["server"] = _read_json(paths.server_json) or {}
     summary["workers"] = _read_json(paths.workers_json)
+    summary["client"] = summarize_client(_read_json(paths.client_json))
     summary["workers_lost"] = (summary["workers"] or {}).get("workers_lost", 0)
     summary["notes"] = notes(summary)
     write_reports(summary, paths, records)
@@ -196,6 +197,11 @@ def notes(summary: dict[str, Any]) -> list[str]:
         changed = {k: v for k, v in (summary.get("settings") or {}).items() if first["settings"].get(k) != v}
         out.append(f"the first attempt failed to load ({first['cause']}); this result is the retry with "
                    + ", ".join(f"{k}={v}" for k, v in changed.items()) + f" (log: {first['log']})")
+    client = summary.get("client")
+    if client and client["saturated"]:
+        out.append(f"the load generator was saturated (loop lag p99 {client['loop_lag_ms']['p99']:.1f} ms, "
+                   f"max {client['loop_lag_ms']['max']:.0f} ms, CPU {client['cpu_pct']:.0f} %): timings are "
+                   f"inflated by up to {client['loop_lag_ms']['p99']:.1f} ms at p99 — add workers (--workers N)")
     if summary.get("workers_lost"):
         workers = summary["workers"]
         out.append(f"{workers['workers_lost']} load-generating worker(s) went missing during the run with "

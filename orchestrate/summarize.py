@@ -161,6 +161,24 @@ def output_tokens_per_second(records: pd.DataFrame) -> pd.Series:
     return rows["tokens_per_chunk"].astype(float).groupby(second).sum()
 
 
+SATURATION_LAG_P99_MS = 5.0
+"""Loop lag p99 above this: the client's own delay may add this much to TTFT/ITL (a quarter of a
+20 ms token gap; calibration shows chunk timing errors grow past it once a worker is busy)."""
+SATURATION_CPU_PCT = 90.0
+"""A load generator process this close to a full core cannot keep up with its streams."""
+
+
+def summarize_client(reports: list[dict[str, Any]] | None) -> dict[str, Any] | None:
+    """The load generators' self-check: the worst process's loop lag, the busiest one's CPU."""
+    if not reports:
+        return None
+    lag = max((r["loop_lag_ms"] for r in reports), key=lambda lag: lag["p99"])
+    cpu = max((r["cpu_pct"] or 0.0 for r in reports), default=0.0)
+    return {"loop_lag_ms": {"p50": lag["p50"], "p99": lag["p99"], "max": lag["max"]}, "cpu_pct": cpu,
+            "workers": len(reports),
+            "saturated": lag["p99"] > SATURATION_LAG_P99_MS or cpu >= SATURATION_CPU_PCT}
+
+
 def locust_crosscheck(stats_json: Path) -> dict[str, Any] | None:
     """Requests, failures and token totals from Locust's ``--json-file`` output alone."""
     try:

@@ -1,0 +1,46 @@
+"""locustfiles/selfcheck.py and summarize_client: the load generator's own lag, and when it is saturated."""
+
+from __future__ import annotations
+
+import pytest
+
+from locustfiles.selfcheck import LoopMonitor, nearest_rank
+from orchestrate.summarize import summarize_client
+
+
+def report(p99: float, cpu: float, worker: str = "local") -> dict:
+    return {"worker": worker, "cpu_pct": cpu, "duration_s": 10.0,
+            "loop_lag_ms": {"p50": p99 / 4, "p99": p99, "max": p99 * 2, "samples": 1000}}
+
+
+def test_nearest_rank() -> None:
+    values = [float(v) for v in range(1, 101)]
+    assert (nearest_rank(values, 50), nearest_rank(values, 99), nearest_rank([], 50)) == (50.0, 99.0, 0.0)
+
+
+def test_monitor_keeps_the_max_and_bounds_its_samples(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("locustfiles.selfcheck.MAX_SAMPLES", 10)
+    monitor = LoopMonitor()
+    for lag in [1.0] * 9 + [50.0] + [-0.2] * 5:  # a late wake-up, then early ones clamp to 0
+        monitor.add(lag)
+    assert monitor.max_ms == 50.0
+    assert len(monitor.lags_ms) == 5  # halved to 5 at the 10th sample and again at the 15th
+    assert min(monitor.lags_ms) == 0.0
+
+
+@pytest.mark.parametrize("reports, saturated, lag_p99, cpu", [
+    ([report(0.4, 12.0)], False, 0.4, 12.0),
+    ([report(5.0, 50.0)], False, 5.0, 50.0),           # at the threshold: not yet
+    ([report(5.1, 50.0)], True, 5.1, 50.0),
+    ([report(1.0, 95.0)], True, 1.0, 95.0),            # a full core
+    ([report(0.5, 20.0, "w1"), report(30.0, 40.0, "w2")], True, 30.0, 40.0),  # the worst worker counts
+])
+def test_summarize_client(reports: list[dict], saturated: bool, lag_p99: float, cpu: float) -> None:
+    client = summarize_client(reports)
+    assert client is not None
+    assert (client["saturated"], client["loop_lag_ms"]["p99"], client["cpu_pct"]) == (saturated, lag_p99, cpu)
+    assert client["workers"] == len(reports)
+
+
+def test_no_reports_no_client_block() -> None:
+    assert summarize_client(None) is None and summarize_client([]) is None
