@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import json
 import logging
-import math
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import gevent
+
+from locustfiles.livestats import percentiles
 
 if TYPE_CHECKING:
     from locust.env import Environment
@@ -31,11 +32,6 @@ INTERVAL_S = 0.01
 MAX_SAMPLES = 100_000
 """Enough for about 17 minutes at full resolution; then every other sample is kept (max stays exact)."""
 MSG_CLIENT = "tokenswarm_client"
-
-
-def nearest_rank(values: list[float], p: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, max(0, math.ceil(len(ordered) * p / 100) - 1))] if ordered else 0.0
 
 
 class LoopMonitor:
@@ -76,10 +72,10 @@ class LoopMonitor:
             self._greenlet = None
         wall = time.perf_counter() - self._wall0
         cpu = time.process_time() - self._cpu0
+        lag = percentiles(self.lags_ms) or {"p50": 0.0, "p99": 0.0}
         return {"worker": worker, "duration_s": round(wall, 3),
                 "cpu_pct": round(100.0 * cpu / wall, 1) if wall > 0 else None,
-                "loop_lag_ms": {"p50": round(nearest_rank(self.lags_ms, 50), 3),
-                                "p99": round(nearest_rank(self.lags_ms, 99), 3),
+                "loop_lag_ms": {"p50": round(lag["p50"], 3), "p99": round(lag["p99"], 3),
                                 "max": round(self.max_ms, 3), "samples": len(self.lags_ms)}}
 
 

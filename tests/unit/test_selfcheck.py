@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from locustfiles.selfcheck import LoopMonitor, nearest_rank
+from locustfiles.selfcheck import LoopMonitor
 from orchestrate.summarize import summarize_client
 
 
@@ -13,9 +13,12 @@ def report(p99: float, cpu: float, worker: str = "local") -> dict:
             "loop_lag_ms": {"p50": p99 / 4, "p99": p99, "max": p99 * 2, "samples": 1000}}
 
 
-def test_nearest_rank() -> None:
-    values = [float(v) for v in range(1, 101)]
-    assert (nearest_rank(values, 50), nearest_rank(values, 99), nearest_rank([], 50)) == (50.0, 99.0, 0.0)
+def test_report_percentiles_are_nearest_rank() -> None:
+    monitor = LoopMonitor()
+    for lag in range(1, 101):
+        monitor.add(float(lag))
+    lag = monitor.stop("local")["loop_lag_ms"]
+    assert (lag["p50"], lag["p99"], lag["max"], lag["samples"]) == (50.0, 99.0, 100.0, 100)
 
 
 def test_monitor_keeps_the_max_and_bounds_its_samples(monkeypatch: pytest.MonkeyPatch) -> None:
