@@ -40,6 +40,9 @@ class LoopMonitor:
     def __init__(self, interval_s: float = INTERVAL_S) -> None:
         self.interval_s = interval_s
         self.lags_ms: list[float] = []
+        self.own_ms: list[float] = []
+        """Per sample, how much of the lag the process can have spent running (its CPU time in the
+        interval, capped at the lag): the rest it waited for a core that another process held."""
         self.max_ms = 0.0
         self._greenlet: gevent.Greenlet | None = None
         self._wall0 = self._cpu0 = 0.0
@@ -55,16 +58,19 @@ class LoopMonitor:
 
     def _run(self) -> None:
         while True:
-            before = time.perf_counter()
+            before, cpu_before = time.perf_counter(), time.process_time()
             gevent.sleep(self.interval_s)
-            self.add((time.perf_counter() - before - self.interval_s) * 1000.0)
+            self.add((time.perf_counter() - before - self.interval_s) * 1000.0,
+                     (time.process_time() - cpu_before) * 1000.0)
 
-    def add(self, lag_ms: float) -> None:
+    def add(self, lag_ms: float, cpu_ms: float | None = None) -> None:
+        """One wake-up ``lag_ms`` late, with ``cpu_ms`` of the process's CPU time in the interval."""
         lag_ms = max(0.0, lag_ms)
         self.max_ms = max(self.max_ms, lag_ms)
         self.lags_ms.append(lag_ms)
+        self.own_ms.append(lag_ms if cpu_ms is None else min(lag_ms, max(0.0, cpu_ms)))
         if len(self.lags_ms) >= MAX_SAMPLES:
-            self.lags_ms = self.lags_ms[::2]
+            self.lags_ms, self.own_ms = self.lags_ms[::2], self.own_ms[::2]
 
     def stop(self, worker: str) -> dict[str, Any]:
         if self._greenlet is not None:
@@ -73,10 +79,12 @@ class LoopMonitor:
         wall = time.perf_counter() - self._wall0
         cpu = time.process_time() - self._cpu0
         lag = percentiles(self.lags_ms) or {"p50": 0.0, "p99": 0.0}
+        own = percentiles(self.own_ms) or {"p99": 0.0}
         return {"worker": worker, "duration_s": round(wall, 3),
                 "cpu_pct": round(100.0 * cpu / wall, 1) if wall > 0 else None,
                 "loop_lag_ms": {"p50": round(lag["p50"], 3), "p99": round(lag["p99"], 3),
-                                "max": round(self.max_ms, 3), "samples": len(self.lags_ms)}}
+                                "max": round(self.max_ms, 3), "samples": len(self.lags_ms),
+                                "own_p99": round(own["p99"], 3)}}
 
 
 def client_file(records_file: str) -> Path:
@@ -105,7 +113,9 @@ def install(environment: Environment, run: LlmRun) -> None:
     monitor = LoopMonitor()
     environment.events.test_start.add_listener(lambda **_kw: monitor.start())
 
-    def on_test_stop(**_kw: Any) -> None:
+    def finish(**_kw: Any) -> None:
+        # At test_stopping, before Locust kills the users: tearing them down is not load, and its
+        # pause would otherwise be the last (and in a short run, the p99) sample.
         if not monitor.running:
             return
         report = monitor.stop(run.worker)
@@ -116,4 +126,6 @@ def install(environment: Environment, run: LlmRun) -> None:
             write()
         log.info("tokenswarm: loop lag p99 %.2f ms, CPU %s %%", report["loop_lag_ms"]["p99"], report["cpu_pct"])
 
-    environment.events.test_stop.add_listener(on_test_stop)
+    environment.events.test_stopping.add_listener(finish)
+    environment.events.test_stop.add_listener(finish)  # a stop that skipped test_stopping
+    environment.events.quitting.add_listener(finish)

@@ -147,7 +147,9 @@ def markdown(summary: dict[str, Any], images: Sequence[str] = ()) -> str:
         out.append(f"load generator self-check: loop lag p50/p99/max {client['loop_lag_ms']['p50']:.2f} / "
                    f"{client['loop_lag_ms']['p99']:.2f} / {client['loop_lag_ms']['max']:.1f} ms, CPU "
                    f"{client['cpu_pct']:.0f} % of a core ({client['workers']} process(es)) — "
-                   + ("**saturated: add workers**" if client["saturated"] else "not saturated") + "  ")
+                   + ("**saturated: add workers**" if client["saturated"] else
+                      "**host busy: the client waited for a CPU**" if client.get("host_busy") else
+                      "not saturated") + "  ")
     out.append("speculative decoding: " + (
         f"{spec['accepted_tokens']:,}/{spec['draft_tokens']:,} draft tokens accepted "
         f"({fmt_num(100 * spec['acceptance_rate'] if spec['acceptance_rate'] is not None else None)} %)"

@@ -57,9 +57,9 @@ class VariantPaths:
     locust_json = property(lambda self: self.dir / "locust_stats.json")
     locust_log = property(lambda self: self.dir / "locust.log")
     workers_json = property(lambda self: self.dir / "workers.json")
+    """The master's ledger in distributed runs (written by ``locustfiles/distributed.py``)."""
     client_json = property(lambda self: self.dir / "client.json")
     """The load generators' self-check (``locustfiles/selfcheck.py``): loop lag and CPU per process."""
-    """The master's ledger in distributed runs (written by ``locustfiles/distributed.py``)."""
 
     def worker_log(self, index: int) -> Path:
         """Output of local worker process ``index`` (``--workers N``)."""

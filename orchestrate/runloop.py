@@ -202,6 +202,11 @@ def notes(summary: dict[str, Any]) -> list[str]:
         out.append(f"the load generator was saturated (loop lag p99 {client['loop_lag_ms']['p99']:.1f} ms, "
                    f"max {client['loop_lag_ms']['max']:.0f} ms, CPU {client['cpu_pct']:.0f} %): timings are "
                    f"inflated by up to {client['loop_lag_ms']['p99']:.1f} ms at p99 — add workers (--workers N)")
+    elif client and client.get("host_busy"):
+        out.append(f"the load generator waited for a CPU (loop lag p99 {client['loop_lag_ms']['p99']:.1f} ms, of "
+                   f"which at most {client['loop_lag_ms']['own_p99']:.1f} ms its own work): timings are inflated "
+                   f"by up to {client['loop_lag_ms']['p99']:.1f} ms at p99 — other processes hold the host's "
+                   "cores; give the client free ones")
     if summary.get("workers_lost"):
         workers = summary["workers"]
         out.append(f"{workers['workers_lost']} load-generating worker(s) went missing during the run with "

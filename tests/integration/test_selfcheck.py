@@ -21,11 +21,14 @@ BLOCKING = Path(__file__).resolve().parents[1] / "fixtures" / "blocking_locustfi
 
 
 def test_a_normal_run_is_not_saturated(tmp_path: Path) -> None:
-    proc, run = tokenswarm_run(tmp_path, write_scenario(tmp_path, load={"users": 4, "num_prompts": 16}))
+    proc, run = tokenswarm_run(tmp_path, write_scenario(tmp_path, load={"users": 4, "num_prompts": 100}))
     summary = json.loads((run / "v" / "summary.json").read_text())
     client = summary["client"]
     assert client["saturated"] is False and client["workers"] == 1
-    assert 0 <= client["loop_lag_ms"]["p99"] < SATURATION_LAG_P99_MS
+    assert 0 <= client["loop_lag_ms"]["own_p99"] < SATURATION_LAG_P99_MS
+    # on a quiet host the whole lag is small; on a shared one (other tests running) it may not be,
+    # and the self-check must then blame the host, not the client
+    assert client["host_busy"] or client["loop_lag_ms"]["p99"] < SATURATION_LAG_P99_MS
     assert "self-check" in (run / "v" / "summary.md").read_text()
 
 
@@ -43,3 +46,4 @@ def test_a_blocked_worker_is_flagged(tmp_path: Path, embedded: Callable[..., Emb
     client = summarize_client(json.loads((tmp_path / "client.json").read_text()))
     assert client is not None and client["saturated"] is True
     assert client["loop_lag_ms"]["p99"] > SATURATION_LAG_P99_MS
+    assert client["loop_lag_ms"]["own_p99"] > SATURATION_LAG_P99_MS  # its own busy loop, not the host

@@ -47,3 +47,27 @@ def test_summarize_client(reports: list[dict], saturated: bool, lag_p99: float, 
 
 def test_no_reports_no_client_block() -> None:
     assert summarize_client(None) is None and summarize_client([]) is None
+
+
+def test_lag_spent_waiting_for_a_core_is_not_the_clients_own() -> None:
+    monitor = LoopMonitor()
+    for _ in range(99):
+        monitor.add(0.2, 0.1)
+    monitor.add(40.0, 3.0)   # 40 ms late, but the process ran only 3 ms of it: another process had the core
+    lag = monitor.stop("local")["loop_lag_ms"]
+    assert (lag["p99"], lag["max"], lag["own_p99"]) == (0.2, 40.0, 0.1)
+
+
+@pytest.mark.parametrize("own_p99, saturated, host_busy", [
+    (30.0, True, False),    # late by its own work: add workers
+    (5.0, False, True),     # late by as much, but waiting for a core: other processes
+    (None, True, False),    # a report without own_p99 counts all the lag as its own
+])
+def test_host_busy_versus_saturated(own_p99: float | None, saturated: bool, host_busy: bool) -> None:
+    r = report(30.0, 20.0)
+    if own_p99 is not None:
+        r["loop_lag_ms"]["own_p99"] = own_p99
+    client = summarize_client([r])
+    assert client is not None
+    assert (client["saturated"], client["host_busy"], client["loop_lag_ms"]["own_p99"]) == \
+        (saturated, host_busy, own_p99 if own_p99 is not None else 30.0)
