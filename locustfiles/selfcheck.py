@@ -41,8 +41,9 @@ class LoopMonitor:
         self.interval_s = interval_s
         self.lags_ms: list[float] = []
         self.own_ms: list[float] = []
-        """Per sample, how much of the lag the process can have spent running (its CPU time in the
-        interval, capped at the lag): the rest it waited for a core that another process held."""
+        """Per sample, how much of the lag the process surely spent running: its CPU time in the
+        interval beyond the interval itself, capped at the lag. The rest it may have waited for a core
+        that another process held (a busy host, which more workers would not fix)."""
         self.max_ms = 0.0
         self._greenlet: gevent.Greenlet | None = None
         self._wall0 = self._cpu0 = 0.0
@@ -68,7 +69,8 @@ class LoopMonitor:
         lag_ms = max(0.0, lag_ms)
         self.max_ms = max(self.max_ms, lag_ms)
         self.lags_ms.append(lag_ms)
-        self.own_ms.append(lag_ms if cpu_ms is None else min(lag_ms, max(0.0, cpu_ms)))
+        own_ms = lag_ms if cpu_ms is None else min(lag_ms, max(0.0, cpu_ms - self.interval_s * 1000.0))
+        self.own_ms.append(own_ms)
         if len(self.lags_ms) >= MAX_SAMPLES:
             self.lags_ms, self.own_ms = self.lags_ms[::2], self.own_ms[::2]
 

@@ -52,8 +52,8 @@ def test_no_reports_no_client_block() -> None:
 def test_lag_spent_waiting_for_a_core_is_not_the_clients_own() -> None:
     monitor = LoopMonitor()
     for _ in range(99):
-        monitor.add(0.2, 0.1)
-    monitor.add(40.0, 3.0)   # 40 ms late, but the process ran only 3 ms of it: another process had the core
+        monitor.add(0.2, 10.1)  # 10 ms interval: CPU beyond it is surely in the lag
+    monitor.add(40.0, 13.0)     # 40 ms late, but the process ran only 3 ms of it: another process had the core
     lag = monitor.stop("local")["loop_lag_ms"]
     assert (lag["p99"], lag["max"], lag["own_p99"]) == (0.2, 40.0, 0.1)
 
