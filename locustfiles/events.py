@@ -35,6 +35,7 @@ from locustfiles.webui import install_webui
 
 log = logging.getLogger("tokenswarm")
 PARENT_CHECK_S = 1.0
+CANCEL_GRACE_S = 0.2
 
 
 class RequestFailure(Exception):
@@ -150,6 +151,9 @@ def install(environment: Environment, **_kwargs: Any) -> None:
         log.info("tokenswarm: %d prompts to send, records -> %s", run.dispenser.limit, opts.records_file)
 
     def on_quitting(environment: Environment, **_kw: Any) -> None:
+        # Users stopped by the time cap or Ctrl-C are killed without waiting; let them run their
+        # `finally` (the cancelled record) before the file closes.
+        gevent.sleep(CANCEL_GRACE_S)
         run.close_records()
 
     def watch_parent(pid: int) -> None:
