@@ -7,6 +7,8 @@ from dataclasses import asdict, replace
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import orchestrate.report
 import orchestrate.runloop
@@ -15,6 +17,7 @@ from orchestrate.cli import main, server_command
 from orchestrate.loadrun import LoadPlan, Swarm, WebUi, locust_command
 from orchestrate.results import VariantPaths
 from orchestrate.scenario import Scenario, ServerSpec
+from tests.unit.test_scenario import YAML_PIECES
 
 DEMO = Path(__file__).resolve().parents[2] / "scenarios" / "demo.yaml"
 
@@ -334,3 +337,20 @@ def test_locust_command_with_the_web_ui(tmp_path: Path):
     assert ui[-5:] == ["--web-host", "127.0.0.1", "--web-port", "8099", "--quit-on-stop"]
     assert ui[ui.index("-u") + 1] == "32" and ui[ui.index("--run-time") + 1] == "300s"  # prefill the form
     assert WebUi("::1", 8099).url == "http://[::1]:8099"
+
+
+@settings(max_examples=40, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(st.lists(st.sampled_from(YAML_PIECES), max_size=30).map("".join))
+def test_validate_on_random_yaml_never_prints_a_traceback(tmp_path: Path, capsys, text: str):
+    """`tokenswarm validate` as a user runs it: exit 0 with a summary line, or 2 with one error line."""
+    scenario = tmp_path / "random.yaml"
+    scenario.write_text(text)
+    capsys.readouterr()
+    code = main(["validate", str(scenario)])
+    out, err = capsys.readouterr()
+    assert code in (0, 2)
+    if code == 2:
+        assert err.startswith("tokenswarm: error: ") and err.count("\n") == 1 and "Traceback" not in err
+    else:
+        assert out.startswith(f"{scenario}: ok") and err == ""
