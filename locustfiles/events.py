@@ -67,7 +67,10 @@ class LlmRun:
 
     def close_records(self) -> None:
         if self.records_file is not None:
-            self.records_file.close()
+            try:
+                self.records_file.close()
+            except OSError:  # a full disk: the lines written so far are what there is
+                pass
             self.records_file = None
 
 
@@ -136,8 +139,14 @@ def install(environment: Environment, **_kwargs: Any) -> None:
 
     def on_collected(record: RequestRecord, **_kw: Any) -> None:
         if run.records_file is not None:
-            run.records_file.write(record.to_json() + "\n")  # line-buffered: on disk at once
-            run.records_written += 1
+            try:
+                run.records_file.write(record.to_json() + "\n")  # line-buffered: on disk at once
+                run.records_written += 1
+            except OSError as exc:  # a full disk: stop cleanly, keeping every line already written
+                run.records_file = None
+                log.error("tokenswarm: cannot write records (%s); stopping the run", exc.strerror or exc)
+                if environment.runner is not None:
+                    gevent.spawn(environment.runner.quit)
         if run.dispenser is not None:
             run.dispenser.done()
 

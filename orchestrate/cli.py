@@ -6,6 +6,7 @@ Stage: entry point. Every ``TokenswarmError`` becomes one line on stderr and exi
 from __future__ import annotations
 
 import argparse
+import errno
 import json
 import os
 import shlex
@@ -291,6 +292,10 @@ COMMANDS = (
 )
 
 
+DISK_ERRORS = (errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES)
+"""Write failures under the results folder: one line, not a traceback."""
+
+
 def _interrupt(signum: int, _frame: object) -> None:
     raise KeyboardInterrupt(f"signal {signum}")
 
@@ -312,6 +317,12 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("tokenswarm: interrupted; servers stopped, results so far kept", file=sys.stderr)
         return 130
+    except OSError as exc:
+        if exc.errno not in DISK_ERRORS:
+            raise
+        print(f"tokenswarm: error: cannot write {exc.filename or 'the results'}: {exc.strerror}; "
+              f"what was written before is kept", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

@@ -6,6 +6,8 @@ Stage: records → report. Imports: stdlib, yaml. Files are the contract between
 
 from __future__ import annotations
 
+import os
+import shutil
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -17,6 +19,11 @@ from orchestrate.errors import ResultsError
 DEFAULT_ROOT = Path("results")
 
 
+MIN_FREE_BYTES = int(float(os.environ.get("TOKENSWARM_MIN_FREE_MB", "64")) * 2**20)
+"""Refuse to start a run with less free space than this where results go (records of a long run
+at 32 users are tens of MB); ``TOKENSWARM_MIN_FREE_MB`` changes it."""
+
+
 def run_dir(root: Path, scenario_name: str, now: datetime | None = None) -> Path:
     """``results/<UTC timestamp>-<scenario>/`` (created)."""
     stamp = (now or datetime.now(timezone.utc)).strftime("%Y%m%dT%H%M%SZ")
@@ -26,9 +33,14 @@ def run_dir(root: Path, scenario_name: str, now: datetime | None = None) -> Path
         probe = path / ".write-test"
         probe.write_bytes(b"x")
         probe.unlink()
+        free = shutil.disk_usage(path).free
     except OSError as exc:
         raise ResultsError(f"--results-dir: cannot write results under {root} ({exc.strerror or exc}); "
                            f"choose a writable folder") from None
+    if free < MIN_FREE_BYTES:
+        raise ResultsError(f"--results-dir: only {free / 2**20:.1f} MiB free under {root} (need "
+                           f"{MIN_FREE_BYTES / 2**20:.0f} MiB, TOKENSWARM_MIN_FREE_MB); free some space "
+                           f"or choose another folder")
     return path
 
 

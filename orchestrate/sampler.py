@@ -15,6 +15,7 @@ import math
 import re
 import shutil
 import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -235,7 +236,10 @@ class MetricsSampler:
             self._sample_and_write()
         with self._lock:
             if self._file is not None:
-                self._file.close()
+                try:
+                    self._file.close()
+                except OSError as exc:  # a full disk: the samples written so far are kept
+                    print(f"tokenswarm: metrics.jsonl incomplete: {exc.strerror or exc}", file=sys.stderr)
                 self._file = None
         if self._session is not None:
             self._session.close()
