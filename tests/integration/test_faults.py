@@ -71,7 +71,9 @@ def test_server_killed_mid_run_is_crashed_and_completed_requests_are_kept(tmp_pa
     completed = [r for r in records if r["status"] == "ok"]
     assert len(completed) >= 5 and summary["requests"]["completed"] == len(completed)
     assert all(r["output_tokens"] == r["requested_max_tokens"] for r in completed)
-    assert summary["requests"]["sent"] == len(records) < 300
+    # requests after the kill fail fast (refused), so all 300 may be sent before the run stops
+    assert summary["requests"]["sent"] == len(records) <= 300
+    assert summary["requests"]["errors"] == sum(r["status"] == "error" for r in records)
     assert "crashed" in out
     assert summary["server"]["exit_code"] == -signal.SIGKILL
     assert_all_gone(children)

@@ -101,9 +101,10 @@ def test_time_cap_ends_the_run_early_and_says_so(tmp_path: Path) -> None:
     summary = json.loads((run / "v" / "summary.json").read_text())
     assert summary["stopped_by"] == "time_cap"
     assert 0 < summary["requests"]["completed"] < 2000
-    # both users are mid-stream at the cap (requests take ~0.4 s back to back): recorded, not lost
-    assert summary["requests"]["cancelled"] == 2
-    assert summary["requests"]["sent"] == summary["requests"]["completed"] + 2
+    # users mid-stream at the cap (requests take ~0.4 s back to back) are recorded, not lost
+    req = summary["requests"]
+    assert 1 <= req["cancelled"] <= 2
+    assert req["sent"] == req["completed"] + req["errors"] + req["cancelled"]
     assert any("time cap" in note for note in summary["notes"])
     records = read_jsonl(run / "v" / "requests.jsonl")
     assert len(records) == summary["requests"]["sent"]
