@@ -139,18 +139,6 @@ def add_plan_arguments(p: argparse.ArgumentParser) -> None:
 FREE_PORT = "<free port>"
 
 
-def _model_path(name: str) -> str:
-    """Where ``tiny``/``tiny-draft`` will be (not built here); any other name is a path already."""
-    if name not in ("tiny", "tiny-draft"):
-        return name
-    try:
-        from orchestrate.cache import cache_dir
-        from orchestrate.tinymodel import TinyModelSpec, spec_hash, tiny_draft_spec
-    except ImportError:  # the embedded extras are not installed: say what the scenario says
-        return name
-    return str(cache_dir("models") / f"tiny-{spec_hash(TinyModelSpec() if name == 'tiny' else tiny_draft_spec())}.gguf")
-
-
 def _shell(args: list[str]) -> str:
     return " ".join(a if FREE_PORT in a else shlex.quote(a) for a in args)
 
@@ -158,8 +146,11 @@ def _shell(args: list[str]) -> str:
 def server_command(spec: ServerSpec) -> str:
     """The server a variant starts, as a command line (docker, process), a config (embedded) or a URL."""
     from orchestrate.flags import llama_server_argv
-    model = _model_path(spec.model)
-    draft = _model_path(spec.draft_model) if spec.draft_model else None
+    from orchestrate.launchers import embedded_config, models
+    try:
+        model, draft = models(spec, build=False)  # where the generated model will be; not built here
+    except ImportError:  # the embedded extras are not installed: say what the scenario says
+        model, draft = spec.model, spec.draft_model
     port = str(spec.port) if spec.port else FREE_PORT
     try:
         if spec.launcher == "external":
@@ -168,10 +159,7 @@ def server_command(spec: ServerSpec) -> str:
             argv = llama_server_argv(spec, model, draft, spec.host, spec.port)
             return _shell([spec.binary, *argv[:argv.index("--port") + 1], port, *argv[argv.index("--port") + 2:]])
         if spec.launcher == "embedded":
-            from orchestrate.launchers.embedded import EmbeddedConfig
-            from orchestrate.launchers.llama_server_shim import config_of, parse_args
-            return repr(EmbeddedConfig(**config_of(parse_args(  # type: ignore[arg-type]
-                llama_server_argv(spec, model, draft, spec.host, spec.port)))))
+            return repr(embedded_config(spec, model, draft))
         from orchestrate.launchers.docker import docker_run_line
         return _shell(docker_run_line(spec, model, draft, port))
     except ScenarioError:

@@ -162,7 +162,10 @@ def spec_hash(spec: TinyModelSpec) -> str:
     return hashlib.sha256(blob.encode()).hexdigest()[:12]
 
 
-def tiny_model_path(spec: TinyModelSpec = TinyModelSpec(), cache_dir: Path | None = None) -> Path:
-    """The cached GGUF for ``spec`` (``$TOKENSWARM_CACHE/models``), built on first use."""
+def tiny_model_path(spec: TinyModelSpec = TinyModelSpec(), cache_dir: Path | None = None,
+                    build: bool = True) -> Path:
+    """The cached GGUF for ``spec`` (``$TOKENSWARM_CACHE/models``), built on first use unless
+    ``build`` is False (``tokenswarm plan`` only shows where it will be)."""
     directory = cache_dir if cache_dir is not None else cache.cache_dir("models")
-    return cache.cached(directory / f"tiny-{spec_hash(spec)}.gguf", lambda tmp: build_tiny_model(tmp, spec))
+    path = directory / f"tiny-{spec_hash(spec)}.gguf"
+    return cache.cached(path, lambda tmp: build_tiny_model(tmp, spec)) if build else path

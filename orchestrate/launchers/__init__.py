@@ -16,39 +16,46 @@ from orchestrate.flags import llama_server_argv
 from orchestrate.launchers.base import LOCAL_HOSTS, Launcher
 from orchestrate.scenario import ServerSpec
 
-def resolve_model(name: str) -> str:
-    """``tiny``/``tiny-draft`` → the generated GGUF (built once, cached); anything else is a path."""
+def resolve_model(name: str, build: bool = True) -> str:
+    """``tiny``/``tiny-draft`` → the generated GGUF (built once, cached, unless ``build`` is False);
+    anything else is a path."""
     if name in ("tiny", "tiny-draft"):
         from orchestrate.tinymodel import TinyModelSpec, tiny_draft_spec, tiny_model_path
-        return str(tiny_model_path(TinyModelSpec() if name == "tiny" else tiny_draft_spec()))
+        return str(tiny_model_path(TinyModelSpec() if name == "tiny" else tiny_draft_spec(), build=build))
     return name
 
 
-def embedded_launcher(spec: ServerSpec, log_path: Path) -> Launcher:
+def embedded_config(spec: ServerSpec, model: str, draft_model: str | None) -> Any:
     """The flags go through the same llama-server argv as for docker and process, then through the
     stand-in's parser (``llama_server_shim``), so all three read a scenario alike."""
-    from orchestrate.launchers.embedded import EmbeddedConfig, EmbeddedLauncher
+    from orchestrate.launchers.embedded import EmbeddedConfig
     from orchestrate.launchers.llama_server_shim import config_of, parse_args
     try:
-        argv = llama_server_argv(spec, *_models(spec), spec.host, spec.port)
-        config = EmbeddedConfig(**config_of(parse_args(argv)))  # type: ignore[arg-type]
+        argv = llama_server_argv(spec, model, draft_model, spec.host, spec.port)
+        return EmbeddedConfig(**config_of(parse_args(argv)))  # type: ignore[arg-type]
     except ValueError as exc:
         raise ScenarioError(f"server.flags: {exc}") from None
-    return EmbeddedLauncher(config, log_path, start_timeout_s=spec.ready_timeout_s)
 
 
-def _models(spec: ServerSpec) -> tuple[str, str | None]:
-    return resolve_model(spec.model), resolve_model(spec.draft_model) if spec.draft_model else None
+def embedded_launcher(spec: ServerSpec, log_path: Path) -> Launcher:
+    from orchestrate.launchers.embedded import EmbeddedLauncher
+    return EmbeddedLauncher(embedded_config(spec, *models(spec)), log_path, start_timeout_s=spec.ready_timeout_s)
+
+
+def models(spec: ServerSpec, build: bool = True) -> tuple[str, str | None]:
+    """The model and draft paths a variant uses (the generated ones built unless ``build`` is False)."""
+    return (resolve_model(spec.model, build),
+            resolve_model(spec.draft_model, build) if spec.draft_model else None)
 
 
 def process_launcher(spec: ServerSpec, log_path: Path) -> Launcher:
     from orchestrate.launchers.process import ProcessLauncher
-    return _flag_errors_as_scenario_errors(lambda: ProcessLauncher(spec, *_models(spec), log_path))
+    return _flag_errors_as_scenario_errors(lambda: ProcessLauncher(spec, *models(spec), log_path))
 
 
 def docker_launcher(spec: ServerSpec, log_path: Path) -> Launcher:
     from orchestrate.launchers.docker import DockerLauncher
-    return _flag_errors_as_scenario_errors(lambda: DockerLauncher(spec, *_models(spec), log_path))
+    return _flag_errors_as_scenario_errors(lambda: DockerLauncher(spec, *models(spec), log_path))
 
 
 def _flag_errors_as_scenario_errors(build: Callable[[], Launcher]) -> Launcher:
