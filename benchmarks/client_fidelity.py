@@ -33,7 +33,10 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+import numpy as np  # noqa: E402
+
 from orchestrate.calibrate import cores, read_truth, run_step, start_server, stop  # noqa: E402
+from orchestrate.summarize import weighted_stats  # noqa: E402
 
 PEERS = ROOT / "benchmarks" / ".peers"
 CLIENTS = {"tokenswarm (FastHttpUser)": ROOT / "locustfiles" / "locustfile.py",
@@ -42,11 +45,10 @@ FIDELITY = {"users": 32, "itl_ms": 20.0, "ttft_ms": 200.0, "output_tokens": 50, 
 CAPACITY = {"users": 256, "itl_ms": 5.0, "ttft_ms": 50.0, "output_tokens": 200, "rounds": 2}
 
 
-def pct(values: list[float], p: float) -> float | None:
-    if not values:
-        return None
-    s = sorted(values)
-    return s[min(len(s) - 1, int(round(p / 100 * (len(s) - 1))))]
+def pct(values: list[float], p: int) -> float | None:
+    """Nearest rank, as every tokenswarm figure (``summarize.weighted_stats``)."""
+    stats = weighted_stats(np.asarray(values))
+    return None if stats is None else stats[f"p{p}"]
 
 
 def locust_client(name: str, locustfile: Path, out: Path, server_core: int | None, client_core: int | None

@@ -35,11 +35,13 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import psutil
 
 import locustfiles
 from locustfiles.dataset import Prompt
 from orchestrate.errors import ScenarioError
+from orchestrate.summarize import weighted_stats
 
 LOCUSTFILE = Path(locustfiles.__file__).parent / "locustfile.py"
 TTFT_MS = 50.0
@@ -75,14 +77,9 @@ class Step:
 
 
 def _pct(values: list[float]) -> dict[str, float] | None:
-    if not values:
-        return None
-    v = sorted(values)
-
-    def at(q: float) -> float:
-        return round(v[min(len(v) - 1, max(0, math.ceil(q * len(v)) - 1))], 4)
-    return {"p50": at(0.5), "p90": at(0.9), "p99": at(0.99), "max": round(v[-1], 4),
-            "mean": round(sum(v) / len(v), 4), "n": len(v)}
+    """Nearest-rank p50/p90/p99, mean, min, max (``summarize.weighted_stats``) and the count."""
+    stats = weighted_stats(np.asarray(values))
+    return None if stats is None else {**{k: round(v, 4) for k, v in stats.items()}, "n": len(values)}
 
 
 def _pin(core: int | None) -> Any:
