@@ -14,12 +14,15 @@ with the server's true send times (both ``time.time()`` on this host):
 All errors include the loopback's own delivery time (tens of µs). The capacity is the highest
 chunks/s per worker at which the p99 of both TTFT and chunk errors stays under 1 ms (and 5 ms), and
 the CPU µs per chunk is the Locust process's CPU time (psutil, sampled every 50 ms) over the window
-from its first send to its last chunk, divided by the chunks it read.
+from its first send to its last chunk, divided by the chunks it read. Paced steps deliver about one
+chunk per network read, which is what costs; a last ingest step sends replies without gaps and
+measures the most one worker takes in (many chunks per read).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import csv
 import json
 import math
@@ -47,6 +50,9 @@ LOCUSTFILE = Path(locustfiles.__file__).parent / "locustfile.py"
 TTFT_MS = 50.0
 DEFAULT_LADDER = ((8, 20.0), (32, 20.0), (128, 20.0), (256, 20.0), (8, 5.0), (32, 5.0), (128, 5.0), (256, 5.0))
 QUICK_LADDER = ((8, 10.0), (64, 5.0))
+INGEST = (32, 4000)
+"""The ingest step: this many streams of this many tokens sent without gaps (the server writes each
+reply at once), so every network read brings many chunks: the most one worker can take in."""
 THRESHOLDS_MS = (1.0, 5.0)
 STEP_TIMEOUT_S = 90.0
 
@@ -82,7 +88,7 @@ def _pct(values: list[float]) -> dict[str, float] | None:
     return None if stats is None else {**{k: round(v, 4) for k, v in stats.items()}, "n": len(values)}
 
 
-def _pin(core: int | None) -> Any:
+def pin(core: int | None) -> Any:
     if core is None:
         return None
     return lambda: os.sched_setaffinity(0, {core})
@@ -102,7 +108,7 @@ def start_server(truth: Path, itl_ms: float, output_tokens: int, core: int | Non
     cmd = [sys.executable, "-m", "orchestrate.refserver", "--port", "0", "--ttft-ms", str(ttft_ms),
            "--itl-ms", str(itl_ms), "--output-tokens", str(output_tokens), "--truth-file", str(truth)]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=open(log, "w"), text=True,
-                            preexec_fn=_pin(core))
+                            preexec_fn=pin(core))
     assert proc.stdout is not None
     line = proc.stdout.readline()
     if "listening on" not in line:
@@ -122,20 +128,30 @@ def stop(proc: subprocess.Popen[str]) -> None:
 
 
 class CpuSampler(threading.Thread):
-    """(time.time(), user+system CPU seconds) of a process every 50 ms until it exits."""
+    """(time.time(), user+system CPU seconds) of a process every 50 ms until it exits.
 
-    def __init__(self, pid: int) -> None:
+    ``tree``: add its descendants' (a client that runs worker processes, as GuideLLM does)."""
+
+    def __init__(self, pid: int, tree: bool = False) -> None:
         super().__init__(daemon=True)
         self.proc = psutil.Process(pid)
+        self.tree = tree
         self.samples: list[tuple[float, float]] = []
 
     def run(self) -> None:
         while True:
             try:
-                t = self.proc.cpu_times()
+                procs = [self.proc, *(self.proc.children(recursive=True) if self.tree else ())]
+                total = 0.0
+                for proc in procs:
+                    with contextlib.suppress(psutil.NoSuchProcess, psutil.ZombieProcess):
+                        t = proc.cpu_times()
+                        total += t.user + t.system
+                if not self.proc.is_running():
+                    return
             except (psutil.NoSuchProcess, psutil.ZombieProcess, psutil.AccessDenied):
                 return
-            self.samples.append((time.time(), t.user + t.system))
+            self.samples.append((time.time(), total))
             time.sleep(0.05)
 
     def cpu_between(self, t0: float, t1: float) -> float | None:
@@ -185,7 +201,7 @@ def run_step(out: Path, users: int, itl_ms: float, rounds: int, server_core: int
                "--records-file", str(records), "--run-time", f"{int(STEP_TIMEOUT_S)}s", "--loglevel", "WARNING",
                "--only-summary"]
         with open(d / "locust.log", "w") as log:
-            client = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, preexec_fn=_pin(client_core))
+            client = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, preexec_fn=pin(client_core))
             sampler = CpuSampler(client.pid)
             sampler.start()
             try:
@@ -299,10 +315,20 @@ def calibrate_main(args: argparse.Namespace) -> int:
               f"TPOT err {fmt(step.tpot_err_ms)} ms, CPU {step.cpu_us_per_chunk or float('nan'):.1f} µs/chunk"
               f" ({step.cpu_pct or float('nan'):.0f} %), {step.completed}/{step.prompts} ok"
               + (f", {step.errors} errors" if step.errors else ""), flush=True)
+    users, tokens = INGEST
+    ingest = run_step(out, users, 0.0, 1, server_core, client_core, ttft_ms=10.0,
+                      output_tokens=tokens // 4 if args.quick else tokens)
+    print(f"  ingest, {users} streams without gaps: {ingest.chunks_per_s:9,.0f} chunks/s, "
+          f"CPU {ingest.cpu_us_per_chunk or float('nan'):.1f} µs/chunk, {ingest.completed}/{ingest.prompts} ok",
+          flush=True)
     cap = capacity(steps)
+    cap["ingest"] = {"chunks_per_s": ingest.chunks_per_s, "cpu_us_per_chunk": ingest.cpu_us_per_chunk,
+                     "chunks_per_s_at_full_core_estimate":
+                         round(1e6 / ingest.cpu_us_per_chunk) if ingest.cpu_us_per_chunk else None}
     result = {"host": os.uname().nodename, "cpus": os.cpu_count(), "python": sys.version.split()[0],
               "ttft_ms": TTFT_MS, "server_core": server_core, "client_core": client_core,
               "capacity": cap, "steps": [{**asdict(s), "p99_ms": s.p99_ms} for s in steps],
+              "ingest_step": asdict(ingest),
               "written_at": datetime.now(timezone.utc).isoformat()}
     (out / "calibration.json").write_text(json.dumps(result, indent=2))
     plot(steps, out / "calibration.png")
@@ -310,6 +336,7 @@ def calibrate_main(args: argparse.Namespace) -> int:
           f"error < 1 ms, {cap['chunks_per_s_p99_under_5ms']:,.0f} chunks/s with < 5 ms; "
           f"client CPU {cap['cpu_us_per_chunk']} µs per chunk"
           + (f" (≈ {cap['chunks_per_s_at_full_core_estimate']:,} chunks/s at a full core)"
-             if cap.get("chunks_per_s_at_full_core_estimate") else ""))
+             if cap.get("chunks_per_s_at_full_core_estimate") else "")
+          + f"; ingest {ingest.chunks_per_s:,.0f} chunks/s at {ingest.cpu_us_per_chunk} µs per chunk")
     print(f"written: {out / 'calibration.json'}, {out / 'calibration.png'}")
     return 0

@@ -18,8 +18,11 @@ was made and when it was due. The request id is the ``X-Request-Id`` header, els
 
 Design: one raw ``asyncio.Protocol`` per connection (no framework), HTTP/1.1 keep-alive with
 ``Transfer-Encoding: chunked`` (what llama.cpp sends; ``Connection: close`` from the client is
-honoured), one ``loop.call_at`` timer per stream, every event preformatted bytes, truth rows kept
-as tuples and formatted only at flush. Measured on this 2-core machine (server pinned to core 0, a
+honoured; ``--close-after N`` closes a connection without warning after N responses, as llama.cpp
+may), one ``loop.call_at`` timer per stream, every event preformatted bytes, truth rows kept as
+tuples and formatted only at flush (the wire is ``refserver_wire.py``). Events already due go out
+in one write: ``--itl-ms 0`` sends a whole reply at once, which is how a client's ingest capacity
+is measured without the server's per-write cost in the way. Measured on this 2-core machine (server pinned to core 0, a
 raw byte-counting asyncio client on core 1, uvloop, one token per chunk, the host shared with other
 test runs): 512 streams at 5 ms gaps saturate it at 50,000-70,000 chunks/s (14-20 µs of server CPU
 per chunk; asyncio's own loop: about 33,000); idle, 16-64 streams at 1,600-3,200 chunks/s, its send
@@ -39,7 +42,10 @@ import re
 import sys
 import time
 from dataclasses import dataclass
-from typing import Any, TextIO
+from typing import Any
+
+from orchestrate.refserver_wire import (FLUSH_S, HttpConnection, Stream, Truth, chunked, chunked_raw,
+                                        http_error, http_response, sse_event)
 
 MARKER_RE = re.compile(rb"\[req:([A-Za-z0-9_.\-]+)\]")
 """``[req:ID]`` anywhere in the request body names the request in the truth file."""
@@ -47,7 +53,6 @@ DEFAULT_OUTPUT_TOKENS = 16
 """Output length when neither ``--output-tokens`` nor the request's ``max_tokens`` says."""
 MODEL_ID = "synthetic"
 WORDS = tuple(f" w{i}" for i in range(64))
-FLUSH_S = 0.5
 
 
 @dataclass(frozen=True)
@@ -62,141 +67,16 @@ class Timing:
     seed: int = 0
     slots: int = 256
     n_ctx: int = 8192
+    close_after: int = 0
+    """Close a kept-alive connection, without warning, after this many responses (0: never)."""
 
     def __post_init__(self) -> None:
         if self.ttft_ms < 0 or self.itl_ms < 0 or self.jitter_ms < 0:
             raise ValueError("ttft_ms, itl_ms and jitter_ms must be >= 0")
+        if self.close_after < 0:
+            raise ValueError("close_after must be >= 0")
         if self.tokens_per_chunk < 1 or (self.output_tokens is not None and self.output_tokens < 1):
             raise ValueError("tokens_per_chunk and output_tokens must be >= 1")
-
-
-def _event(obj: dict[str, Any]) -> bytes:
-    payload = b"data: " + json.dumps(obj, separators=(",", ":")).encode() + b"\n\n"
-    return b"%x\r\n%s\r\n" % (len(payload), payload)
-
-
-_REASONS = {200: "OK", 400: "Bad Request", 404: "Not Found", 405: "Method Not Allowed"}
-
-
-def _response(status: int, body: bytes, keep_alive: bool, ctype: bytes = b"application/json") -> bytes:
-    return (b"HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %d\r\nConnection: %s\r\n\r\n%s"
-            % (status, _REASONS.get(status, "Error").encode(), ctype, len(body),
-               b"keep-alive" if keep_alive else b"close", body))
-
-
-def _error(status: int, kind: str, message: str, keep_alive: bool) -> bytes:
-    body = json.dumps({"error": {"code": status, "message": message, "type": kind}}).encode()
-    return _response(status, body, keep_alive)
-
-
-class Truth:
-    """Buffered truth lines; flushed every ``FLUSH_S`` by the server and at close."""
-
-    def __init__(self, path: str | None) -> None:
-        self.file: TextIO | None = open(path, "w", encoding="utf-8") if path else None
-        self.rows: list[tuple[str, int, str, float, float]] = []
-        if self.file is not None:
-            self.file.write("request_id,index,kind,ts,scheduled_ts\n")
-
-    def add(self, rid: str, index: int, kind: str, ts: float, scheduled: float) -> None:
-        if self.file is not None:
-            self.rows.append((rid, index, kind, ts, scheduled))  # formatted at flush: off the send path
-
-    def flush(self) -> None:
-        if self.file is not None and self.rows:
-            self.file.write("".join(["%s,%d,%s,%.6f,%.6f\n" % row for row in self.rows]))
-            self.rows.clear()
-            self.file.flush()
-
-    def close(self) -> None:
-        self.flush()
-        if self.file is not None:
-            self.file.close()
-            self.file = None
-
-
-class Stream:
-    """One streamed completion: its preformatted events and the timer that sends them."""
-
-    __slots__ = ("conn", "rid", "events", "times", "i", "t0_loop", "t0_wall", "keep_alive")
-
-    def __init__(self, conn: HttpConnection, rid: str, events: list[tuple[str, bytes]],
-                 times: list[float], t0_loop: float, t0_wall: float, keep_alive: bool) -> None:
-        self.conn, self.rid, self.events, self.times = conn, rid, events, times
-        self.i, self.t0_loop, self.t0_wall, self.keep_alive = 0, t0_loop, t0_wall, keep_alive
-
-    def step(self) -> None:
-        conn = self.conn
-        if conn.transport is None or conn.transport.is_closing():
-            conn.stream = None
-            return
-        i = self.i
-        kind, data = self.events[i]
-        now = time.time()
-        conn.transport.write(data)
-        conn.server.chunks_sent += 1
-        conn.server.truth.add(self.rid, i, kind, now, self.t0_wall + self.times[i])
-        self.i = i + 1
-        if self.i < len(self.events):
-            conn.server.loop.call_at(self.t0_loop + self.times[self.i], self.step)
-        else:
-            conn.end_stream(self.keep_alive)
-
-
-class HttpConnection(asyncio.Protocol):
-    """A minimal HTTP/1.1 server connection: Content-Length bodies, keep-alive, one request at a time."""
-
-    def __init__(self, server: RefServer) -> None:
-        self.server = server
-        self.transport: asyncio.Transport | None = None
-        self.buf = b""
-        self.stream: Stream | None = None
-
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        self.transport = transport  # type: ignore[assignment]
-
-    def connection_lost(self, exc: Exception | None) -> None:
-        self.transport = None
-
-    def data_received(self, data: bytes) -> None:
-        self.buf += data
-        if self.stream is None:
-            self._handle()
-
-    def end_stream(self, keep_alive: bool) -> None:
-        self.stream = None
-        if not keep_alive:
-            if self.transport is not None:
-                self.transport.close()
-        elif self.buf:
-            self._handle()
-
-    def _handle(self) -> None:
-        while self.transport is not None and self.stream is None:
-            head_end = self.buf.find(b"\r\n\r\n")
-            if head_end < 0:
-                return
-            lines = self.buf[:head_end].split(b"\r\n")
-            try:
-                method, target, version = lines[0].split(b" ", 2)
-            except ValueError:
-                self.transport.write(_error(400, "invalid_request_error", "bad request line", False))
-                self.transport.close()
-                return
-            headers = {}
-            for line in lines[1:]:
-                name, _, value = line.partition(b":")
-                headers[name.strip().lower()] = value.strip()
-            length = int(headers.get(b"content-length", b"0") or 0)
-            if len(self.buf) < head_end + 4 + length:
-                return
-            body = self.buf[head_end + 4:head_end + 4 + length]
-            self.buf = self.buf[head_end + 4 + length:]
-            conn_header = headers.get(b"connection", b"").lower()
-            keep_alive = conn_header != b"close" and (version != b"HTTP/1.0" or conn_header == b"keep-alive")
-            self.server.dispatch(self, method, target.split(b"?", 1)[0], headers, body, keep_alive)
-            if not keep_alive and self.stream is None and self.transport is not None:
-                self.transport.close()
 
 
 class RefServer:
@@ -206,8 +86,10 @@ class RefServer:
         self.timing, self.host, self.port = timing, host, port
         self.truth = Truth(truth_file)
         self.rng = random.Random(timing.seed)
-        self.chunks_sent = 0
         self.requests = 0
+        self.connections = 0
+        self.writes = 0
+        self.events_sent = 0
         self.loop: asyncio.AbstractEventLoop = None  # type: ignore[assignment]
         self._server: asyncio.base_events.Server | None = None
         self._flusher: asyncio.TimerHandle | None = None
@@ -242,34 +124,34 @@ class RefServer:
         write = conn.transport.write
         if path == b"/v1/chat/completions" or path == b"/chat/completions":
             if method != b"POST":
-                write(_error(405, "invalid_request_error", "use POST", keep_alive))
+                write(http_error(405, "invalid_request_error", "use POST", keep_alive))
                 return
             self._chat(conn, headers, body, keep_alive)
         elif path == b"/health":
-            write(_response(200, b'{"status":"ok"}', keep_alive))
+            write(http_response(200, b'{"status":"ok"}', keep_alive))
         elif path in (b"/v1/models", b"/models"):
-            write(_response(200, json.dumps({"object": "list", "data": [
+            write(http_response(200, json.dumps({"object": "list", "data": [
                 {"id": MODEL_ID, "object": "model", "owned_by": "tokenswarm"}]}).encode(), keep_alive))
         elif path == b"/props":
-            write(_response(200, json.dumps({
+            write(http_response(200, json.dumps({
                 "total_slots": self.timing.slots, "model_path": MODEL_ID, "build_info": "tokenswarm-synthetic",
                 "default_generation_settings": {"n_ctx": self.timing.n_ctx}}).encode(), keep_alive))
         elif path == b"/slots":
-            write(_response(200, json.dumps([{"id": 0, "speculative": False}]).encode(), keep_alive))
+            write(http_response(200, json.dumps([{"id": 0, "speculative": False}]).encode(), keep_alive))
         elif path in (b"/tokenize", b"/apply-template") and method == b"POST":
             try:
                 req = json.loads(body or b"{}")
             except ValueError:
-                write(_error(400, "invalid_request_error", "bad JSON", keep_alive))
+                write(http_error(400, "invalid_request_error", "bad JSON", keep_alive))
                 return
             if path == b"/tokenize":
                 tokens = list(range(len(str(req.get("content", "")).split())))
-                write(_response(200, json.dumps({"tokens": tokens}).encode(), keep_alive))
+                write(http_response(200, json.dumps({"tokens": tokens}).encode(), keep_alive))
             else:
                 text = " ".join(str(m.get("content", "")) for m in req.get("messages", []) if isinstance(m, dict))
-                write(_response(200, json.dumps({"prompt": text}).encode(), keep_alive))
+                write(http_response(200, json.dumps({"prompt": text}).encode(), keep_alive))
         else:
-            write(_error(404, "not_found_error", "File Not Found", keep_alive))
+            write(http_error(404, "not_found_error", "File Not Found", keep_alive))
 
     def _chat(self, conn: HttpConnection, headers: dict[bytes, bytes], body: bytes, keep_alive: bool) -> None:
         t0_loop, t0_wall = self.loop.time(), time.time()
@@ -279,7 +161,7 @@ class RefServer:
             messages = req["messages"]
             prompt_n = sum(len(str(m.get("content", "")).split()) for m in messages)
         except (ValueError, KeyError, TypeError, AttributeError):
-            conn.transport.write(_error(400, "invalid_request_error", "bad request body", keep_alive))
+            conn.transport.write(http_error(400, "invalid_request_error", "bad request body", keep_alive))
             return
         self.requests += 1
         rid_bytes = headers.get(b"x-request-id")
@@ -319,21 +201,21 @@ class RefServer:
         include_usage = bool((req.get("stream_options") or {}).get("include_usage"))
         head = (b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\n"
                 b"Transfer-Encoding: chunked\r\nConnection: %s\r\n\r\n" % (b"keep-alive" if keep_alive else b"close"))
-        events: list[tuple[str, bytes]] = [("role", head + _chunked(
+        events: list[tuple[str, bytes]] = [("role", head + chunked(
             '{"choices":[{"finish_reason":null,"index":0,"delta":{"role":"assistant","content":null}}]' + tail))]
         for text in texts:
-            events.append(("content", _chunked('{"choices":[{"finish_reason":null,"index":0,"delta":{"content":'
+            events.append(("content", chunked('{"choices":[{"finish_reason":null,"index":0,"delta":{"content":'
                                                + json.dumps(text) + "}}]" + tail)))
         finish: dict[str, Any] = {"choices": [{"finish_reason": "length", "index": 0, "delta": {}}],
                                   "created": created, "id": cid, "model": MODEL_ID, "object": "chat.completion.chunk"}
         end = b""
         if include_usage:
-            end += _event(finish)
-            end += _event({"choices": [], "created": created, "id": cid, "model": MODEL_ID,
+            end += sse_event(finish)
+            end += sse_event({"choices": [], "created": created, "id": cid, "model": MODEL_ID,
                            "object": "chat.completion.chunk", "usage": usage, "timings": timings})
         else:
-            end += _event({**finish, "usage": usage, "timings": timings})
-        events.append(("end", end + _chunked_raw(b"data: [DONE]\n\n") + b"0\r\n\r\n"))
+            end += sse_event({**finish, "usage": usage, "timings": timings})
+        events.append(("end", end + chunked_raw(b"data: [DONE]\n\n") + b"0\r\n\r\n"))
         stream = Stream(conn, rid, events, times, t0_loop, t0_wall, keep_alive)
         conn.stream = stream
         stream.step()
@@ -344,19 +226,11 @@ class RefServer:
                                         "message": {"role": "assistant", "content": text}}],
                            "created": created, "id": cid, "model": MODEL_ID, "object": "chat.completion",
                            "usage": usage, "timings": timings}).encode()
-        data = _response(200, body, keep_alive)
+        data = http_response(200, body, keep_alive)
         stream = Stream(conn, cid[len("chatcmpl-"):], [("end", data)], [after_s], self.loop.time(), time.time(),
                         keep_alive)
         conn.stream = stream
         self.loop.call_at(stream.t0_loop + after_s, stream.step)
-
-
-def _chunked_raw(payload: bytes) -> bytes:
-    return b"%x\r\n%s\r\n" % (len(payload), payload)
-
-
-def _chunked(json_text: str) -> bytes:
-    return _chunked_raw(b"data: " + json_text.encode() + b"\n\n")
 
 
 def new_event_loop() -> asyncio.AbstractEventLoop:
@@ -380,13 +254,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--slots", type=int, default=256, help="total_slots reported by /props")
     p.add_argument("--n-ctx", type=int, default=8192, help="per-slot n_ctx reported by /props")
     p.add_argument("--truth-file", help="CSV of the true send time of every chunk")
+    p.add_argument("--close-after", type=int, default=0,
+                   help="close a kept-alive connection silently after N responses (0: never), as llama.cpp may")
 
 
 def serve_main(args: argparse.Namespace) -> int:
     """Run until SIGINT/SIGTERM; print the URL first (one line, flushed)."""
     import signal
     timing = Timing(args.ttft_ms, args.itl_ms, args.jitter_ms, args.tokens_per_chunk, args.output_tokens,
-                    args.seed, args.slots, args.n_ctx)
+                    args.seed, args.slots, args.n_ctx, args.close_after)
     loop = new_event_loop()
     asyncio.set_event_loop(loop)
     server = RefServer(timing, args.host, args.port, args.truth_file)
@@ -404,7 +280,8 @@ def serve_main(args: argparse.Namespace) -> int:
     finally:
         server.close()
         loop.close()
-        print(f"serve-synthetic: {server.requests} requests, {server.chunks_sent} writes", file=sys.stderr, flush=True)
+        print(f"serve-synthetic: {server.requests} requests, {server.connections} connections, "
+              f"{server.events_sent} events in {server.writes} writes", file=sys.stderr, flush=True)
     return 0
 
 

@@ -26,4 +26,8 @@ def test_quick_calibration_writes_capacity_and_plot(tmp_path: Path) -> None:
         assert step["completed"] == step["prompts"] and step["errors"] == 0
         assert step["ttft_err_ms"]["n"] == step["prompts"]
         assert step["chunk_err_ms"]["n"] == step["prompts"] * step["output_tokens"]
+    ingest = result["ingest_step"]
+    assert ingest["completed"] == ingest["prompts"] and ingest["chunks"] == ingest["prompts"] * ingest["output_tokens"]
+    # many chunks per network read cost less than one each
+    assert 0 < cap["ingest"]["cpu_us_per_chunk"] < cap["cpu_us_per_chunk"]
     assert (out / "calibration.png").stat().st_size > 10_000

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 import signal
 import socket
 import statistics
@@ -24,9 +25,11 @@ pytestmark = pytest.mark.integration
 
 
 def start(tmp_path: Path, *flags: str) -> Iterator[str]:
+    """The server's URL; after it stops, its last log line is in ``tmp_path/server.log``."""
+    tmp_path.mkdir(parents=True, exist_ok=True)
     proc = subprocess.Popen([sys.executable, "-m", "orchestrate.cli", "serve-synthetic", "--port", "0",
                              "--truth-file", str(tmp_path / "truth.csv"), *flags],
-                            stdout=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, stderr=open(tmp_path / "server.log", "w"), text=True)
     assert proc.stdout is not None
     line = proc.stdout.readline()
     assert "listening on http://127.0.0.1:" in line, line
@@ -111,3 +114,40 @@ def test_tokenswarm_run_against_it(server: str, tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stdout + proc.stderr
     summary = json.loads(next(run.glob("*/summary.json")).read_text())
     assert summary["status"] == "completed"
+
+
+def served(log: Path) -> dict[str, int]:
+    """``serve-synthetic: 30 requests, 4 connections, 300 events in 290 writes`` as numbers."""
+    numbers = re.findall(r"(\d+) (requests|connections|events|writes)", log.read_text())
+    return {name: int(n) for n, name in numbers}
+
+
+@pytest.mark.parametrize("close_after", [0, 1])
+def test_connections_are_reused_and_reopened_when_the_server_closes_them(tmp_path: Path, close_after: int) -> None:
+    """Streams read to their end leave the connection reusable; a server that closes it without
+    warning after every response (as llama.cpp may) costs a reconnect, never an error."""
+    gen = start(tmp_path / "server", "--ttft-ms", "2", "--itl-ms", "1", "--close-after", str(close_after))
+    url = next(gen)
+    scenario = write_scenario(tmp_path, load={"users": 4, "num_prompts": 40, "max_tokens": 5})
+    proc, run = tokenswarm_run(tmp_path, scenario, "--url", url)
+    next(gen, None)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    summary = json.loads(next(run.glob("*/summary.json")).read_text())
+    assert summary["requests"]["completed"] == 40 and summary["requests"]["errors"] == 0, summary["requests"]
+    counts = served(tmp_path / "server" / "server.log")
+    assert counts["requests"] >= 40
+    if close_after:
+        assert counts["connections"] >= 40, counts
+    else:
+        assert counts["connections"] <= 4 + 4, counts  # the users' 4, and the pre-flight's own
+
+
+def test_events_already_due_go_out_in_one_write(tmp_path: Path) -> None:
+    gen = start(tmp_path, "--ttft-ms", "1", "--itl-ms", "0")
+    times, events = stream_times(next(gen), "burst", 200)
+    next(gen, None)
+    assert len(times) == 200 and events[-1] == b"data: [DONE]\n"
+    counts = served(tmp_path / "server.log")
+    assert counts["events"] == 202 and counts["writes"] <= 3, counts  # role, the 200 at once, the end
+    rows = [r for r in csv.DictReader(open(tmp_path / "truth.csv")) if r["kind"] == "content"]
+    assert len(rows) == 200 and len({r["ts"] for r in rows}) == 1

@@ -21,7 +21,7 @@ USAGE = {"prompt_tokens": 13, "completion_tokens": 2, "total_tokens": 15}
 
 
 def reader(lines: list[bytes], fail_with: BaseException | None = None):
-    """readline() over lines, and a clock that ticks 1.0 per line read."""
+    """recv() that hands out the given pieces (here: one line each), and a clock that ticks 1.0 per read."""
     it: Iterator[bytes] = iter(lines)
     clock_value = [0.0]
 
@@ -39,8 +39,8 @@ def reader(lines: list[bytes], fail_with: BaseException | None = None):
 
 
 def run(lines: list[bytes], fail_with: BaseException | None = None):
-    readline, clock = reader(lines, fail_with)
-    return read_stream(readline, clock)
+    recv, clock = reader(lines, fail_with)
+    return read_stream(recv, clock)
 
 
 def test_complete_stream_with_usage_chunk_and_pings():
@@ -53,6 +53,33 @@ def test_complete_stream_with_usage_chunk_and_pings():
     assert result.usage == USAGE and result.timings == TIMINGS
     assert result.finish_reason == "length"
     assert result.end_time == 13.0  # the [DONE] line is the 13th read
+
+
+STREAM = [ROLE, b"\n", chunk("Hello"), b"\n", chunk(" world"), b"\n", chunk(None, "length"), b"\n",
+          b"data: " + json.dumps({"choices": [], "usage": USAGE, "timings": TIMINGS}).encode() + b"\n", b"\n",
+          b"data: [DONE]\n", b"\n"]
+
+
+@pytest.mark.parametrize("size", [1, 3, 7, 64, 10_000])
+def test_pieces_of_any_size_give_the_same_events(size: int):
+    body = b"".join(STREAM)
+    result = run([body[i:i + size] for i in range(0, len(body), size)])
+    assert result.done and result.error_class is None and result.usage == USAGE and result.timings == TIMINGS
+    assert len(result.content_times) == 2 and result.finish_reason == "length"
+    assert body.index(b"data: [DONE]\n") + 13 <= result.bytes_read <= len(body)  # stops at [DONE]
+
+
+def test_events_in_one_read_share_its_arrival_time():
+    """A read that brings several events stamps them all with its own time: when they were first seen."""
+    first, rest = chunk("a"), chunk("b") + b"\n" + chunk("c") + b"\n" + b"data: [DONE]\n\n"
+    result = run([ROLE + b"\n" + first[:10], first[10:] + b"\n", rest])
+    assert result.content_times == [2.0, 3.0, 3.0] and result.end_time == 3.0
+
+
+def test_a_last_line_without_its_newline_still_counts():
+    assert run([ROLE, chunk("a"), b"data: [DONE]"]).done
+    result = run([ROLE, chunk("a"), b"data: {not json"])
+    assert result.error_class == "bad_chunk"
 
 
 def test_timings_on_the_finish_chunk_without_usage():
