@@ -148,15 +148,16 @@ def fmt(value: Any, signed: bool = False) -> str:
 
 def table(rows: list[dict[str, Any]]) -> list[str]:
     lines = ["| client | TTFT err p50 | TTFT err p99 | TPOT err p50 | TPOT err p99 | chunk err p99 | "
-             "paced: chunks/s | paced: CPU µs/chunk | ingest: chunks/s | ingest: CPU µs/chunk | "
-             "ingest: chunks/s per core |", "|---" * 11 + "|"]
+             "paced: TTFT err p50 / p99 | paced: chunks/s | paced: CPU µs/chunk | ingest: chunks/s | "
+             "ingest: CPU µs/chunk | ingest: chunks/s per core |", "|---" * 12 + "|"]
     for r in rows:
         f, c, g = r.get("fidelity") or {}, r.get("capacity") or {}, r.get("ingest") or {}
         ttft, tpot, chunk = f.get("ttft_err_ms") or {}, f.get("tpot_err_ms") or {}, f.get("chunk_err_ms") or {}
-        us = g.get("cpu_us_per_chunk")
+        us, paced = g.get("cpu_us_per_chunk"), c.get("ttft_err_ms") or {}
         e = lambda v: fmt(v, signed=True)  # noqa: E731
         lines.append(f"| {r['client']} | {e(ttft.get('p50'))} ms | {e(ttft.get('p99'))} ms | "
                      f"{e(tpot.get('p50'))} ms | {e(tpot.get('p99'))} ms | {e(chunk.get('p99'))} ms | "
+                     f"{e(paced.get('p50'))} / {e(paced.get('p99'))} ms | "
                      f"{fmt(c.get('chunks_per_s'))} | {fmt(c.get('cpu_us_per_chunk'))} | "
                      f"{fmt(g.get('chunks_per_s'))} | {fmt(us)} | {fmt(round(1e6 / us) if us else None)} |")
     return lines

@@ -21,6 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
+from locustfiles.sharegpt_file import DatasetError, ShareGPTFile, _kind
+
 TokenCounter = Callable[[list[str]], list[int]]
 
 #: Drop rules in the order they are checked; a dropped pair is counted under the first that fails.
@@ -30,40 +32,17 @@ HUMAN_ROLES = frozenset({"human", "user"})
 NON_REPLY_ROLES = HUMAN_ROLES | {"system"}
 
 
-class DatasetError(ValueError):
-    """A dataset or prompt line is missing or malformed, or no prompt survived sampling."""
+# resolved path -> the indexed file: one index pass per process, not one per user.
+_CACHE: dict[str, ShareGPTFile] = {}
 
 
-# resolved path -> (mtime_ns, size, conversations): one load per process, not one per user.
-_CACHE: dict[str, tuple[int, int, list[dict[str, Any]]]] = {}
+def load_sharegpt(path: str | os.PathLike[str]) -> ShareGPTFile:
+    """Index and validate a ShareGPT V3 file (a JSON array of ``{"id", "conversations"}``).
 
-
-def _kind(value: Any) -> str:
-    names = {dict: "an object", list: "an array", str: "a string", bool: "a boolean",
-             int: "a number", float: "a number", type(None): "null"}
-    return names.get(type(value), type(value).__name__)
-
-
-def _entry_problem(entry: Any) -> str | None:
-    if not isinstance(entry, dict):
-        return f"expected an object with 'id' and 'conversations', got {_kind(entry)}"
-    if not isinstance(entry.get("id"), str):
-        return f"'id' must be a string, got {_kind(entry.get('id'))}"
-    turns = entry.get("conversations")
-    if not isinstance(turns, list):
-        return f"'conversations' must be an array, got {_kind(turns)}"
-    for j, turn in enumerate(turns):
-        if not (isinstance(turn, dict) and isinstance(turn.get("from"), str)
-                and isinstance(turn.get("value"), str)):
-            return f"conversations[{j}] must be an object with string 'from' and 'value'"
-    return None
-
-
-def load_sharegpt(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
-    """Load and validate a ShareGPT V3 file (a JSON array of ``{"id", "conversations"}``).
-
-    Cached per process by resolved path, mtime and size: callers share one list and must not
-    mutate it. Raises ``DatasetError`` naming the path and the problem.
+    Returns a read-only sequence that parses entry ``i`` from disk when read, so memory stays at
+    megabytes for a 1 GB file (see ``locustfiles.sharegpt_file``). Cached per process by resolved
+    path, mtime and size: callers share one index. Raises ``DatasetError`` naming the path and
+    the problem.
     """
     p = Path(path)
     if not p.is_file():
@@ -74,29 +53,13 @@ def load_sharegpt(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
     except OSError as exc:
         raise DatasetError(f"{p}: cannot read dataset file ({exc.strerror})") from None
     hit = _CACHE.get(key)
-    if hit is not None and hit[:2] == (st.st_mtime_ns, st.st_size):
-        return hit[2]
-    _CACHE.pop(key, None)  # drop a stale copy before loading the new one
+    if hit is not None and hit.stamp == (st.st_mtime_ns, st.st_size):
+        return hit
+    _CACHE.pop(key, None)  # drop a stale index before building the new one
     if st.st_size == 0:
         raise DatasetError(f"{p}: file is empty, expected a JSON array of conversations")
-    try:
-        with open(p, encoding="utf-8-sig") as f:
-            data = json.load(f)
-    except UnicodeDecodeError as exc:
-        raise DatasetError(f"{p}: not UTF-8 (byte 0x{exc.object[exc.start]:02x} at byte offset "
-                           f"{exc.start})") from None
-    except json.JSONDecodeError as exc:
-        raise DatasetError(f"{p}: not valid JSON: {exc.msg} at line {exc.lineno} column "
-                           f"{exc.colno}") from None
-    except OSError as exc:
-        raise DatasetError(f"{p}: cannot read dataset file ({exc.strerror})") from None
-    if not isinstance(data, list):
-        raise DatasetError(f"{p}: expected a JSON array of conversations, got {_kind(data)}")
-    for i, entry in enumerate(data):
-        problem = _entry_problem(entry)
-        if problem is not None:
-            raise DatasetError(f"{p}: entry {i}: {problem}")
-    _CACHE[key] = (st.st_mtime_ns, st.st_size, data)
+    data = ShareGPTFile.from_path(p)
+    _CACHE[key] = data
     return data
 
 
@@ -148,13 +111,24 @@ class Prompt:
     messages: tuple[dict[str, str], ...]  # chat messages: one user message (the first human turn)
     prompt_tokens: int  # as counted by the sampler's token counter
     output_tokens: int  # the request's max_tokens
+    turns: tuple[tuple[int, int], ...] = ()
+    """Multi-turn replay (``locustfiles.conversations``): (prompt_tokens, max_tokens) of each user turn.
+    ``messages`` then holds the conversation up to its last user turn (turn k sends the first 2k + 1
+    messages) and the two counts above are the last turn's. Empty for a single request."""
+
+    @property
+    def requests(self) -> int:
+        """How many requests this prompt makes: one per turn of a conversation, else one."""
+        return len(self.turns) or 1
 
     def to_json(self) -> str:
         """One compact JSON object (no newline), a line of ``prompts.jsonl``."""
-        return json.dumps({"index": self.index, "conversation_id": self.conversation_id,
-                           "messages": list(self.messages), "prompt_tokens": self.prompt_tokens,
-                           "output_tokens": self.output_tokens},
-                          ensure_ascii=False, separators=(",", ":"))
+        obj: dict[str, Any] = {"index": self.index, "conversation_id": self.conversation_id,
+                               "messages": list(self.messages), "prompt_tokens": self.prompt_tokens,
+                               "output_tokens": self.output_tokens}
+        if self.turns:
+            obj["turns"] = [list(turn) for turn in self.turns]
+        return json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
 
     @classmethod
     def from_json(cls, line: str) -> Prompt:
@@ -176,9 +150,15 @@ class Prompt:
                    and isinstance(m.get("content"), str) for m in messages):
             raise DatasetError("prompt field 'messages' must hold objects with string 'role' and "
                                "'content'")
+        turns = obj.get("turns", [])
+        if not (isinstance(turns, list) and all(
+                isinstance(t, list) and len(t) == 2 and all(type(n) is int for n in t) for t in turns)
+                and (not turns or len(messages) == 2 * len(turns) - 1)):
+            raise DatasetError("prompt field 'turns' must be [[prompt_tokens, max_tokens], ...], one "
+                               "per user message of 'messages'")
         return cls(obj["index"], obj["conversation_id"],
                    tuple({"role": m["role"], "content": m["content"]} for m in messages),
-                   obj["prompt_tokens"], obj["output_tokens"])
+                   obj["prompt_tokens"], obj["output_tokens"], tuple((p, o) for p, o in turns))
 
 
 @dataclass(frozen=True)

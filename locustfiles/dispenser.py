@@ -26,6 +26,8 @@ class PromptDispenser:
         self.prompts = prompts
         self.limit = len(prompts) if limit <= 0 else min(limit, len(prompts))
         self.handed_out = 0
+        self.requests_out = 0
+        """Requests the handed-out prompts make: a multi-turn conversation makes one per turn."""
         self.finished = 0
         self._on_drained = on_drained
         self._drained = False
@@ -34,7 +36,8 @@ class PromptDispenser:
 
     @property
     def in_flight(self) -> int:
-        return self.handed_out - self.finished
+        """Requests handed out and not ended yet (a conversation's later turns included)."""
+        return self.requests_out - self.finished
 
     def take(self) -> Prompt | None:
         """The next prompt, or None once ``limit`` have been handed out."""
@@ -42,6 +45,7 @@ class PromptDispenser:
             return None
         prompt = self.prompts[self.handed_out]
         self.handed_out += 1
+        self.requests_out += prompt.requests
         return prompt
 
     def take_would_be_empty(self) -> bool:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections import deque
+from collections import Counter, deque
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypedDict
 
@@ -22,6 +22,7 @@ from gevent.event import AsyncResult
 from locust.env import Environment
 from locust.runners import MasterRunner, WorkerRunner
 
+from locustfiles.arrivals import is_open_loop
 from locustfiles.dataset import Prompt
 from locustfiles.records import RequestRecord
 
@@ -49,6 +50,8 @@ class PromptsMessage(TypedDict):
     """``Prompt.to_json()`` lines."""
     done: bool
     """No prompt is left on the master: a worker that runs dry stops its users."""
+    due: list[float]
+    """Open loop: each prompt's scheduled wall-clock send time (``arrivals.py``); empty in a closed loop."""
 
 
 class RecordsMessage(TypedDict):
@@ -70,7 +73,8 @@ class WorkerDispenser:
                 return None
             if self._pending is None:
                 self._pending = AsyncResult()
-                self.runner.send_message(MSG_TAKE, dict(TakeMessage(want=max(1, self.runner.user_count))))
+                want = 1 if is_open_loop(self.runner.environment.parsed_options) else self.runner.user_count
+                self.runner.send_message(MSG_TAKE, dict(TakeMessage(want=max(1, want))))  # open loop: no hoarding
             pending = self._pending
             if not pending.wait(TAKE_TIMEOUT_S):
                 log.error("tokenswarm: no prompts from the master in %.0f s; stopping this user", TAKE_TIMEOUT_S)
@@ -90,24 +94,31 @@ class WorkerDispenser:
 
 
 class WorkerLedger:
-    """Per worker: prompt indices handed out and records returned; who went missing."""
+    """Per worker: prompt indices handed out and records returned; who went missing.
+
+    An index is owed once per request its prompt makes (each turn of a multi-turn conversation).
+    """
 
     def __init__(self) -> None:
-        self.handed: dict[str, set[int]] = {}
+        self.handed: dict[str, Counter[int]] = {}
         self.returned: dict[str, int] = {}
         self.lost: dict[str, list[int]] = {}
         """Worker id → prompt indices it took and never returned a record for."""
 
     def hand(self, worker: str, indices: list[int]) -> None:
-        self.handed.setdefault(worker, set()).update(indices)
+        self.handed.setdefault(worker, Counter()).update(indices)
 
     def returned_record(self, worker: str, index: int) -> None:
         self.returned[worker] = self.returned.get(worker, 0) + 1
-        self.handed.get(worker, set()).discard(index)
+        owed = self.handed.get(worker, Counter())
+        if owed[index] > 1:
+            owed[index] -= 1
+        else:
+            owed.pop(index, None)
 
     def lose(self, worker: str) -> list[int]:
-        """Mark a worker lost; returns the prompts it still owed."""
-        self.lost[worker] = sorted(self.handed.pop(worker, set()))
+        """Mark a worker lost; returns the prompt index of each request it still owed."""
+        self.lost[worker] = sorted(self.handed.pop(worker, Counter()).elements())
         return self.lost[worker]
 
     def to_json(self) -> dict[str, Any]:
@@ -153,7 +164,13 @@ def _install_worker(environment: Environment, runner: WorkerRunner, run: LlmRun)
             gevent.sleep(FLUSH_INTERVAL_S)
             flush()
 
-    runner.register_message(MSG_PROMPTS, dispenser.on_prompts)
+    def on_prompts(msg: Any, **kw: Any) -> None:
+        due = msg.data.get("due")
+        if due and run.arrivals is not None:  # the due times first: the prompts wake the users
+            run.arrivals.learn([json.loads(p)["index"] for p in msg.data["prompts"]], due)
+        dispenser.on_prompts(msg, **kw)
+
+    runner.register_message(MSG_PROMPTS, on_prompts)
     environment.events.llm_record.add_listener(on_record)  # type: ignore[attr-defined]
     environment.events.test_stop.add_listener(lambda **_kw: flush())
     environment.events.quitting.add_listener(lambda **_kw: flush())
@@ -173,10 +190,12 @@ def _install_master(environment: Environment, runner: MasterRunner, run: LlmRun)
                 if prompt is None:
                     break
                 prompts.append(prompt)
-        ledger.hand(msg.node_id, [p.index for p in prompts])
+        ledger.hand(msg.node_id, [p.index for p in prompts for _ in range(p.requests)])
         done = run.dispenser is None or run.dispenser.take_would_be_empty()
-        runner.send_message(MSG_PROMPTS, dict(PromptsMessage(prompts=[p.to_json() for p in prompts], done=done)),
-                            client_id=msg.node_id)
+        clock = run.arrivals
+        due = [clock.due[p.index] for p in prompts] if clock and all(p.index in clock.due for p in prompts) else []
+        runner.send_message(MSG_PROMPTS, dict(PromptsMessage(prompts=[p.to_json() for p in prompts], done=done,
+                                                             due=due)), client_id=msg.node_id)
 
     def on_records(msg: Any, **_kw: Any) -> None:
         data: RecordsMessage = msg.data

@@ -27,7 +27,8 @@ from locust.env import Environment
 from locust.event import EventHook, Events
 from locust.runners import MasterRunner, WorkerRunner
 
-from locustfiles import distributed, options, selfcheck
+from locustfiles import arrivals, conversations, distributed, options, selfcheck, stages
+from locustfiles.arrivals import ArrivalClock
 from locustfiles.dataset import Prompt, SamplingConfig, estimate_tokens, load_sharegpt, sample_prompts
 from locustfiles.dispenser import PromptDispenser
 from locustfiles.records import CANCELLED, METRIC, OK, REQUEST_NAME, REQUEST_TYPE, RequestRecord
@@ -48,6 +49,8 @@ class LlmRun:
     def __init__(self, environment: Environment) -> None:
         self.environment = environment
         self.dispenser: PromptDispenser | None = None
+        self.arrivals: ArrivalClock | None = None
+        """Open loop (``--rate``): when each prompt is due (``arrivals.py``); None in a closed loop."""
         self.records_file: IO[str] | None = None
         self.records_written = 0
         self._next_id = 0
@@ -78,12 +81,17 @@ def load_prompts(opts: Any) -> list[Prompt]:
     """Prompts from ``--prompts-file`` (exact counts), else sampled from ``--dataset`` (estimated)."""
     if opts.prompts_file:
         with open(opts.prompts_file, encoding="utf-8") as f:
-            return [Prompt.from_json(line) for line in f if line.strip()]
+            prompts = [Prompt.from_json(line) for line in f if line.strip()]
+        conversations.check_mode(prompts, opts.mode)
+        return prompts
     if opts.dataset:
         config = SamplingConfig(num_prompts=opts.num_prompts or 1000, seed=opts.seed,
                                 max_tokens_cap=opts.max_tokens)
         log.warning("sampling %s with estimated token counts (chars/4); `tokenswarm run` measures "
                     "them with the server's /tokenize", opts.dataset)
+        if opts.mode == conversations.MULTI_TURN:  # --num-prompts counts conversations
+            return conversations.sample_conversations(load_sharegpt(opts.dataset), config, estimate_tokens,
+                                                      max_turns=opts.max_turns or None).prompts
         return sample_prompts(load_sharegpt(opts.dataset), config, estimate_tokens).prompts
     raise SystemExit("tokenswarm: give --prompts-file or --dataset (a ShareGPT V3 JSON file)")
 
@@ -115,6 +123,7 @@ def fire_locust_rows(environment: Environment, record: RequestRecord) -> None:
 def register(events: Events) -> None:
     """Called once by the locustfile at import: flags now, the rest when Locust inits."""
     events.init_command_line_parser.add_listener(options.add_arguments)
+    events.init_command_line_parser.add_listener(conversations.add_arguments)
     events.init.add_listener(install)
 
 
@@ -191,6 +200,8 @@ def install(environment: Environment, **_kwargs: Any) -> None:
     if isinstance(runner, (MasterRunner, WorkerRunner)):
         distributed.install(environment, run)
     selfcheck.install(environment, run)
+    arrivals.install(environment, run)  # after on_test_start: the schedule needs the dispenser
+    stages.install(environment)
     opts = environment.parsed_options
     if opts is not None and opts.exit_with_parent:
         gevent.spawn(watch_parent, opts.exit_with_parent)

@@ -4,19 +4,29 @@
         --dataset ShareGPT_V3_unfiltered_cleaned_split.json --num-prompts 1000 --max-tokens 256 \\
         --headless -u 32 -r 32
 
+``--mode multi_turn`` runs ``ShareGPTConversationUser`` instead (one conversation per user, turn by
+turn); ``multiturn.select_user_classes`` picks the class at init, on the local runner or master.
+
 Debug one user without Locust's runner: ``python locustfiles/locustfile.py`` (``run_single_user``).
 """
 
 from locust import events, run_single_user
 
 from locustfiles import events as tokenswarm_events
+from locustfiles.stages import StagesShape  # noqa: F401 (Locust finds shapes here; off unless --stages)
+from locustfiles.multiturn import MultiTurnUser, select_user_classes
 from locustfiles.users import ChatStreamUser
 
 tokenswarm_events.register(events)
+events.init.add_listener(select_user_classes)
 
 
 class ShareGPTChatUser(ChatStreamUser):
     """Closed loop: send the next prompt as soon as the last reply has ended."""
+
+
+class ShareGPTConversationUser(MultiTurnUser):
+    """``--mode multi_turn``: the next turn after the reply and the think time, then the next conversation."""
 
 
 if __name__ == "__main__":

@@ -34,3 +34,15 @@ def add_arguments(parser: Any) -> None:
     group.add_argument("--quit-on-stop", action="store_true", default=False,
                        help="quit Locust and its web UI shortly after a test stops (Stop button, run time, "
                        "last prompt answered); `tokenswarm run --ui` sets it to post-process the run")
+    group.add_argument("--rate", type=float, default=0.0,
+                       help="open loop: requests per second on a schedule fixed in advance (0 = closed loop); "
+                       "-u is then the most requests in flight")
+    group.add_argument("--arrival", choices=("poisson", "constant"), default="poisson",
+                       help="open loop: Poisson (gamma, see --burstiness) or evenly spaced arrivals")
+    group.add_argument("--burstiness", type=float, default=1.0,
+                       help="open loop, poisson: gamma shape of inter-arrival times (1 = Poisson, <1 burstier)")
+    group.add_argument("--late-ms", type=float, default=10.0,
+                       help="open loop: a request sent more than this after its scheduled time counts as late")
+    group.add_argument("--stages", default="",
+                       help='ramp stages as JSON, e.g. \'[{"duration_s": 10, "users": 4, "spawn_rate": 4}]\': '
+                       "users per stage instead of -u/-r; the run ends with the last stage")

@@ -64,6 +64,17 @@ class RequestRecord:
     predicted_ms: float | None = None
     draft_tokens: int | None = None
     draft_accepted: int | None = None
+    scheduled_ts: float | None = None
+    """Open loop (``--rate``): wall-clock time the request was due; None in a closed loop (``arrivals.py``)."""
+    send_delay_ms: float | None = None
+    """Open loop: actual send − scheduled time (≥ 0): how long the request waited for a free user."""
+    ttft_from_schedule_ms: float | None = None
+    """Open loop: TTFT counted from the scheduled time (send delay + TTFT): what a user would wait."""
+    e2e_from_schedule_ms: float | None = None
+    conversation: str | None = None
+    """Multi-turn replay: the conversation's dataset id (``prompt_index`` is its place in the sample)."""
+    turn: int | None = None
+    """Multi-turn replay: the 0-based user turn within the conversation; None for a single request."""
 
     def to_json(self) -> str:
         """One line of ``requests.jsonl``; floats in their shortest exact form either way."""

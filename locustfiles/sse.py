@@ -43,6 +43,13 @@ class StreamResult:
     """None for a complete stream; else a fixed class name (see ``classify_exception``)."""
     error_detail: str | None = None
     bytes_read: int = 0
+    content: list[str] | None = None
+    """The ``delta.content`` pieces in order, only when ``read_stream`` was asked for them."""
+
+    @property
+    def text(self) -> str | None:
+        """The reply's text, when it was collected."""
+        return None if self.content is None else "".join(self.content)
 
 
 def classify_exception(exc: BaseException, bytes_read: int) -> str:
@@ -78,8 +85,8 @@ def classify_http_error(status: int, body: bytes) -> tuple[str, str]:
     return (f"http_{status}:{kind}" if kind else f"http_{status}"), message
 
 
-def read_stream(recv: Callable[[], bytes], clock: Callable[[], float] = time.perf_counter
-                ) -> StreamResult:
+def read_stream(recv: Callable[[], bytes], clock: Callable[[], float] = time.perf_counter,
+                collect_text: bool = False) -> StreamResult:
     """Consume an SSE body piece by piece until ``[DONE]``, the end of the body, or a failure.
 
     Every event in one piece gets the piece's arrival time: the moment it could first be seen,
@@ -87,8 +94,13 @@ def read_stream(recv: Callable[[], bytes], clock: Callable[[], float] = time.per
 
     :param recv: returns the next piece of the (de-chunked) body, any length, or ``b""`` at its end.
     :param clock: the timestamp source (``perf_counter`` in real runs).
+    :param collect_text: keep the content pieces (``result.content``), for a caller that sends the
+        reply back (multi-turn replay with the server's own history). Off, it costs one test per chunk.
     """
     result = StreamResult()
+    texts: list[str] | None = None
+    if collect_text:
+        texts = result.content = []
     loads = _loads
     partial = bytearray()  # an unfinished line carried to the next piece (bytearray: O(n) growth)
     ended = False
@@ -125,8 +137,11 @@ def read_stream(recv: Callable[[], bytes], clock: Callable[[], float] = time.per
                 if choices:
                     choice = choices[0]
                     delta = choice.get("delta") or {}
-                    if delta.get("content") or delta.get("reasoning_content"):
+                    content = delta.get("content")
+                    if content or delta.get("reasoning_content"):
                         result.content_times.append(now)
+                        if texts is not None and content:
+                            texts.append(content)
                     if choice.get("finish_reason"):
                         result.finish_reason = choice["finish_reason"]
                 if "usage" in event and event["usage"]:

@@ -17,6 +17,7 @@ from locust import constant, task
 from locust.contrib.fasthttp import FastHttpUser
 from locust.exception import StopUser
 
+from locustfiles import arrivals
 from locustfiles.dataset import Prompt
 from locustfiles.metrics import build_record
 from locustfiles.records import CANCELLED, ERROR, RequestRecord
@@ -99,12 +100,21 @@ class ChatStreamUser(FastHttpUser):
             body["cache_prompt"] = False
         return body
 
+    collect_text = False
+    """Keep each reply's text (``StreamResult.content``), for a subclass that sends replies back."""
+
+    def next_prompt(self) -> Prompt | None:
+        """The dispenser's next prompt, None once they are spent; a multi-turn user
+        (``multiturn.py``) plays a conversation's remaining turns first."""
+        dispenser = self.llm.dispenser
+        return dispenser.take() if dispenser is not None else None
+
     @task
     def chat(self) -> None:
-        dispenser = self.llm.dispenser
-        prompt = dispenser.take() if dispenser is not None else None
+        prompt = self.next_prompt()
         if prompt is None:
             raise StopUser()
+        scheduled = arrivals.wait_until_due(self.llm, prompt)  # open loop: sleep until it is due
         record = RequestRecord(request_id=self.llm.next_request_id(), prompt_index=prompt.index,
                                worker=self.llm.worker, send_ts=time.time(),
                                requested_max_tokens=prompt.output_tokens,
@@ -115,9 +125,11 @@ class ChatStreamUser(FastHttpUser):
             record.status, record.error_class = CANCELLED, "cancelled"
             raise
         finally:
+            arrivals.stamp(record, scheduled)
             self.environment.events.llm_record.fire(record=record)
 
-    def stream_chat(self, prompt: Prompt, record: RequestRecord) -> None:
+    def stream_chat(self, prompt: Prompt, record: RequestRecord) -> StreamResult | None:
+        """Send one request and fill ``record``; the stream read, or None when no body came."""
         body = self.request_body(prompt)
         for attempt in (0, 1):
             record.send_ts = time.time()
@@ -131,14 +143,16 @@ class ChatStreamUser(FastHttpUser):
                 if attempt == 0 and error_class in RECONNECT_CLASSES:
                     continue
                 self._fail(record, send_t, error_class, f"{type(error).__name__}: {error}")
-                return
+                return None
             record.http_status = status
             if status >= 400:
                 error_class, message = classify_http_error(status, resp.content or b"")
                 self._fail(record, send_t, error_class, message)
-                return
-            build_record(record, send_t, read_stream(body_reader(resp.stream)))
-            return
+                return None
+            stream = read_stream(body_reader(resp.stream), collect_text=self.collect_text)
+            build_record(record, send_t, stream)
+            return stream
+        return None
 
     @staticmethod
     def _fail(record: RequestRecord, send_t: float, error_class: str, detail: str) -> None:

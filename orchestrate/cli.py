@@ -16,6 +16,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+from orchestrate import loadmodes
 from orchestrate.errors import ScenarioError, TokenswarmError
 from orchestrate.launchers.base import LOCAL_HOSTS
 from orchestrate.loadrun import Swarm, WebUi
@@ -176,6 +177,8 @@ def plan_lines(variant: Variant) -> list[str]:
              f"{load.dataset}, max_tokens {load.max_tokens}, "
              + (f"cap {load.max_seconds:g} s" if load.max_seconds else "no time cap")
              + ("" if load.cache_prompt else ", cache_prompt false")]
+    if load.rate is not None or load.stages:
+        lines.append(f"load mode: {loadmodes.describe(load)}")
     if variant.retry_with:
         lines += [f"on load failure: retry once with {variant.retry_description()} (recorded as retried):",
                   f"  {server_command(variant.with_retry().server)}"]
@@ -207,7 +210,7 @@ def report_main(args: argparse.Namespace) -> int:
     for paths in variant_dirs(args.run_dir):
         old = json.loads(paths.summary_json.read_text()) if paths.summary_json.exists() else {}
         keep = {k: old[k] for k in ("status", "error", "stopped_by", "planned_prompts", "sampling", "settings",
-                                    "retried", "first_attempt") if k in old}
+                                    "retried", "first_attempt", "slo") if k in old}
         summary = build_summary(paths, old.get("scenario", args.run_dir.name), paths.dir.name, keep)
         print(f"== {paths.dir.name}")
         for line in headline(summary) + latency_table(summary):

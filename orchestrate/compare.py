@@ -1,8 +1,9 @@
 """Variants side by side, deltas against a baseline, and the confound check: ``compare.md/.json/.png``.
 
-Stage: report. Imports: stdlib, matplotlib (optional), ``orchestrate.errors``, ``orchestrate.report``
-(number formats), ``orchestrate.results``, ``orchestrate.scenario`` (settings of runs that predate
-them in ``summary.json``). It reads only the files of finished runs, so it works across runs too.
+Stage: report. Imports: stdlib, matplotlib (optional), ``orchestrate.errors``, ``orchestrate.formats``
+(number formats), ``orchestrate.sweep_report`` (step-by-step effects), ``orchestrate.goodput`` (SLO
+text), ``orchestrate.results``, ``orchestrate.scenario`` (settings of runs that predate them in
+``summary.json``). It reads only the files of finished runs, so it works across runs too.
 
 The confound check compares the flat settings of every two completed variants (``Variant.settings()``
 as actually run, after a retry). An effect of a setting is read only from a pair that differs in that
@@ -21,14 +22,18 @@ from typing import Any
 import yaml
 
 from orchestrate.errors import ResultsError
-from orchestrate.report import fmt_ms, fmt_num
-from orchestrate.results import compare_json, compare_md, compare_png, scenario_copy, variant_dirs
+from orchestrate.formats import fmt_ms, fmt_num, summary_numbers
+from orchestrate.goodput import slo_text
+from orchestrate import sweep_report
+from orchestrate.results import compare_json, compare_md, compare_png, compare_sweep_png, scenario_copy, variant_dirs
 
 COLUMNS = (("prefill_tok_s", "prefill tok/s"), ("decode_tok_s", "decode tok/s"), ("ttft_p50_ms", "TTFT p50"),
            ("ttft_p99_ms", "TTFT p99"), ("tpot_p50_ms", "TPOT p50"), ("tpot_p99_ms", "TPOT p99"))
 """The numbers compared, with their labels; ``*_ms`` are formatted as durations."""
 EFFECT_METRICS = (("decode_tok_s", "decode"), ("ttft_p50_ms", "TTFT p50"), ("tpot_p50_ms", "TPOT p50"))
 """The ratios an effect is stated in."""
+GOODPUT_EFFECT = ("goodput_rps", "goodput")
+"""Also stated when both variants judged goodput under the same SLO (``orchestrate.goodput``)."""
 PLOTTED = (("decode_tok_s", "decode tok/s"), ("prefill_tok_s", "prefill tok/s"), ("ttft_p50_ms", "TTFT p50 (ms)"),
            ("tpot_p50_ms", "TPOT p50 (ms)"))
 _UNSET = "(not set)"
@@ -50,19 +55,8 @@ class VariantResult:
     first_settings: dict[str, Any] | None = None
     settings: dict[str, Any] | None = None
     numbers: dict[str, Any] = field(default_factory=dict)
-
-
-def _numbers(summary: dict[str, Any]) -> dict[str, Any]:
-    req, thr = summary.get("requests") or {}, summary.get("throughput") or {}
-    lat, spec, mem = summary.get("latency_ms") or {}, summary.get("speculative") or {}, summary.get("memory") or {}
-    out = {"completed": req.get("completed"), "errors": req.get("errors"), "sent": req.get("sent"),
-           "prefill_tok_s": thr.get("prefill_tok_s"), "decode_tok_s": thr.get("decode_tok_s"),
-           "acceptance": spec.get("acceptance_rate"), "peak_memory_bytes": mem.get("peak_bytes"),
-           "memory_source": mem.get("source")}
-    for metric in ("ttft", "tpot"):
-        for p in ("p50", "p99"):
-            out[f"{metric}_{p}_ms"] = (lat.get(metric) or {}).get(p)
-    return out
+    sweep: dict[str, Any] | None = None
+    """The summary's ``sweep`` block (its steps' figures) when the variant was a sweep."""
 
 
 def _scenario_settings(run: Path, name: str, retried: bool) -> dict[str, Any] | None:
@@ -95,7 +89,8 @@ def read_variants(run_dirs: list[Path]) -> list[VariantResult]:
             settings = summary.get("settings") or _scenario_settings(run, paths.dir.name, retried)
             out.append(VariantResult(paths.dir.name, run, paths.dir.name, status, retried,
                                      None if status == "completed" else server.get("cause") or summary.get("error"),
-                                     first.get("cause"), first.get("settings"), settings, _numbers(summary)))
+                                     first.get("cause"), first.get("settings"), settings, summary_numbers(summary),
+                                     summary.get("sweep")))
     names = [v.name for v in out]
     for v in out:
         if names.count(v.name) > 1:
@@ -107,7 +102,10 @@ def _ratios(a: VariantResult, b: VariantResult) -> dict[str, float | None]:
     def ratio(key: str) -> float | None:
         x, y = a.numbers.get(key), b.numbers.get(key)
         return y / x if x and y is not None else None
-    return {key: ratio(key) for key, _ in EFFECT_METRICS}
+    out = {key: ratio(key) for key, _ in EFFECT_METRICS}
+    if a.numbers.get("goodput_slo") and a.numbers.get("goodput_slo") == b.numbers.get("goodput_slo"):
+        out[GOODPUT_EFFECT[0]] = ratio(GOODPUT_EFFECT[0])
+    return out
 
 
 def _differs(a: dict[str, Any], b: dict[str, Any]) -> dict[str, list[Any]]:
@@ -159,15 +157,18 @@ def compare(variants: list[VariantResult], baseline: str | None = None,
             (key, (x, y)), = d.items()
             if first_seen[key].index(x) > first_seen[key].index(y):
                 a, b, x, y = b, a, y, x
-            effects.setdefault(key, []).append({
-                "a": a.label, "b": b.label, "from": x, "to": y, "ratios": _ratios(a, b),
-                "with": {k: (a.settings or {}).get(k, _UNSET) for k in varying if k != key}})
+            effect = {"a": a.label, "b": b.label, "from": x, "to": y, "ratios": _ratios(a, b),
+                      "with": {k: (a.settings or {}).get(k, _UNSET) for k in varying if k != key}}
+            if a.sweep and b.sweep:  # the effect step by step, and where it turns
+                effect["sweep"] = sweep_report.speedups(a.sweep, b.sweep)
+            effects.setdefault(key, []).append(effect)
         elif d:
             confounded.append({"a": a.label, "b": b.label, "differs": d, "ratios": _ratios(a, b),
                                "decode_tok_s": [a.numbers.get("decode_tok_s"), b.numbers.get("decode_tok_s")]})
         else:
             repeats.append({"a": a.label, "b": b.label, "ratios": _ratios(a, b)})
-    return {"runs": [str(r) for r in (runs or dict.fromkeys(v.run for v in variants))],
+    sweeps = [(v.label, v.sweep) for v in variants if v.sweep]
+    return {"runs": [str(r) for r in (runs or dict.fromkeys(v.run for v in variants))], "sweeps": sweeps,
             "baseline": base.label if base else None, "variants": rows, "varying_settings": varying,
             "effects": dict(sorted(effects.items())), "confounded": confounded, "repeats": repeats,
             "excluded": [{"label": v.label, "status": v.status, "cause": v.cause} for v in variants
@@ -183,7 +184,8 @@ def _fmt(key: str, x: Any) -> str:
 
 
 def _ratio_text(ratios: dict[str, float | None]) -> str:
-    return ", ".join(f"{label} ×{ratios[key]:.2f}" for key, label in EFFECT_METRICS if ratios.get(key) is not None) \
+    return ", ".join(f"{label} ×{ratios[key]:.2f}" for key, label in (*EFFECT_METRICS, GOODPUT_EFFECT)
+                     if ratios.get(key) is not None) \
         or "no numbers to compare"
 
 
@@ -195,7 +197,20 @@ def _memory(row: dict[str, Any]) -> str:
     return (f"{peak / 2 ** 30:.1f} GiB" if peak >= 2 ** 30 else f"{peak / 2 ** 20:.0f} MiB") + source
 
 
-def markdown(data: dict[str, Any], plot_name: str | None = None) -> str:
+def _goodput_lines(rows: list[dict[str, Any]]) -> list[str]:
+    """A line per variant that judged goodput: requests within its SLO, share of all sent, rates."""
+    judged = [r for r in rows if r.get("goodput_slo")]
+    if not judged:
+        return []
+    out = ["", "## Goodput (requests within the SLO; ratios only between variants under the same SLO)", ""]
+    for r in judged:
+        share = f" ({100 * r['goodput_share']:.1f} % of sent)" if r.get("goodput_share") is not None else ""
+        out.append(f"- {r['label']}: {r['goodput_requests']} met {slo_text(r['goodput_slo'])}{share}, "
+                   f"{fmt_num(r.get('goodput_rps'), 2)} req/s, {fmt_num(r.get('goodput_tok_s'))} output tok/s")
+    return out
+
+
+def markdown(data: dict[str, Any], plot_name: str | None = None, sweep_plot: str | None = None) -> str:
     """``compare.md``: the table, deltas, effects, confounded pairs, repeats, what was left out."""
     rows = data["variants"]
     runs = data["runs"]
@@ -209,6 +224,7 @@ def markdown(data: dict[str, Any], plot_name: str | None = None) -> str:
         acc = fmt_num(100 * r["acceptance"]) + " %" if r.get("acceptance") is not None else "–"
         out.append(f"| {r['label']} | {status} | {done} | " + " | ".join(_fmt(k, r.get(k)) for k, _ in COLUMNS)
                    + f" | {acc} | {_memory(r)} |")
+    out += _goodput_lines(rows)
     if data["baseline"]:
         out += ["", f"## Deltas against {data['baseline']}", "",
                 "| variant | " + " | ".join(label for _, label in COLUMNS) + " |", "|---" * (len(COLUMNS) + 1) + "|"]
@@ -224,6 +240,7 @@ def markdown(data: dict[str, Any], plot_name: str | None = None) -> str:
                        + (f", with {held}" if held else "") + f" ({e['a']} vs {e['b']})")
     if not data["effects"]:
         out.append("- none: no two completed variants differ in exactly one setting")
+    out += _sweep_effects(data["effects"])
     if data["confounded"]:
         out += ["", "## Confounded pairs (differ in more than one setting: no effect is read from them)", ""]
         for c in data["confounded"]:
@@ -255,7 +272,28 @@ def markdown(data: dict[str, Any], plot_name: str | None = None) -> str:
                 for r in rows]
     if plot_name:
         out += ["", f"![comparison]({plot_name})"]
+    if sweep_plot:
+        out += ["", f"![sweeps]({sweep_plot})"]
     return "\n".join(out) + "\n"
+
+
+def _sweep_effects(effects: dict[str, list[dict[str, Any]]]) -> list[str]:
+    """Per step, each unconfounded pair's decode speedup, and the sentence naming the crossover."""
+    out: list[str] = []
+    for key, found in effects.items():
+        for e in found:
+            sw = e.get("sweep")
+            if not sw:
+                continue
+            out += ["", f"### {key} {_value(e['from'])} → {_value(e['to'])}, step by step ({e['a']} vs {e['b']})", "",
+                    f"**{sweep_report.crossover_sentence(sw['key'], sw, e['a'], e['b'], key)}**", "",
+                    f"| {sw['key']} | decode tok/s {e['a']} | decode tok/s {e['b']} | speedup | TTFT p50 ratio | "
+                    "TPOT p50 ratio |", "|---" * 6 + "|"]
+            for st in sw["steps"]:
+                x, y = st["decode_tok_s"]
+                out.append(f"| {st['value']} | {fmt_num(x)} | {fmt_num(y)} | {fmt_num(st['speedup'], 2)} | "
+                           f"{fmt_num(st['ttft_p50_ratio'], 2)} | {fmt_num(st['tpot_p50_ratio'], 2)} |")
+    return out
 
 
 def plot(data: dict[str, Any], path: Path) -> Path | None:
@@ -295,5 +333,8 @@ def write_comparison(run_dirs: list[Path], baseline: str | None = None) -> Path:
     png = plot(data, compare_png(target))
     if png is None:
         compare_png(target).unlink(missing_ok=True)  # not a stale chart of another comparison
-    compare_md(target).write_text(markdown(data, png.name if png else None))
+    sweep_png = sweep_report.plot(data["sweeps"], compare_sweep_png(target)) if data["sweeps"] else None
+    if sweep_png is None:
+        compare_sweep_png(target).unlink(missing_ok=True)
+    compare_md(target).write_text(markdown(data, png.name if png else None, sweep_png.name if sweep_png else None))
     return compare_md(target)

@@ -16,8 +16,22 @@ from orchestrate.scenario import ServerSpec
 FLAG_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9-]*$")
 VALUE_SWITCHES = {"flash-attn", "fa"}
 """Flags whose value is on/off/auto: a YAML boolean is rendered as on/off, never as a bare switch."""
+FLAG_ALIASES = {"fa": "flash-attn", "c": "ctx-size", "np": "parallel", "ngl": "n-gpu-layers",
+                "gpu-layers": "n-gpu-layers", "t": "threads", "tb": "threads-batch", "cb": "cont-batching",
+                "b": "batch-size", "ub": "ubatch-size", "ctk": "cache-type-k", "ctv": "cache-type-v",
+                "ngld": "n-gpu-layers-draft", "gpu-layers-draft": "n-gpu-layers-draft",
+                "draft-max": "spec-draft-n-max", "draft": "spec-draft-n-max", "draft-n": "spec-draft-n-max",
+                "draft-min": "spec-draft-n-min", "kvu": "kv-unified", "sm": "split-mode", "ts": "tensor-split",
+                "mg": "main-gpu", "dev": "device"}
+"""Other names llama-server accepts for one flag (``common/arg.cpp``): the confound check compares
+settings by the long name, so ``fa: off`` and ``flash-attn: off`` are the same setting."""
 MANAGED = {"model", "m", "model-draft", "md", "host", "port", "metrics"}
 """Set by tokenswarm from the scenario's own keys (``model``, ``draft_model``, ``host``, ``port``)."""
+
+
+def canonical_flag(flag: str) -> str:
+    """The long name a flag is compared by (``fa`` → ``flash-attn``); unknown names as written."""
+    return FLAG_ALIASES.get(flag, flag)
 
 
 def _name(flag: str) -> str:

@@ -20,9 +20,11 @@ from pathlib import Path
 from typing import IO
 
 import locustfiles
+from orchestrate import loadmodes, replay
 from orchestrate.errors import LoadRunError
 from orchestrate.launchers.base import free_port
 from orchestrate.results import VariantPaths
+from orchestrate.scenario import LoadSpec
 
 LOCUSTFILE = Path(locustfiles.__file__).parent / "locustfile.py"
 PROGRESS_INTERVAL_S = 5.0
@@ -80,6 +82,16 @@ class LoadPlan:
     swarm: Swarm = Swarm()
     ui: WebUi | None = None
     """Locust's web UI (``-u``/``-r`` then only prefill its form), and ``--quit-on-stop``."""
+    load: LoadSpec | None = None
+    """The scenario's load section: its request rate or ramp stages (``loadmodes.py``), when it has one."""
+
+    @classmethod
+    def for_load(cls, load: LoadSpec, url: str, num_prompts: int, model: str | None, swarm: Swarm = Swarm(),
+                 ui: WebUi | None = None) -> "LoadPlan":
+        """The plan for a scenario's load section, once its ``num_prompts`` prompts are written."""
+        return cls(url=url, users=load.users, spawn_rate=load.spawn_rate, num_prompts=num_prompts,
+                   max_tokens=load.max_tokens, max_seconds=load.max_seconds, read_timeout_s=load.read_timeout_s,
+                   cache_prompt=load.cache_prompt, model=model, swarm=swarm, ui=ui, load=load)
 
 
 @dataclass(frozen=True)
@@ -104,6 +116,9 @@ def locust_command(plan: LoadPlan, paths: VariantPaths) -> list[str]:
         cmd += ["--run-time", f"{int(plan.max_seconds)}s"]
     if not plan.cache_prompt:
         cmd.append("--no-cache-prompt")
+    cmd += loadmodes.locust_args(plan.load)  # --rate ... or --stages ...
+    if plan.load is not None:
+        cmd += replay.locust_args(plan.load)  # --mode multi_turn --history ... --think-time ...
     if plan.model:
         cmd += ["--model", plan.model]
     swarm = plan.swarm
@@ -193,6 +208,7 @@ def run_load(plan: LoadPlan, paths: VariantPaths, label: str,
         stopped_by = "time_cap"
     if plan.ui is not None and stopped_by in ("num_prompts", "time_cap"):  # the wall clock includes idle UI time
         stopped_by = "num_prompts" if _count_lines(paths.records) >= plan.num_prompts else "ui_stop"
+    stopped_by = loadmodes.stopped_by(plan.load, stopped_by, lambda: _count_lines(paths.records) >= plan.num_prompts)
     if proc.returncode not in (0, 1) and not paths.locust_json.exists():
         raise LoadRunError(f"locust exited with code {proc.returncode} and wrote no stats; "
                            f"see {paths.locust_log}")

@@ -103,11 +103,20 @@ def chat_prompt_counter(base_url: str, session: requests.Session) -> Callable[[l
     (``/apply-template``) and tokenized with specials and BOS (``/tokenize``), exactly as the
     server does for ``/v1/chat/completions``.
     """
+    count_chats = chat_messages_counter(base_url, session)
+
     def count(texts: list[str]) -> list[int]:
+        return count_chats([[{"role": "user", "content": text}] for text in texts])
+    return count
+
+
+def chat_messages_counter(base_url: str, session: requests.Session
+                          ) -> Callable[[list[list[dict[str, str]]]], list[int]]:
+    """The same count for whole chats (a multi-turn history: user and assistant messages)."""
+    def count(chats: list[list[dict[str, str]]]) -> list[int]:
         counts = []
-        for text in texts:
-            rendered = session.post(f"{base_url}/apply-template", timeout=TIMEOUT_S,
-                                    json={"messages": [{"role": "user", "content": text}]})
+        for messages in chats:
+            rendered = session.post(f"{base_url}/apply-template", timeout=TIMEOUT_S, json={"messages": messages})
             rendered.raise_for_status()
             counts.append(_tokenize(session, base_url, rendered.json()["prompt"], add_special=True))
         return counts

@@ -1,12 +1,13 @@
 """Dataset → the exact prompts of a variant (``prompts.jsonl``), measured with the server's tokenizer.
 
-Stage: server → load. Imports: stdlib, requests, ``locustfiles.dataset``, ``orchestrate.preflight``,
-``orchestrate.sharegpt_synth``. Sampling happens once, before Locust starts, so workers only
+Stage: server → load. Imports: stdlib, requests, ``locustfiles.dataset``, ``locustfiles.conversations``
+(multi-turn sampling), ``orchestrate.preflight``, ``orchestrate.results``, ``orchestrate.sharegpt_synth``. Sampling happens once, before Locust starts, so workers only
 replay; token counts come from ``/tokenize`` when the server has it, else the estimate.
 """
 
 from __future__ import annotations
 
+import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -14,10 +15,12 @@ from pathlib import Path
 import requests
 
 from locustfiles.dataset import DatasetError as LocustDatasetError
+from locustfiles.conversations import MULTI_TURN, sample_conversations
 from locustfiles.dataset import SamplingConfig, SampleResult, estimate_tokens, load_sharegpt, sample_prompts
 from orchestrate import cache
 from orchestrate.errors import DatasetError, ServerError
-from orchestrate.preflight import ServerFacts, chat_prompt_counter, text_counter
+from orchestrate.preflight import ServerFacts, chat_messages_counter, chat_prompt_counter, text_counter
+from orchestrate.results import VariantPaths
 from orchestrate.scenario import LoadSpec
 
 SYNTHETIC = "synthetic"
@@ -70,6 +73,8 @@ def _prepare(load: LoadSpec, facts: ServerFacts, url: str, out: Path, session: r
     config = SamplingConfig(num_prompts=load.num_prompts, seed=load.seed, max_tokens_cap=load.max_tokens,
                             per_slot_context=facts.per_slot_ctx,
                             **{k: v for k, v in load.sampling.items() if v is not None})
+    if load.mode == MULTI_TURN:
+        return _prepare_conversations(load, facts, url, out, session, dataset, config)
     if facts.has_tokenize:
         name = "server_tokenize"
         sample = sample_prompts(load_sharegpt(dataset), config, text_counter(url, session),
@@ -80,4 +85,23 @@ def _prepare(load: LoadSpec, facts: ServerFacts, url: str, out: Path, session: r
     with out.open("w", encoding="utf-8") as f:
         for prompt in sample.prompts:
             f.write(prompt.to_json() + "\n")
+    return PreparedPrompts(sample=sample, dataset=dataset, token_counter=name)
+
+
+def _prepare_conversations(load: LoadSpec, facts: ServerFacts, url: str, out: Path, session: requests.Session,
+                           dataset: Path, config: SamplingConfig) -> PreparedPrompts:
+    """``mode: multi_turn``: whole conversations, one line each, every turn's history measured as the
+    server will count it (chat template included) and cut where it outgrows the per-slot context;
+    the plan and its cuts go to ``conversations.json`` for the report."""
+    if facts.has_tokenize:
+        name = "server_tokenize"
+        sample = sample_conversations(load_sharegpt(dataset), config, text_counter(url, session),
+                                      count_history=chat_messages_counter(url, session),
+                                      max_turns=load.max_turns, token_counter=name)
+    else:
+        name = "estimate_chars_div_4"
+        sample = sample_conversations(load_sharegpt(dataset), config, estimate_tokens, max_turns=load.max_turns,
+                                      token_counter=name)
+    out.write_text("".join(prompt.to_json() + "\n" for prompt in sample.prompts), encoding="utf-8")
+    VariantPaths(out.parent).conversations.write_text(json.dumps(sample.plan(), indent=2) + "\n")
     return PreparedPrompts(sample=sample, dataset=dataset, token_counter=name)

@@ -1,7 +1,8 @@
 """``summary.json``, ``summary.md`` and the plots of a variant: formatting only.
 
-Stage: report. Imports: stdlib, matplotlib (optional), ``orchestrate.results``. Every number shown
-here was computed in ``summarize.py``.
+Stage: report. Imports: stdlib, matplotlib (optional), ``orchestrate.results``, ``orchestrate.formats``,
+``orchestrate.sweep_report``, ``orchestrate.goodput``, ``orchestrate.vllm_format``. Every number shown here was
+computed in ``summarize.py`` (goodput in ``goodput.py``).
 """
 
 from __future__ import annotations
@@ -11,32 +12,11 @@ from pathlib import Path
 from collections.abc import Sequence
 from typing import Any
 
+from orchestrate import goodput, loadreport, sweep_report, turns
+from orchestrate.formats import GIB, MIB, fmt_bytes, fmt_ms, fmt_num, summary_numbers  # noqa: F401 (re-exported)
 from orchestrate.results import VariantPaths
 from orchestrate.summarize import metrics_timeline, output_tokens_per_second
-
-GIB = 1024 ** 3
-MIB = 1024 ** 2
-
-
-def fmt_ms(ms: float | None) -> str:
-    """``105 ms`` below a second, ``1.3 s`` above, ``–`` for none."""
-    if ms is None:
-        return "–"
-    if round(ms) >= 1000:
-        return f"{ms / 1000:.1f} s"
-    return f"{ms:.0f} ms" if round(ms, 2) >= 10 else f"{ms:.2f} ms"
-
-
-def fmt_num(x: float | None, digits: int = 1) -> str:
-    return "–" if x is None else f"{x:,.{digits}f}"
-
-
-def fmt_bytes(n: float | None) -> str:
-    """``1.25 GiB`` from 1 GiB up, ``412.3 MiB`` below, ``–`` for none."""
-    if n is None:
-        return "–"
-    return f"{n / GIB:,.2f} GiB" if n >= GIB else f"{n / MIB:,.1f} MiB"
-
+from orchestrate.vllm_format import write_vllm_bench
 
 MEMORY_SOURCES = {"process_tree": "RSS of the server's processes", "container": "the container's own memory",
                   "nvidia-smi": "nvidia-smi", "system": "system memory in use: unified memory, whole machine"}
@@ -130,11 +110,14 @@ def markdown(summary: dict[str, Any], images: Sequence[str] = ()) -> str:
     out += [f"**{line}**  " for line in headline(summary)] + [""]
     table = latency_table(summary)
     out += table + ([""] if table else [])
+    out += loadreport.markdown(summary)  # open-loop arrivals, per-stage table
+    out += goodput.markdown(summary.get("goodput"))
     if "tokens" in summary:
         t = summary["tokens"]
         out += ["| tokens | prompt | cached | output | per chunk |", "|---|---|---|---|---|",
                 f"| total | {t['prompt']:,} | {t['cached']:,} | {t['output']:,} | "
                 f"{fmt_num(summary.get('tokens_per_chunk'), 2)} |", ""]
+    out += turns.markdown(summary)  # multi-turn replay: the per-turn table
     errors = (summary.get("requests") or {}).get("errors_by_class") or {}
     if errors:
         out += ["| error class | count |", "|---|---|"] + [f"| {k} | {v} |" for k, v in errors.items()] + [""]
@@ -171,6 +154,8 @@ def markdown(summary: dict[str, Any], images: Sequence[str] = ()) -> str:
         out.append(f"| exit code | {server['exit_code']} |")
     if server.get("log_tail"):
         out += ["", "server log tail:", "```", *server["log_tail"], "```"]
+    if summary.get("sweep"):
+        out += ["", *sweep_report.markdown(summary["sweep"])]
     if images:
         out += [""] + [f"![{Path(name).stem}]({name})" for name in images]
     if summary.get("notes"):
@@ -252,6 +237,9 @@ def plot_throughput(summary: dict[str, Any], metrics_path: Path, path: Path) -> 
 def write_reports(summary: dict[str, Any], paths: VariantPaths, records: Any = None) -> None:
     """Write ``summary.json`` (machine), the plots, then ``summary.md`` (person) linking them."""
     paths.summary_json.write_text(json.dumps(summary, indent=2, default=str) + "\n")
-    images = [p.name for p in (plot(summary, records, paths.plot_png),
+    sweep = summary.get("sweep")
+    images = [p.name for p in (sweep_report.plot([(summary.get("variant", ""), sweep)], paths.sweep_png) if sweep
+                               else None, plot(summary, records, paths.plot_png),
                                plot_throughput(summary, paths.metrics, paths.throughput_png)) if p is not None]
     paths.summary_md.write_text(markdown(summary, images))
+    write_vllm_bench(summary, records, paths.vllm_bench_json)

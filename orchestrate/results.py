@@ -60,6 +60,8 @@ class VariantPaths:
     first_attempt_log = property(lambda self: self.dir / "server.first-attempt.log")
     """The log of a load that failed before ``on_load_failure.retry_with`` was applied."""
     prompts = property(lambda self: self.dir / "prompts.jsonl")
+    conversations = property(lambda self: self.dir / "conversations.json")
+    """Multi-turn replay: the sample's plan (conversations, turns, cuts at the context limit)."""
     records = property(lambda self: self.dir / "requests.jsonl")
     locust_prefix = property(lambda self: self.dir / "locust")
     """``--csv`` prefix: locust_stats.csv, locust_stats_history.csv, locust_failures.csv, …"""
@@ -72,17 +74,29 @@ class VariantPaths:
     """The master's ledger in distributed runs (written by ``locustfiles/distributed.py``)."""
     client_json = property(lambda self: self.dir / "client.json")
     """The load generators' self-check (``locustfiles/selfcheck.py``): loop lag and CPU per process."""
+    arrivals_json = property(lambda self: self.dir / "arrivals.json")
+    """Open loop: the schedule's parameters, start and due times (``locustfiles/arrivals.py``)."""
+    stages_json = property(lambda self: self.dir / "stages.json")
+    """Ramp stages and when each actually began (``locustfiles/stages.py``)."""
 
     def worker_log(self, index: int) -> Path:
         """Output of local worker process ``index`` (``--workers N``)."""
         return self.dir / f"locust-worker-{index}.log"
     summary_json = property(lambda self: self.dir / "summary.json")
     summary_md = property(lambda self: self.dir / "summary.md")
+    vllm_bench_json = property(lambda self: self.dir / "vllm_bench.json")
+    """The result in ``vllm bench serve --save-result`` JSON (``orchestrate.vllm_format``)."""
     plot_png = property(lambda self: self.dir / "latency.png")
     metrics = property(lambda self: self.dir / "metrics.jsonl")
     """``/metrics`` counters and memory, one JSON line per sample (``orchestrate.sampler``)."""
     throughput_png = property(lambda self: self.dir / "throughput.png")
     """Server-side prefill/decode tok/s, requests in flight and memory over time."""
+    sweep_png = property(lambda self: self.dir / "sweep.png")
+    """A sweep's figures against the swept value (``orchestrate.sweep_report``)."""
+
+    def step(self, label: str) -> "VariantPaths":
+        """A sweep step's own result folder (``steps/users-8``), or the warm-up's (``steps/warmup``)."""
+        return VariantPaths.create(self.dir / "steps", label)
 
 
 def variant_dirs(run: Path) -> list[VariantPaths]:
@@ -119,3 +133,8 @@ def compare_json(run: Path) -> Path:
 
 def compare_png(run: Path) -> Path:
     return run / "compare.png"
+
+
+def compare_sweep_png(run: Path) -> Path:
+    """Every swept variant's curves on one chart (decode tok/s, TTFT, TPOT against the swept value)."""
+    return run / "compare_sweep.png"

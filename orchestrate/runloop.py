@@ -7,14 +7,18 @@ Imports: every other ``orchestrate`` stage.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+import time
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from locustfiles.conversations import planned_requests
+from locustfiles.dataset import Prompt
 from orchestrate.compare import write_comparison
 from orchestrate.diagnose import diagnose
+from orchestrate.goodput import goodput
 from orchestrate.errors import ServerError, ServerExitedError, TokenswarmError
 from orchestrate.launchers import check_launchers, make_launcher
 from orchestrate.launchers.base import Launcher
@@ -25,9 +29,13 @@ from orchestrate.prompts import PreparedPrompts, check_dataset, prepare_prompts
 from orchestrate.report import headline, latency_table, write_reports
 from orchestrate.results import VariantPaths, run_dir, scenario_copy
 from orchestrate.sampler import MetricsSampler
-from orchestrate.scenario import Scenario, Variant
+from orchestrate.scenario import LoadSpec, Scenario, Variant
+from orchestrate.loadreport import load_mode_summary, notes as load_mode_notes
+from orchestrate.turns import summarize_turns
 from orchestrate.summarize import (crosscheck_agrees, load_records, locust_crosscheck, server_metrics,
                                    summarize_client, summarize_metrics, summarize_records)
+from orchestrate.sweep import Sweep, deal_prompts, sampling_load as sweep_sampling, warmup_load
+from orchestrate.sweep_report import collect_steps
 
 
 @dataclass
@@ -103,17 +111,22 @@ def run_variant(scenario_name: str, variant: Variant, paths: VariantPaths,
             result.facts = fetch_facts(url, session)
             print(f"[{variant.name}] sampling {variant.load.num_prompts} prompts from {variant.load.dataset} "
                   f"(lengths from {'the server' if result.facts.has_tokenize else 'an estimate'}) ...", flush=True)
-            result.prompts = prepare_prompts(variant.load, result.facts, url, paths.prompts, session)
+            result.prompts = prepare_prompts(sweep_sampling(variant) if variant.sweep else variant.load,
+                                             result.facts, url, paths.prompts, session)
             sample = result.prompts.sample
             print(f"[{variant.name}] {len(sample.prompts)} prompts ({sample.examined} examined, "
                   f"{sample.examined - len(sample.prompts)} dropped); {variant.load.users} users", flush=True)
-            plan = LoadPlan(url=url, users=variant.load.users, spawn_rate=variant.load.spawn_rate,
-                            num_prompts=len(result.prompts.sample.prompts), max_tokens=variant.load.max_tokens,
-                            max_seconds=variant.load.max_seconds, read_timeout_s=variant.load.read_timeout_s,
-                            cache_prompt=variant.load.cache_prompt, model=result.facts.model_id, swarm=swarm, ui=ui)
+            if variant.sweep is not None:
+                run_warmup(result, url, swarm)  # before the sampler: the server's counters then match the steps
             with MetricsSampler(url, launcher, paths.metrics, session_factory=preflight_session):
-                result.outcome = run_load(plan, paths, variant.name,
-                                          server_alive=lambda: launcher.exit_status() is None)
+                if variant.sweep is None:
+                    plan = LoadPlan.for_load(variant.load, url, planned_requests(sample.prompts),
+                                             result.facts.model_id, swarm, ui)
+                    result.outcome = run_load(plan, paths, variant.name,
+                                              server_alive=lambda: launcher.exit_status() is None)
+                else:
+                    result.outcome = run_steps(result, url, swarm)
+                    collect_steps(paths, variant.sweep)  # the variant's records: its steps' 
             result.exit_code = launcher.exit_status()
             result.status = "crashed" if result.exit_code is not None else "completed"
             if result.status == "completed" and (not paths.records.exists() or not paths.records.stat().st_size):
@@ -136,6 +149,59 @@ def run_variant(scenario_name: str, variant: Variant, paths: VariantPaths,
     return result
 
 
+def _step_loads(result: VariantRun) -> tuple[Sweep, list[tuple[str, LoadSpec, list[Prompt]]]]:
+    """The warm-up's and each step's (label, load, prompts), dealt from the variant's one sample."""
+    variant = result.variant
+    assert variant.sweep is not None and result.prompts is not None
+    warmup, dealt = deal_prompts(result.prompts.sample.prompts, list(variant.steps), variant.sweep)
+    steps = [(variant.sweep.label(value), load, prompts)
+             for value, load, prompts in zip(variant.sweep.values, variant.steps, dealt)]
+    return variant.sweep, [("warmup", warmup_load(variant), warmup), *steps]
+
+
+def _run_step(result: VariantRun, url: str, swarm: Swarm, label: str, load: LoadSpec,
+              prompts: list[Prompt]) -> tuple[VariantPaths, LoadOutcome]:
+    assert result.launcher is not None and result.facts is not None
+    launcher, paths = result.launcher, result.paths.step(label)
+    paths.prompts.write_text("".join(p.to_json() + "\n" for p in prompts), encoding="utf-8")
+    print(f"[{result.variant.name}] {label}: {len(prompts)} prompts, {load.users} users", flush=True)
+    plan = LoadPlan.for_load(load, url, planned_requests(prompts), result.facts.model_id, swarm)
+    return paths, run_load(plan, paths, f"{result.variant.name} {label}",
+                           server_alive=lambda: launcher.exit_status() is None)
+
+
+def run_warmup(result: VariantRun, url: str, swarm: Swarm) -> None:
+    """A sweep's warm-up: sent and recorded in ``steps/warmup``, left out of every figure."""
+    sweep, (warmup, *_) = _step_loads(result)
+    if warmup[2]:
+        _run_step(result, url, swarm, *warmup)
+        time.sleep(sweep.settle_s)
+
+
+def run_steps(result: VariantRun, url: str, swarm: Swarm) -> LoadOutcome:
+    """Each step against the running server, ``settle_s`` apart, each a full result folder
+    (``steps/<key>-<value>``); stops at the first step the server does not survive."""
+    assert result.launcher is not None
+    sweep, (_, *steps) = _step_loads(result)
+    outcome, started = LoadOutcome(0, 0.0, "num_prompts"), time.monotonic()
+    for i, (label, load, prompts) in enumerate(steps):
+        if i:
+            time.sleep(sweep.settle_s)
+        paths, outcome = _run_step(result, url, swarm, label, load, prompts)
+        crashed = result.launcher.exit_status() is not None
+        sent = paths.records.exists() and paths.records.stat().st_size > 0
+        build_summary(paths, result.scenario, result.variant.name, {
+            "status": "crashed" if crashed else "completed" if sent else "error",
+            "error": None if sent or crashed else f"locust sent no request; see {paths.locust_log}",
+            "stopped_by": outcome.stopped_by,
+            "step": {"key": sweep.key, "value": sweep.values[i]}, "planned_prompts": planned_requests(prompts),
+            "settings": replace(result.variant, load=load, sweep=None, steps=()).settings(),
+            "slo": result.variant.slo.as_dict() if result.variant.slo else None})
+        if crashed or outcome.stopped_by == "interrupted":
+            break
+    return replace(outcome, wall_s=round(time.monotonic() - started, 3))
+
+
 def finish_variant(result: VariantRun) -> dict[str, Any]:
     """Write ``server.json``, then summarize whatever was measured, even after a failure."""
     result.paths.server_json.write_text(json.dumps(result.server_info(), indent=2, default=str) + "\n")
@@ -148,11 +214,17 @@ def finish_variant(result: VariantRun) -> dict[str, Any]:
                                   "log": result.paths.first_attempt_log.name}
     if result.outcome:
         extra["stopped_by"] = result.outcome.stopped_by
+    if result.variant.slo is not None:  # kept in summary.json: `tokenswarm report` judges goodput again
+        extra["slo"] = result.variant.slo.as_dict()
     if result.prompts:
         sample = result.prompts.sample
-        extra["planned_prompts"] = len(sample.prompts)
+        extra["planned_prompts"] = planned_requests(sample.prompts[result.variant.sweep.warmup_prompts
+                                                                    if result.variant.sweep else 0:])
         extra["sampling"] = {"dataset": str(result.prompts.dataset), "token_counter": result.prompts.token_counter,
                              "examined": sample.examined, "dropped": sample.dropped, "shortfall": sample.shortfall}
+    sweep = result.variant.sweep
+    if sweep is not None:  # the variant's records are its steps' (the warm-up's stay in steps/warmup)
+        extra["sweep"] = collect_steps(result.paths, sweep)
     return build_summary(result.paths, result.scenario, result.variant.name, extra)
 
 
@@ -161,6 +233,7 @@ def build_summary(paths: VariantPaths, scenario: str, variant: str, extra: dict[
     records = load_records(paths.records)
     summary: dict[str, Any] = {"scenario": scenario, "variant": variant, **extra}
     summary.update(summarize_records(records))
+    summary["goodput"] = goodput(records, summary.get("slo"), summary["duration_s"])
     summary["locust_crosscheck"] = locust_crosscheck(paths.locust_json)
     summary["crosscheck_agrees"] = crosscheck_agrees(summary, summary["locust_crosscheck"])
     metrics = summarize_metrics(paths.metrics)
@@ -170,6 +243,8 @@ def build_summary(paths: VariantPaths, scenario: str, variant: str, extra: dict[
     summary["workers"] = _read_json(paths.workers_json)
     summary["client"] = summarize_client(_read_json(paths.client_json))
     summary["workers_lost"] = (summary["workers"] or {}).get("workers_lost", 0)
+    summary.update(load_mode_summary(paths, records))  # open loop: arrivals; ramp: stages
+    summary.update(summarize_turns(paths, records, conversations=not summary.get("sweep")))  # multi-turn
     summary["notes"] = notes(summary)
     write_reports(summary, paths, records)
     return summary
@@ -228,4 +303,5 @@ def notes(summary: dict[str, Any]) -> list[str]:
     if server.get("within_tolerance") is False:
         out.append("the server's /metrics token counts differ from the records by more than the incomplete "
                    "requests explain (another client on the server? a restart?); see server_metrics.vs_records")
+    out += load_mode_notes(summary)
     return out

@@ -1,7 +1,7 @@
 """Scenario YAML → frozen ``Scenario``/``Variant`` dataclasses, validated once, here.
 
 Stage: scenario. Imports: stdlib, ``orchestrate.errors``, ``orchestrate.yamlsource`` (YAML with line
-numbers), ``orchestrate.matrix`` (and, inside ``settings()``, ``orchestrate.flags`` and
+numbers), ``orchestrate.matrix``, ``orchestrate.slo`` (the ``slo:`` limits) (and, inside ``settings()``, ``orchestrate.flags`` and
 ``locustfiles.dataset`` for their defaults). Every problem is one line: ``FILE:LINE key.path:
 message``. Nothing downstream re-checks what this module checked.
 
@@ -12,14 +12,19 @@ axis, like a key of ``on_load_failure.retry_with``, names a server key (``draft_
 
 from __future__ import annotations
 
-import copy
 import re
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from orchestrate.errors import ScenarioError
+from orchestrate.keypaths import MISSING, Origin, get_path, merge_sections, put_path
+from orchestrate.loadmodes import MODE_KEYS, StageSpec, hide_stages, with_load_modes
+from orchestrate.loadmodes import settings as mode_settings
 from orchestrate.matrix import Combination, expand_matrix
+from orchestrate.replay import REPLAY_KEYS, hide_think_time, parse_replay, replay_settings
+from orchestrate.slo import Slo, parse_slo
+from orchestrate.sweep import SWEEP_SETTINGS, Sweep, extract_sweep
 from orchestrate.yamlsource import Checker, read_yaml
 
 LAUNCHER_KINDS = ("embedded", "process", "docker", "external")
@@ -28,14 +33,15 @@ LAUNCHER_KINDS = ("embedded", "process", "docker", "external")
 SERVER_KEYS = {"launcher", "model", "draft_model", "flags", "ready_timeout_s", "url", "binary", "image",
                "docker", "host", "port"}
 LOAD_KEYS = {"dataset", "users", "spawn_rate", "num_prompts", "max_seconds", "max_tokens", "seed",
-             "sampling", "cache_prompt", "read_timeout_s"}
+             "sampling", "cache_prompt", "read_timeout_s", *SWEEP_SETTINGS, *MODE_KEYS,
+             *REPLAY_KEYS}
 SAMPLING_KEYS = {"min_prompt_tokens", "min_output_tokens", "max_prompt_tokens", "max_total_tokens",
                  "fixed_output_tokens"}
 DEFAULT_IMAGE = "ghcr.io/ggml-org/llama.cpp:server-cuda"
 """llama.cpp's CUDA server image (entrypoint ``llama-server``), the reference study's."""
 
-TOP_KEYS = {"name", "description", "server", "load", "variants", "matrix", "on_load_failure"}
-VARIANT_KEYS = {"name", "server", "load", "on_load_failure"}
+TOP_KEYS = {"name", "description", "server", "load", "variants", "matrix", "on_load_failure", "slo"}
+VARIANT_KEYS = {"name", "server", "load", "on_load_failure", "slo"}
 FAILURE_KEYS = {"retry_with"}
 SETTING_LOAD_KEYS = ("dataset", "users", "spawn_rate", "num_prompts", "max_seconds", "max_tokens", "seed",
                      "cache_prompt")
@@ -84,6 +90,19 @@ class LoadSpec:
     sampling: dict[str, int | None] = field(default_factory=dict)
     cache_prompt: bool = True
     read_timeout_s: float = 600.0
+    rate: float | None = None
+    """Open loop: requests/s on a schedule fixed in advance; ``users`` is then the cap in flight (``loadmodes.py``)."""
+    arrival: str = "poisson"
+    burstiness: float = 1.0
+    late_ms: float = 10.0
+    stages: tuple[StageSpec, ...] = ()
+    """Ramp stages instead of fixed users (``users`` is then the largest stage's)."""
+    mode: str = "single"
+    """``multi_turn``: each user plays one conversation turn by turn (``replay.py``); ``num_prompts``
+    then counts conversations."""
+    history: str = "dataset"
+    think_time_s: float | tuple[float, float] = 0.0
+    max_turns: int | None = None
 
 
 def _set_target(key: str) -> tuple[str, ...]:
@@ -111,6 +130,11 @@ class Variant:
     load: LoadSpec
     retry_with: dict[str, Any] | None = None
     """``on_load_failure.retry_with``: server keys or flags to change for one more try after a failed load."""
+    sweep: Sweep | None = None
+    """A load key listing values: ``load`` is the first step, ``steps`` every step (``sweep.py``)."""
+    steps: tuple[LoadSpec, ...] = ()
+    slo: Slo | None = None
+    """``slo:`` limits goodput is judged by (``orchestrate.slo``); not a setting: they change no measurement."""
 
     def retry_description(self) -> str:
         """``flash-attn=off`` for the retry rule (YAML booleans of on/off flags shown as on/off)."""
@@ -128,7 +152,7 @@ class Variant:
             if key not in SERVER_KEYS:
                 flags[key] = value
             elif isinstance(value, dict):
-                fields[key] = _merge(getattr(self.server, key), value)
+                fields[key] = merge_sections(getattr(self.server, key), value)
             else:
                 fields[key] = value
         return replace(self, server=replace(self.server, **{"flags": flags, **fields}), retry_with=None)
@@ -151,8 +175,13 @@ class Variant:
             out["server.binary"] = server.binary
         elif server.launcher == "external":
             out["server.url"] = server.url
-        out.update({f"server.flags.{flag}": value for flag, value in _on_off(server.flags).items()})
+        from orchestrate.flags import canonical_flag  # flags.py imports this module
+        out.update({f"server.flags.{canonical_flag(flag)}": value for flag, value in _on_off(server.flags).items()})
         out.update({f"load.{key}": getattr(load, key) for key in SETTING_LOAD_KEYS})
+        out.update(mode_settings(load))  # rate or stages, when set
+        out.update(replay_settings(load))  # multi_turn's keys, when set
+        if self.sweep is not None:  # the swept key is all of its values: variants compare step by step
+            out[f"load.{self.sweep.key}"] = list(self.sweep.values)
         defaults = SamplingConfig()
         for key in sorted(SAMPLING_KEYS):
             value = load.sampling.get(key)
@@ -175,56 +204,15 @@ class Scenario:
     def with_overrides(self, server: dict[str, Any] | None = None,
                        load: dict[str, Any] | None = None) -> "Scenario":
         """Apply command-line overrides (``--url``, ``--users`` …) to every variant."""
-        variants = tuple(replace(v, server=replace(v.server, **(server or {})),
-                                 load=replace(v.load, **(load or {}))) for v in self.variants)
+        load = load or {}
+        variants = tuple(replace(v, server=replace(v.server, **(server or {})), load=replace(v.load, **load),
+                                 **({"sweep": None, "steps": ()} if v.sweep and v.sweep.key in load else
+                                    {"steps": tuple(replace(step, **load) for step in v.steps)}))
+                         for v in self.variants)  # overriding the swept key runs that one value
         return replace(self, variants=variants)
 
 
-def _merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
-    merged = copy.deepcopy(base)
-    for key, value in override.items():
-        if isinstance(value, dict) and isinstance(merged.get(key), dict):
-            merged[key] = _merge(merged[key], value)
-        else:
-            merged[key] = copy.deepcopy(value)
-    return merged
-
-
-_MISSING = object()
-
-
-class _Origin:
-    """Key path of a merged setting: the variant's own section when it sets the key, else the top level's.
-
-    Errors must point at the line that holds the bad value, not at the variant that inherited it.
-    """
-
-    def __init__(self, variant: Any, variant_at: tuple[Any, ...], top: Any, top_at: tuple[Any, ...],
-                 overrides: dict[tuple[Any, ...], tuple[Any, ...]] | None = None) -> None:
-        self.sections = ((variant, variant_at), (top, top_at))
-        self.overrides = overrides or {}
-        """Keys set by a matrix axis or a retry rule → the key path of the value that set them."""
-
-    def also(self, overrides: dict[tuple[Any, ...], tuple[Any, ...]]) -> "_Origin":
-        """The same origin with more keys set elsewhere (a retry rule over a matrix combination)."""
-        (variant, variant_at), (top, top_at) = self.sections
-        return _Origin(variant, variant_at, top, top_at, {**self.overrides, **overrides})
-
-    def __call__(self, *keys: Any) -> tuple[Any, ...]:
-        for set_keys, at in self.overrides.items():
-            if keys[:len(set_keys)] == set_keys:
-                return at + keys[len(set_keys):]
-        for section, prefix in self.sections:
-            node = section
-            for key in keys:
-                node = node.get(key, _MISSING) if isinstance(node, dict) else _MISSING
-            if section and node is not _MISSING:
-                return prefix + keys
-        (variant, variant_at), (_, top_at) = self.sections
-        return (variant_at if variant else top_at) + keys
-
-
-def _server(check: Checker, raw: dict[str, Any], at: _Origin) -> ServerSpec:
+def _server(check: Checker, raw: dict[str, Any], at: Origin) -> ServerSpec:
     launcher = raw.get("launcher", "embedded")
     if launcher not in LAUNCHER_KINDS:
         raise check.fail(at("launcher"), f"unknown launcher {launcher!r}; available: {', '.join(LAUNCHER_KINDS)}")
@@ -251,7 +239,7 @@ def _server(check: Checker, raw: dict[str, Any], at: _Origin) -> ServerSpec:
                                                    at("ready_timeout_s"), float, 0.1))
 
 
-def _load(check: Checker, raw: dict[str, Any], at: _Origin) -> LoadSpec:
+def _load(check: Checker, raw: dict[str, Any], at: Origin) -> LoadSpec:
     sampling = check.mapping(raw.get("sampling"), at("sampling"), SAMPLING_KEYS)
     for key, value in sampling.items():
         check.number(value, at("sampling", key), int, 0, optional=True)
@@ -263,26 +251,15 @@ def _load(check: Checker, raw: dict[str, Any], at: _Origin) -> LoadSpec:
     if not isinstance(cache_prompt, bool):
         raise check.fail(at("cache_prompt"), f"must be true or false, got {cache_prompt!r}")
     n = check.number
-    return LoadSpec(dataset=dataset, users=n(raw.get("users", 32), at("users"), int, 1),
+    return with_load_modes(check, raw, at, LoadSpec(dataset=dataset, users=n(raw.get("users", 32), at("users"), int, 1),
                     spawn_rate=n(raw.get("spawn_rate", raw.get("users", 32)), at("spawn_rate"), float, 0.01),
                     num_prompts=n(raw.get("num_prompts", 1000), at("num_prompts"), int, 1),
                     max_seconds=n(raw.get("max_seconds"), at("max_seconds"), float, 1, optional=True),
                     max_tokens=n(raw.get("max_tokens", 256), at("max_tokens"), int, 1),
                     seed=n(raw.get("seed", 0), at("seed"), int, 0),
                     sampling=dict(sampling), cache_prompt=cache_prompt,
-                    read_timeout_s=n(raw.get("read_timeout_s", 600.0), at("read_timeout_s"), float, 0.1))
-
-
-def _get(section: Any, keys: tuple[Any, ...]) -> Any:
-    for key in keys:
-        section = section.get(key, _MISSING) if isinstance(section, dict) else _MISSING
-    return section
-
-
-def _put(section: dict[str, Any], keys: tuple[str, ...], value: Any) -> None:
-    for key in keys[:-1]:
-        section = section.setdefault(key, {})
-    section[keys[-1]] = value
+                    read_timeout_s=n(raw.get("read_timeout_s", 600.0), at("read_timeout_s"), float, 0.1),
+                    **parse_replay(check, raw, at)))
 
 
 def _target(check: Checker, key: Any, at: tuple[Any, ...]) -> tuple[str, ...]:
@@ -366,29 +343,32 @@ def _variant(check: Checker, name: str, top: dict[str, Any], item: dict[str, Any
     sets: dict[str, dict[str, Any]] = {"server": {}, "load": {}}
     origins: dict[str, dict[tuple[Any, ...], tuple[Any, ...]]] = {"server": {}, "load": {}}
     for to, (value, value_at) in combo.values.items():
-        if _get(item.get(to[0]), to[1:]) is not _MISSING:
+        if get_path(item.get(to[0]), to[1:]) is not MISSING:
             axis = ".".join(map(str, value_at[:2]))
             raise check.fail(at + to, f"is also a matrix axis ({axis}); set it in one place")
-        _put(sets[to[0]], to[1:], value)
+        put_path(sets[to[0]], to[1:], value)
         origins[to[0]][to[1:]] = value_at
-    server_raw = _merge(_merge(check.mapping(top.get("server"), ("server",), SERVER_KEYS), item.get("server") or {}),
+    server_raw = merge_sections(merge_sections(check.mapping(top.get("server"), ("server",), SERVER_KEYS), item.get("server") or {}),
                         sets["server"])
-    load_raw = _merge(_merge(check.mapping(top.get("load"), ("load",), LOAD_KEYS), item.get("load") or {}),
+    load_raw = merge_sections(merge_sections(check.mapping(top.get("load"), ("load",), LOAD_KEYS), item.get("load") or {}),
                       sets["load"])
-    server_at = _Origin(item.get("server"), at + ("server",), top.get("server"), ("server",), origins["server"])
-    load_at = _Origin(item.get("load"), at + ("load",), top.get("load"), ("load",), origins["load"])
+    server_at = Origin(item.get("server"), at + ("server",), top.get("server"), ("server",), origins["server"])
+    load_at = Origin(item.get("load"), at + ("load",), top.get("load"), ("load",), origins["load"])
     server = _server(check, server_raw, server_at)
     retry_with = None
     if rule:  # validate the server as it would be retried, errors pointing at the rule's values
         retry_raw: dict[str, Any] = {}
         for key, (to, value) in rule.items():
-            _put(retry_raw, to[1:], value)
-        retried = _server(check, _merge(server_raw, retry_raw),
+            put_path(retry_raw, to[1:], value)
+        retried = _server(check, merge_sections(server_raw, retry_raw),
                           server_at.also({to[1:]: rule_at + (key,) for key, (to, _) in rule.items()}))
         if replace(retried, flags=_on_off(retried.flags)) != replace(server, flags=_on_off(server.flags)):
             # a rule that changes nothing (flash-attn: off on an fa-off variant) is no rule
             retry_with = {key: getattr(retried, key) if key in SERVER_KEYS else retried.flags[key] for key in rule}
-    return Variant(name, server, _load(check, load_raw, load_at), retry_with)
+    first, sweep, steps = extract_sweep(check, hide_stages(hide_think_time(load_raw)), load_at)
+    return Variant(name, server, _load(check, first, load_at), retry_with, sweep,
+                   tuple(_load(check, step, load_at) for step in steps),
+                   slo=parse_slo(check, top.get("slo"), ("slo",), item.get("slo"), at + ("slo",)))
 
 
 def load_scenario(path: Path) -> Scenario:

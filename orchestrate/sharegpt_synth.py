@@ -108,7 +108,7 @@ def _shape(rng: random.Random) -> str:
     return "ordinary"
 
 
-def _conversation(rng: random.Random, conv_id: str) -> dict[str, Any]:
+def _conversation(rng: random.Random, conv_id: str, multi_turn_rate: float = MULTI_TURN_RATE) -> dict[str, Any]:
     shape = _shape(rng)
     prompt, reply = _lengths(rng)
     if shape == "tiny_prompt":
@@ -121,7 +121,7 @@ def _conversation(rng: random.Random, conv_id: str) -> dict[str, Any]:
         prompt = rng.randint(900, 1000)
         reply = rng.randint(2060 - prompt, 1250)
     turns = [("human", prompt), ("gpt", reply)]
-    if shape != "single_turn" and rng.random() < MULTI_TURN_RATE:
+    if shape != "single_turn" and rng.random() < multi_turn_rate:
         for k in range(rng.randint(4, 8) - 2):
             more_prompt, more_reply = _lengths(rng)
             turns.append(("human", more_prompt) if k % 2 == 0 else ("gpt", more_reply))
@@ -138,8 +138,13 @@ def _conversation(rng: random.Random, conv_id: str) -> dict[str, Any]:
             "conversations": [{"from": role, "value": _text(rng, n)} for role, n in turns]}
 
 
-def generate_sharegpt(n_conversations: int, seed: int = 0) -> list[dict[str, Any]]:
-    """``n_conversations`` ShareGPT V3 entries (``{"id", "conversations"}``), the same per seed."""
+def generate_sharegpt(n_conversations: int, seed: int = 0, multi_turn_rate: float = MULTI_TURN_RATE
+                      ) -> list[dict[str, Any]]:
+    """``n_conversations`` ShareGPT V3 entries (``{"id", "conversations"}``), the same per seed.
+
+    ``multi_turn_rate``: the share of conversations that go on past the opening pair (4-8 turns in
+    all); 1.0 makes a file for multi-turn replay.
+    """
     if n_conversations < 0:
         raise ValueError(f"n_conversations must be >= 0, got {n_conversations}")
     rng = random.Random(seed)
@@ -150,14 +155,15 @@ def generate_sharegpt(n_conversations: int, seed: int = 0) -> list[dict[str, Any
         while conv_id in seen:
             conv_id = "".join(rng.choices(_ID_CHARS, k=7))
         seen.add(conv_id)
-        data.append(_conversation(rng, f"{conv_id}_{rng.choice((0, 0, 0, 1, 2))}"))
+        data.append(_conversation(rng, f"{conv_id}_{rng.choice((0, 0, 0, 1, 2))}", multi_turn_rate))
     return data
 
 
-def write_sharegpt(path: Path, n_conversations: int, seed: int = 0) -> Path:
+def write_sharegpt(path: Path, n_conversations: int, seed: int = 0, multi_turn_rate: float = MULTI_TURN_RATE
+                   ) -> Path:
     """Write a generated file (UTF-8, indent 2, like the real one); byte-identical per seed."""
     path = Path(path)
-    text = json.dumps(generate_sharegpt(n_conversations, seed), ensure_ascii=False, indent=2)
+    text = json.dumps(generate_sharegpt(n_conversations, seed, multi_turn_rate), ensure_ascii=False, indent=2)
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "w", encoding="utf-8", newline="\n") as f:
         f.write(text + "\n")
@@ -171,10 +177,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("out", type=Path, help="output JSON path")
     parser.add_argument("--conversations", type=int, default=2000, help="how many (default 2000)")
     parser.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    parser.add_argument("--multi-turn-rate", type=float, default=MULTI_TURN_RATE,
+                        help=f"share of conversations past the opening pair (default {MULTI_TURN_RATE}; "
+                        "1 for multi-turn replay)")
     args = parser.parse_args(argv)
     if args.conversations < 0:
         parser.error("--conversations must be >= 0")
-    path = write_sharegpt(args.out, args.conversations, args.seed)
+    if not 0 <= args.multi_turn_rate <= 1:
+        parser.error("--multi-turn-rate must be between 0 and 1")
+    path = write_sharegpt(args.out, args.conversations, args.seed, args.multi_turn_rate)
     print(f"wrote {args.conversations} conversations to {path}")
     return 0
 

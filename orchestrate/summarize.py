@@ -84,6 +84,11 @@ def itl_stats(ok: pd.DataFrame) -> dict[str, float] | None:
     return weighted_stats(np.array(gaps), np.array(weights))
 
 
+def per_second(count: float, duration_s: float) -> float | None:
+    """A count over the measured window (``duration_s``): every throughput and goodput rate; None for no window."""
+    return count / duration_s if duration_s > 0 else None
+
+
 def _sum(df: pd.DataFrame, column: str) -> int | None:
     if column not in df or df[column].isna().all():
         return None
@@ -103,7 +108,7 @@ def summarize_records(df: pd.DataFrame) -> dict[str, Any]:
     duration = float(ends.max() - df["send_ts"].min())
     tokens = {"prompt": _sum(ok, "prompt_tokens") or 0, "cached": _sum(ok, "cached_tokens") or 0,
               "output": _sum(ok, "output_tokens") or 0}
-    per_s = (lambda n: n / duration if duration > 0 else None)
+    per_s = (lambda n: per_second(n, duration))
     chunks = _sum(ok, "n_chunks")
     summary: dict[str, Any] = {
         "requests": {"sent": int(len(df)), "completed": int(len(ok)), "errors": int(len(errors)),

@@ -69,6 +69,16 @@ def tiny_draft_spec(spec: TinyModelSpec = TinyModelSpec()) -> TinyModelSpec:
     return dataclasses.replace(spec, n_layer=1)
 
 
+DEEP = TinyModelSpec(n_layer=16, n_ff=4096)
+"""``tiny-deep``: the same vocabulary, embeddings, output and first layers as ``tiny``, 16 layers with
+wide feed-forwards (about 50 MB): decoding it is bound by reading its weights, as a real model's is,
+so its 1-layer draft (``tiny-deep-draft``, which mostly agrees with it) pays off at low concurrency
+and stops paying off as batching amortizes those reads (``scenarios/demo-sweep.yaml``)."""
+MODELS = {"tiny": TinyModelSpec(), "tiny-draft": tiny_draft_spec(),
+          "tiny-deep": DEEP, "tiny-deep-draft": tiny_draft_spec(DEEP)}
+"""The generated models a scenario can name."""
+
+
 def build_vocab(n_words: int) -> tuple[list[str], list[float], list[int], list[int]]:
     """Tokens, scores, types and the ids of whole-word tokens (in ``pseudo_words`` order)."""
     tokens = [text for text, _ in SPECIALS]

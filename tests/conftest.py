@@ -24,6 +24,15 @@ from orchestrate.launchers.embedded import EmbeddedConfig, EmbeddedLauncher
 from orchestrate.tinymodel import tiny_draft_spec, tiny_model_path
 
 
+@pytest.fixture
+def fresh_dataset_cache() -> Iterator[None]:
+    """No dataset index left over from another test (``load_sharegpt`` caches per process)."""
+    from locustfiles.dataset import clear_cache
+    clear_cache()
+    yield
+    clear_cache()
+
+
 @pytest.fixture(scope="session")
 def tiny_model() -> Path:
     """The cached tiny GGUF (built on first use under ``$TOKENSWARM_CACHE`` or ~/.cache)."""

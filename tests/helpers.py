@@ -5,10 +5,39 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import textwrap
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
+
+from orchestrate.errors import ScenarioError
+from orchestrate.scenario import Scenario, parse_scenario
+
+SCENARIO_PATH = Path("study.yaml")
+"""The file name parsed test scenarios pretend to come from (errors start ``study.yaml:LINE``)."""
+
+
+def parse_text(text: str) -> Scenario:
+    """A scenario from (indented) test text, as if read from ``study.yaml``."""
+    return parse_scenario(textwrap.dedent(text), SCENARIO_PATH)
+
+
+def scenario_error(text: str) -> str:
+    """The error ``text`` gets; fails the test unless it is one line."""
+    with pytest.raises(ScenarioError) as info:
+        parse_text(text)
+    message = str(info.value)
+    assert "\n" not in message
+    return message
+
+
+def write_file(tmp_path: Path, content: str | bytes, name: str = "d.json") -> Path:
+    """``content`` (text as UTF-8) in ``tmp_path/name``."""
+    path = tmp_path / name
+    path.write_bytes(content if isinstance(content, bytes) else content.encode("utf-8"))
+    return path
 
 
 def write_scenario(tmp_path: Path, server: dict[str, Any] | None = None, load: dict[str, Any] | None = None,

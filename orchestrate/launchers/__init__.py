@@ -17,12 +17,10 @@ from orchestrate.launchers.base import LOCAL_HOSTS, Launcher
 from orchestrate.scenario import ServerSpec
 
 def resolve_model(name: str, build: bool = True) -> str:
-    """``tiny``/``tiny-draft`` → the generated GGUF (built once, cached, unless ``build`` is False);
-    anything else is a path."""
-    if name in ("tiny", "tiny-draft"):
-        from orchestrate.tinymodel import TinyModelSpec, tiny_draft_spec, tiny_model_path
-        return str(tiny_model_path(TinyModelSpec() if name == "tiny" else tiny_draft_spec(), build=build))
-    return name
+    """``tiny``, ``tiny-draft``, ``tiny-deep``, ``tiny-deep-draft`` → the generated GGUF (built once,
+    cached, unless ``build`` is False); anything else is a path."""
+    from orchestrate.tinymodel import MODELS, tiny_model_path
+    return str(tiny_model_path(MODELS[name], build=build)) if name in MODELS else name
 
 
 def embedded_config(spec: ServerSpec, model: str, draft_model: str | None) -> Any:

@@ -58,6 +58,8 @@ def test_exact_counts_tokens_and_locust_agreement(tmp_path: Path) -> None:
         assert (variant / name).exists(), name
     assert "15/15 done, 0 errors" in (variant / "summary.md").read_text()
     assert "15/15 done, 0 errors" in proc.stdout
+    bench = json.loads((variant / "vllm_bench.json").read_text())  # vllm bench serve's --save-result JSON
+    assert (bench["completed"], bench["total_output_tokens"]) == (15, summary["tokens"]["output"])
 
 
 def test_more_users_than_prompts_sends_exactly_n(tmp_path: Path) -> None:

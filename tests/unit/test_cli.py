@@ -160,6 +160,25 @@ def test_report_rebuilds_a_summary_from_files(tmp_path: Path, capsys, monkeypatc
     assert paths.summary_md.exists()
 
 
+def test_report_keeps_the_slo_and_judges_goodput_again(tmp_path: Path, monkeypatch):
+    monkeypatch.setattr(orchestrate.report, "plot", lambda *args: None)
+    run = tmp_path / "20260101T000000Z-demo"
+    paths = VariantPaths.create(run, "base")
+    paths.server_json.write_text(json.dumps({"status": "completed"}))
+    paths.summary_json.write_text(json.dumps({"scenario": "demo", "status": "completed",
+                                              "slo": {"tpot_ms": 100.0, "e2e_ms": 999.0}}))
+    # send 1000.0 and 1001.5, E2E 1000 and 500 ms: the first is over E2E 999; window 1000.0 → 1002.0 = 2.0 s
+    records = [RequestRecord(request_id=f"local-{i}", prompt_index=i, worker="local", send_ts=send, ttft_ms=100.0,
+                             e2e_ms=e2e, tpot_ms=100.0, output_tokens=10)
+               for i, (send, e2e) in enumerate(((1000.0, 1000.0), (1001.5, 500.0)))]
+    paths.records.write_text("".join(json.dumps(asdict(r)) + "\n" for r in records))
+    assert main(["report", str(run)]) == 0
+    summary = json.loads(paths.summary_json.read_text())
+    assert summary["slo"] == {"tpot_ms": 100.0, "e2e_ms": 999.0}
+    assert summary["goodput"]["requests_meeting"] == 1 and summary["goodput"]["requests_per_s"] == 0.5
+    assert summary["goodput"]["missed_by"] == {"tpot_ms": 0, "e2e_ms": 1, "error": 0, "cancelled": 0}
+
+
 # --- plan: the exact server of each variant, nothing started ------------------------------------
 
 PLAN = """\

@@ -243,3 +243,31 @@ def test_peak_memory_below_a_gib_is_shown_in_mib(tmp_path: Path):
     md = write_comparison([write_run(tmp_path / "run", {"a": small, "b": no_memory})]).read_text()
     assert "| 145 MiB (process_tree) |" in md
     assert "| b | completed | 100 / 0 | 800.0 | 320.0 | 125 ms | 250 ms | 25 ms | 50 ms | – | – |" in md
+
+
+def test_goodput_lines_and_ratio_only_under_one_slo(tmp_path: Path):
+    slo = {"ttft_ms": 2000.0, "tpot_ms": 100.0}
+
+    def good(n: int, rps: float, tok_s: float, limits: dict[str, float] = slo) -> dict[str, Any]:
+        return {"slo": limits, "requests_meeting": n, "share": n / 100, "requests_per_s": rps,
+                "output_tokens_per_s": tok_s, "missed_by": {}}
+
+    run = write_run(tmp_path / "run", {
+        "on": summary("on", None, 400.0, 1000.0, 100.0, 20.0, goodput=good(80, 2.0, 300.0)),
+        "off": summary("off", None, 320.0, 800.0, 125.0, 25.0, goodput=good(60, 1.5, 240.0)),
+        "other-slo": summary("on", DRAFT, 500.0, 1100.0, 110.0, 16.0, goodput=good(90, 3.0, 400.0, {"e2e_ms": 1.0})),
+        "no-slo": summary("off", DRAFT, 288.0, 880.0, 137.5, 27.5)})
+    data = compare(read_variants([run]))
+    fa, fa_draft = data["effects"]["server.flags.flash-attn"]
+    assert (fa["a"], fa["b"], fa_draft["a"], fa_draft["b"]) == ("on", "off", "other-slo", "no-slo")
+    assert fa["ratios"]["goodput_rps"] == pytest.approx(0.75)  # 1.5 / 2.0 req/s, same SLO
+    assert "goodput_rps" not in fa_draft["ratios"]  # one of them judged no goodput
+    (draft_on,) = [e for e in data["effects"]["server.draft_model"] if e["with"]["server.flags.flash-attn"] == "on"]
+    assert "goodput_rps" not in draft_on["ratios"]  # other SLO: not comparable
+    lines = write_comparison([run]).read_text().splitlines()
+    assert "## Goodput (requests within the SLO; ratios only between variants under the same SLO)" in lines
+    assert "- on: 80 met TTFT ≤ 2.0 s, TPOT ≤ 100 ms (80.0 % of sent), 2.00 req/s, 300.0 output tok/s" in lines
+    assert "- other-slo: 90 met E2E ≤ 1.00 ms (90.0 % of sent), 3.00 req/s, 400.0 output tok/s" in lines
+    assert not any(line.startswith("- no-slo:") for line in lines)
+    assert any(line.startswith("- **server.flags.flash-attn** on → off:") and "goodput ×0.75" in line
+               for line in lines)

@@ -11,8 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from locustfiles.dataset import (DROP_RULES, DatasetError, Prompt, SamplingConfig, clear_cache,
+from locustfiles.dataset import (DROP_RULES, DatasetError, Prompt, SamplingConfig,
                                  estimate_tokens, load_sharegpt, sample_prompts)
+from tests.helpers import write_file as write
 
 
 def words(texts: list[str]) -> list[int]:
@@ -214,16 +215,8 @@ def test_prompt_from_json_errors(line: str, match: str) -> None:
 # --- loader ------------------------------------------------------------------------------------
 
 @pytest.fixture(autouse=True)
-def _fresh_cache():
-    clear_cache()
-    yield
-    clear_cache()
-
-
-def write(tmp_path: Path, content: str | bytes, name: str = "d.json") -> Path:
-    path = tmp_path / name
-    path.write_bytes(content if isinstance(content, bytes) else content.encode("utf-8"))
-    return path
+def _fresh_cache(fresh_dataset_cache: None) -> None:
+    """Every test indexes its files anew (``tests/conftest.py``)."""
 
 
 def test_load_valid_and_cached(tmp_path: Path) -> None:

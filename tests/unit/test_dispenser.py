@@ -140,3 +140,20 @@ def test_in_flight_counts_handed_out_minus_finished():
     assert dispenser.in_flight == 2
     dispenser.done()
     assert (dispenser.handed_out, dispenser.finished, dispenser.in_flight) == (2, 1, 1)
+
+
+def test_a_conversation_counts_one_request_per_turn():
+    turns = ((10, 4), (30, 4), (50, 4))
+    conversation = Prompt(index=0, conversation_id="c", messages=({"role": "user", "content": "q"},) * 5,
+                          prompt_tokens=50, output_tokens=4, turns=turns)
+    drained = Drained()
+    dispenser = PromptDispenser([conversation, *prompts(2)[1:]], 0, drained)
+    assert dispenser.take() is conversation and dispenser.in_flight == 3
+    assert dispenser.take() is not None and dispenser.take() is None
+    for _ in range(3):  # the conversation's turns and the single prompt: not yet every request
+        dispenser.done()
+    settle()
+    assert drained.calls == 0 and dispenser.in_flight == 1
+    dispenser.done()
+    settle()
+    assert drained.calls == 1

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import textwrap
 from pathlib import Path
 
 import pytest
@@ -14,8 +13,9 @@ from hypothesis import strategies as st
 from orchestrate.errors import ScenarioError, TokenswarmError
 from orchestrate.scenario import (LAUNCHER_KINDS, LOAD_KEYS, SAMPLING_KEYS, SERVER_KEYS, TOP_KEYS, VARIANT_KEYS,
                                   LoadSpec, Scenario, ServerSpec, load_scenario, parse_scenario)
+from tests.helpers import SCENARIO_PATH, parse_text as parse, scenario_error as error_of
 
-PATH = Path("study.yaml")
+PATH = SCENARIO_PATH
 
 FA_STUDY = """\
 name: fa-study
@@ -46,16 +46,6 @@ variants:
 """
 
 
-def parse(text: str) -> Scenario:
-    return parse_scenario(textwrap.dedent(text), PATH)
-
-
-def error_of(text: str) -> str:
-    with pytest.raises(ScenarioError) as info:
-        parse(text)
-    message = str(info.value)
-    assert "\n" not in message
-    return message
 
 
 # --- valid scenarios ----------------------------------------------------------------------------
@@ -158,15 +148,16 @@ def test_demo_scenario_is_valid():
     pytest.param("""\
         name: x
         foo: 1
-     """, "study.yaml:2 foo: unknown key; allowed: description, load, matrix, name, on_load_failure, server, variants",
+     """, "study.yaml:2 foo: unknown key; allowed: description, load, matrix, name, on_load_failure, server, slo, variants",
      id="unknown_top_key"),
     pytest.param("""\
         name: x
         load:
           users: 2
           bogus: 3
-     """, "study.yaml:4 load.bogus: unknown key; allowed: cache_prompt, dataset, max_seconds, max_tokens, "
-          "num_prompts, read_timeout_s, sampling, seed, spawn_rate, users",
+     """, "study.yaml:4 load.bogus: unknown key; allowed: arrival, burstiness, cache_prompt, dataset, history, "
+          "late_ms, max_seconds, max_tokens, max_turns, mode, num_prompts, rate, read_timeout_s, sampling, seed, "
+          "settle_s, spawn_rate, stages, think_time_s, users, warmup_prompts",
      id="unknown_load_key"),
     pytest.param("""\
         name: x
@@ -275,7 +266,7 @@ def test_demo_scenario_is_valid():
      """, "study.yaml:2 load.spawn_rate: must be a number, got '1e400'", id="yaml_1e400_is_a_string"),
     pytest.param("""\
         "foo\\nbar": 1
-     """, "study.yaml:1 'foo\\nbar': unknown key; allowed: description, load, matrix, name, on_load_failure, server, variants",
+     """, "study.yaml:1 'foo\\nbar': unknown key; allowed: description, load, matrix, name, on_load_failure, server, slo, variants",
      id="key_with_newline_is_quoted"),
     pytest.param("""\
         - 1
@@ -454,6 +445,18 @@ def test_matrix_times_listed_variants():
     # YAML's boolean and the string "off" are the same setting
     assert scenario.variants[0].settings()["server.flags.flash-attn"] == "on"
     assert scenario.variants[1].settings()["server.flags.flash-attn"] == "off"
+
+
+def test_short_and_long_flag_names_are_one_setting():
+    scenario = parse("""\
+        variants:
+          - name: short
+            server: {flags: {fa: off, np: 32, c: 65536}}
+          - name: long
+            server: {flags: {flash-attn: off, parallel: 32, ctx-size: 65536}}
+    """)
+    short, long = (v.settings() for v in scenario.variants)
+    assert short == long and short["server.flags.flash-attn"] == "off"
 
 
 def test_mapping_valued_axis_names_its_values():
@@ -651,7 +654,7 @@ def test_settings_of_a_docker_variant_leave_out_what_does_not_define_the_experim
     assert variant.settings() == {
         "server.launcher": "docker", "server.model": "/models/m.gguf", "server.draft_model": None,
         "server.image": "llama:full-cuda", "server.docker.gpus": [0, 1],
-        "server.flags.fa": "off", "server.flags.cont-batching": True,
+        "server.flags.flash-attn": "off", "server.flags.cont-batching": True,
         "load.dataset": "synthetic", "load.users": 32, "load.spawn_rate": 32.0, "load.num_prompts": 1000,
         "load.max_seconds": 900.0, "load.max_tokens": 256, "load.seed": 0, "load.cache_prompt": True,
         **SAMPLING_DEFAULTS, "load.sampling.max_prompt_tokens": 512}

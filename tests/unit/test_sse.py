@@ -140,3 +140,14 @@ def test_a_503_while_loading_is_a_class_of_its_own():
     busy = json.dumps({"error": {"code": 503, "message": "no slot available", "type": "unavailable_error"}})
     assert classify_http_error(503, loading.encode())[0] == "http_503:loading_model"
     assert classify_http_error(503, busy.encode())[0] == "http_503:unavailable_error"
+
+
+def test_reply_text_is_collected_only_when_asked():
+    lines = [ROLE, chunk("Hello"), chunk(""), chunk(" world"), b'data: {"choices":[{"index":0,"delta":'
+             b'{"reasoning_content":"hmm"},"finish_reason":null}]}\n', chunk(finish="length"), b"data: [DONE]\n"]
+    recv, clock = reader(lines)
+    assert read_stream(recv, clock).content is None  # off by default: the per-chunk path keeps nothing
+    recv, clock = reader(lines)
+    result = read_stream(recv, clock, collect_text=True)
+    assert result.content == ["Hello", " world"] and result.text == "Hello world"  # reasoning is not the reply
+    assert len(result.content_times) == 3

@@ -1,0 +1,50 @@
+"""A sweep against the real embedded server: one server start per variant, a warm-up left out of
+every figure, a folder per step, and the drafter's speedup step by step in the comparison."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.helpers import read_jsonl, tokenswarm_run, write_scenario
+
+pytestmark = pytest.mark.integration
+
+
+def test_users_sweep_with_and_without_a_drafter(tmp_path, tiny_model, tiny_draft_model):
+    scenario = write_scenario(
+        tmp_path, load={"users": [1, 3], "num_prompts": 6, "max_tokens": 12, "warmup_prompts": 3,
+                        "settle_s": 0.2},
+        variants=[{"name": "base"}, {"name": "drafter", "server": {"draft_model": "tiny-draft"}}])
+    proc, run = tokenswarm_run(tmp_path, scenario)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    for name in ("base", "drafter"):
+        variant = run / name
+        summary = json.loads((variant / "summary.json").read_text())
+        assert summary["status"] == "completed", summary.get("error")
+        steps = summary["sweep"]["steps"]
+        assert [(s["value"], s["status"], s["completed"]) for s in steps] == [(1, "completed", 6), (3, "completed", 6)]
+        assert len(read_jsonl(variant / "steps" / "warmup" / "requests.jsonl")) == 3
+        records = read_jsonl(variant / "requests.jsonl")
+        assert len(records) == 12 and summary["requests"]["completed"] == 12  # the warm-up counts nowhere
+        # one server served every step, and its own counters saw exactly the steps' tokens: the
+        # warm-up ran before sampling began, and no step was served by a restarted server
+        assert summary["server_metrics"]["agrees_with_records"] is True, summary["server_metrics"]
+        assert (variant / "server.log").read_text().count("tokenswarm: embedded server listening on") == 1
+        for value in (1, 3):
+            step = json.loads((variant / "steps" / f"users-{value}" / "summary.json").read_text())
+            assert step["settings"]["load.users"] == value and step["step"] == {"key": "users", "value": value}
+            assert len(read_jsonl(variant / "steps" / f"users-{value}" / "prompts.jsonl")) == 6
+        assert "## Sweep over `users`" in (variant / "summary.md").read_text()
+        assert (variant / "sweep.png").stat().st_size > 10_000
+        prompts = {json.dumps(r["messages"]) for s in ("warmup", "users-1", "users-3")
+                   for r in read_jsonl(variant / "steps" / s / "prompts.jsonl")}
+        assert len(prompts) == 15  # no step replays another's prompts
+    compare = json.loads((run / "compare.json").read_text())
+    (effect,) = compare["effects"]["server.draft_model"]
+    assert [s["value"] for s in effect["sweep"]["steps"]] == [1, 3]
+    assert all(s["speedup"] is not None and s["speedup"] > 0 for s in effect["sweep"]["steps"])
+    text = (run / "compare.md").read_text()
+    assert "step by step" in text and "users" in text
+    assert (run / "compare_sweep.png").stat().st_size > 10_000
