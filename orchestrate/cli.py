@@ -237,14 +237,27 @@ def compare_main(args: argparse.Namespace) -> int:
 def add_worker_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--master-host", required=True, help="the host running `tokenswarm run ... --master`")
     p.add_argument("--master-port", type=_positive(int), default=5557)
+    p.add_argument("--once", action="store_true",
+                   help="serve one master and exit (default: serve each variant's and each step's master in turn)")
 
 
 def worker_main(args: argparse.Namespace) -> int:
-    """A load generator for a master elsewhere: the Locust side only (no dataset, no server, no Docker)."""
+    """A load generator for a master elsewhere: the Locust side only (no dataset, no server, no Docker).
+
+    The master of ``tokenswarm run --master`` quits after each variant (and each sweep step), and a
+    Locust worker quits with it; so this joins the next one, until Ctrl-C, a failure, or ``--once``.
+    A worker waits up to five minutes for a master to appear (Locust's connect retries).
+    """
     from orchestrate.loadrun import worker_command
     cmd = worker_command(args.master_host, args.master_port)
-    print("tokenswarm: " + " ".join(cmd[2:]), flush=True)
-    return subprocess.call(cmd)
+    served = 0
+    while True:
+        print("tokenswarm: " + " ".join(cmd[2:]) + (f"  (master {served + 1})" if not args.once else ""), flush=True)
+        code = subprocess.call(cmd)
+        served += 1
+        if code != 0 or args.once:
+            return code
+        print(f"tokenswarm: master {served} finished; waiting for the next one (Ctrl-C to stop)", flush=True)
 
 
 def add_serve_synthetic_arguments(p: argparse.ArgumentParser) -> None:

@@ -117,6 +117,8 @@ def run_variant(scenario_name: str, variant: Variant, paths: VariantPaths,
             print(f"[{variant.name}] {len(sample.prompts)} prompts ({sample.examined} examined, "
                   f"{sample.examined - len(sample.prompts)} dropped); {variant.load.users} users", flush=True)
             if variant.sweep is not None:
+                if ui is not None:
+                    print(f"[{variant.name}] a sweep runs headless, step by step: --ui is not used for it", flush=True)
                 run_warmup(result, url, swarm)  # before the sampler: the server's counters then match the steps
             with MetricsSampler(url, launcher, paths.metrics, session_factory=preflight_session):
                 if variant.sweep is None:

@@ -7,6 +7,7 @@ import hashlib
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tarfile
@@ -43,6 +44,28 @@ def tiny_model() -> Path:
 def tiny_draft_model() -> Path:
     """The cached 1-layer draft that llama.cpp accepts for the tiny model."""
     return tiny_model_path(tiny_draft_spec())
+
+
+@contextmanager
+def reference_server(folder: Path, *flags: str) -> Iterator[str]:
+    """``tokenswarm serve-synthetic`` with ``flags`` (truth file ``folder/truth.csv``); yields its URL.
+
+    Stopped with SIGINT on exit, which flushes the truth and writes its last line (requests,
+    connections, events, writes) to ``folder/server.log``.
+    """
+    folder.mkdir(parents=True, exist_ok=True)
+    with open(folder / "server.log", "w") as log:
+        proc = subprocess.Popen([sys.executable, "-m", "orchestrate.cli", "serve-synthetic", "--port", "0",
+                                 "--truth-file", str(folder / "truth.csv"), *flags],
+                                stdout=subprocess.PIPE, stderr=log, text=True)
+    assert proc.stdout is not None
+    line = proc.stdout.readline()
+    assert "listening on http://127.0.0.1:" in line, line
+    try:
+        yield line.split()[-1]
+    finally:
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(10) == 0
 
 
 @contextmanager

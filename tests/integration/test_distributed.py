@@ -74,3 +74,30 @@ def test_a_worker_killed_mid_run_is_reported_and_nothing_is_counted_twice(tmp_pa
     dead = ledger["lost_workers"][0]
     assert any(r["worker"] == f"w{dead}" for r in records)  # what it shipped before dying is kept
     assert any("went missing" in n for n in summary["notes"])
+
+
+def test_a_remote_worker_serves_every_variant_and_sweep_step(tmp_path: Path) -> None:
+    """`tokenswarm run --master` starts a master per variant and per sweep step; one `tokenswarm
+    worker` joins each in turn (a Locust worker quits with its master)."""
+    from orchestrate.launchers.base import free_port
+    port = free_port("127.0.0.1")
+    worker = subprocess.Popen([sys.executable, "-m", "orchestrate.cli", "worker", "--master-host", "127.0.0.1",
+                               "--master-port", str(port)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                              text=True)
+    try:
+        scenario = write_scenario(tmp_path, load={"users": 2, "num_prompts": 4, "max_tokens": 8},
+                                  variants=[{"name": "a"},
+                                            {"name": "b", "load": {"users": [1, 2], "warmup_prompts": 1,
+                                                                    "settle_s": 0.2}}])
+        proc, run = tokenswarm_run(tmp_path, scenario, "--master", "--expect-workers", "1",
+                                   "--master-bind-host", "127.0.0.1", "--master-bind-port", str(port))
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        for variant, sent in (("a", 4), ("b", 8)):
+            summary = json.loads((run / variant / "summary.json").read_text())
+            assert summary["status"] == "completed" and summary["requests"]["completed"] == sent
+            assert {r["worker"] for r in read_jsonl(run / variant / "requests.jsonl")} != {"local"}
+        assert worker.poll() is None  # still waiting for the next master
+    finally:
+        worker.terminate()
+        out, _ = worker.communicate(timeout=20)
+    assert out.count("finished; waiting for the next one") >= 4  # a, b's warm-up, b's two steps

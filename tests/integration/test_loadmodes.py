@@ -17,7 +17,7 @@ import pytest
 import yaml
 
 from tests.helpers import read_jsonl, tokenswarm_run
-from tests.integration.test_refserver import start
+from tests.conftest import reference_server
 
 pytestmark = pytest.mark.integration
 
@@ -26,7 +26,8 @@ REQUEST_S = 0.1 + 19 * 0.02
 
 @pytest.fixture
 def refserver(tmp_path: Path) -> Iterator[str]:
-    yield from start(tmp_path / "server", "--ttft-ms", "100", "--itl-ms", "20")
+    with reference_server(tmp_path / "server", "--ttft-ms", "100", "--itl-ms", "20") as url:
+        yield url
 
 
 def scenario(tmp_path: Path, **load: Any) -> Path:

@@ -19,30 +19,16 @@ from pathlib import Path
 import pytest
 import requests
 
+from tests.conftest import reference_server
 from tests.helpers import tokenswarm_run, write_scenario
 
 pytestmark = pytest.mark.integration
 
 
-def start(tmp_path: Path, *flags: str) -> Iterator[str]:
-    """The server's URL; after it stops, its last log line is in ``tmp_path/server.log``."""
-    tmp_path.mkdir(parents=True, exist_ok=True)
-    proc = subprocess.Popen([sys.executable, "-m", "orchestrate.cli", "serve-synthetic", "--port", "0",
-                             "--truth-file", str(tmp_path / "truth.csv"), *flags],
-                            stdout=subprocess.PIPE, stderr=open(tmp_path / "server.log", "w"), text=True)
-    assert proc.stdout is not None
-    line = proc.stdout.readline()
-    assert "listening on http://127.0.0.1:" in line, line
-    try:
-        yield line.split()[-1]
-    finally:
-        proc.send_signal(signal.SIGINT)
-        assert proc.wait(10) == 0
-
-
 @pytest.fixture
 def server(tmp_path: Path) -> Iterator[str]:
-    yield from start(tmp_path, "--ttft-ms", "50", "--itl-ms", "10")
+    with reference_server(tmp_path, "--ttft-ms", "50", "--itl-ms", "10") as url:
+        yield url
 
 
 def stream_times(url: str, rid: str, max_tokens: int) -> tuple[list[float], list[bytes]]:
@@ -96,11 +82,10 @@ def test_idle_timing_is_what_was_asked(server: str, tmp_path: Path) -> None:
 
 
 def test_truth_file_has_one_line_per_chunk(tmp_path: Path) -> None:
-    gen = start(tmp_path, "--ttft-ms", "5", "--itl-ms", "1", "--tokens-per-chunk", "3", "--jitter-ms", "0.5")
-    url = next(gen)
-    times, _ = stream_times(url, "r1", 10)
-    assert len(times) == 4  # 10 tokens in chunks of 3
-    next(gen, None)  # stop the server: the truth is flushed
+    with reference_server(tmp_path, "--ttft-ms", "5", "--itl-ms", "1", "--tokens-per-chunk", "3",
+                          "--jitter-ms", "0.5") as url:
+        times, _ = stream_times(url, "r1", 10)
+    assert len(times) == 4  # 10 tokens in chunks of 3; the server stopped: the truth is flushed
     rows = list(csv.DictReader(open(tmp_path / "truth.csv")))
     kinds = Counter(r["kind"] for r in rows if r["request_id"] == "r1")
     assert kinds == {"arrive": 1, "role": 1, "content": 4, "end": 1}
@@ -126,11 +111,10 @@ def served(log: Path) -> dict[str, int]:
 def test_connections_are_reused_and_reopened_when_the_server_closes_them(tmp_path: Path, close_after: int) -> None:
     """Streams read to their end leave the connection reusable; a server that closes it without
     warning after every response (as llama.cpp may) costs a reconnect, never an error."""
-    gen = start(tmp_path / "server", "--ttft-ms", "2", "--itl-ms", "1", "--close-after", str(close_after))
-    url = next(gen)
     scenario = write_scenario(tmp_path, load={"users": 4, "num_prompts": 40, "max_tokens": 5})
-    proc, run = tokenswarm_run(tmp_path, scenario, "--url", url)
-    next(gen, None)
+    with reference_server(tmp_path / "server", "--ttft-ms", "2", "--itl-ms", "1",
+                          "--close-after", str(close_after)) as url:
+        proc, run = tokenswarm_run(tmp_path, scenario, "--url", url)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     summary = json.loads(next(run.glob("*/summary.json")).read_text())
     assert summary["requests"]["completed"] == 40 and summary["requests"]["errors"] == 0, summary["requests"]
@@ -143,9 +127,8 @@ def test_connections_are_reused_and_reopened_when_the_server_closes_them(tmp_pat
 
 
 def test_events_already_due_go_out_in_one_write(tmp_path: Path) -> None:
-    gen = start(tmp_path, "--ttft-ms", "1", "--itl-ms", "0")
-    times, events = stream_times(next(gen), "burst", 200)
-    next(gen, None)
+    with reference_server(tmp_path, "--ttft-ms", "1", "--itl-ms", "0") as url:
+        times, events = stream_times(url, "burst", 200)
     assert len(times) == 200 and events[-1] == b"data: [DONE]\n"
     counts = served(tmp_path / "server.log")
     assert counts["events"] == 202 and counts["writes"] <= 3, counts  # role, the 200 at once, the end

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from orchestrate.launchers.embedded import EmbeddedLauncher
+from tests.conftest import reference_server
 from tests.helpers import read_jsonl, tokenswarm_run, write_scenario
 
 pytestmark = pytest.mark.integration
@@ -96,21 +97,20 @@ def test_url_runs_against_a_server_already_running(tmp_path: Path,
 
 
 def test_time_cap_ends_the_run_early_and_says_so(tmp_path: Path) -> None:
-    proc, run = tokenswarm_run(tmp_path, write_scenario(
-        tmp_path, server={"flags": {"parallel": 2}},
-        load={"users": 2, "num_prompts": 2000, "max_tokens": 400, "dataset": "synthetic:4000",
-              "max_seconds": 3}))
+    """Requests in flight at the cap are recorded as cancelled, not lost. The scripted server makes
+    it certain that both users are mid-stream then: each reply takes 2 s (400 tokens, 5 ms apart),
+    so at 3 s each user has finished one and is half-way through the next."""
+    scenario = write_scenario(tmp_path, load={"users": 2, "num_prompts": 50, "max_tokens": 400, "max_seconds": 3})
+    with reference_server(tmp_path / "server", "--ttft-ms", "5", "--itl-ms", "5", "--output-tokens", "400") as url:
+        proc, run = tokenswarm_run(tmp_path, scenario, "--url", url)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
     summary = json.loads((run / "v" / "summary.json").read_text())
     assert summary["stopped_by"] == "time_cap"
-    assert 0 < summary["requests"]["completed"] < 2000
-    # users mid-stream at the cap (requests take ~0.4 s back to back) are recorded, not lost
     req = summary["requests"]
-    assert 1 <= req["cancelled"] <= 2
-    assert req["sent"] == req["completed"] + req["errors"] + req["cancelled"]
+    assert (req["completed"], req["cancelled"], req["errors"], req["sent"]) == (2, 2, 0, 4), req
     assert any("time cap" in note for note in summary["notes"])
     records = read_jsonl(run / "v" / "requests.jsonl")
-    assert len(records) == summary["requests"]["sent"]
-
+    assert sorted(r["status"] for r in records) == ["cancelled", "cancelled", "ok", "ok"]
 
 def test_a_server_that_fails_to_load_is_reported_and_the_next_variant_runs(tmp_path: Path) -> None:
     garbage = tmp_path / "garbage.gguf"
