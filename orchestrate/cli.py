@@ -179,6 +179,11 @@ def plan_lines(variant: Variant) -> list[str]:
              + ("" if load.cache_prompt else ", cache_prompt false")]
     if load.rate is not None or load.stages:
         lines.append(f"load mode: {loadmodes.describe(load)}")
+    if variant.sweep is not None:
+        sweep = variant.sweep
+        lines.append(f"sweep over {sweep.key}: {', '.join(map(str, sweep.values))} (one server start; "
+                     f"{sweep.warmup_prompts} warm-up prompts first, {sweep.settle_s:g} s between steps; "
+                     f"the load line above is the first step)")
     if variant.retry_with:
         lines += [f"on load failure: retry once with {variant.retry_description()} (recorded as retried):",
                   f"  {server_command(variant.with_retry().server)}"]

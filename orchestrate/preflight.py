@@ -13,6 +13,8 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import requests
+from requests.adapters import HTTPAdapter
+from urllib3.util.retry import Retry
 
 from orchestrate.errors import ServerError
 
@@ -22,8 +24,16 @@ API_KEY_ENV = "TOKENSWARM_API_KEY"
 
 
 def session() -> requests.Session:
-    """An HTTP session that sends ``Authorization: Bearer $TOKENSWARM_API_KEY`` when it is set."""
+    """An HTTP session that sends ``Authorization: Bearer $TOKENSWARM_API_KEY`` when it is set.
+
+    A request that dies after it was sent is tried once more, POSTs too (``/tokenize`` and
+    ``/apply-template`` change nothing): llama.cpp may close a kept-alive connection without
+    warning, and the next request on it then meets a reset. A refused connection still fails at once.
+    """
     s = requests.Session()
+    retry = Retry(total=1, connect=0, read=1, status=0, other=0, allowed_methods=None, raise_on_status=False)
+    for prefix in ("http://", "https://"):
+        s.mount(prefix, HTTPAdapter(max_retries=retry))
     key = os.environ.get(API_KEY_ENV)
     if key:
         s.headers["Authorization"] = f"Bearer {key}"

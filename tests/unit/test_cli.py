@@ -256,6 +256,15 @@ def test_plan_process_embedded_and_external(tmp_path: Path, capsys):
     assert out[11] == "   server (external): http://10.0.0.2:8080 (already running; health checks and pre-flight only)"
 
 
+def test_plan_names_the_steps_of_a_sweep(tmp_path: Path, capsys):
+    path = tmp_path / "s.yaml"
+    path.write_text("load: {users: [1, 8, 32], num_prompts: 10, settle_s: 0.5}\n")
+    assert main(["plan", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "   load: 1 users (spawn 1/s), 10 prompts" in out
+    assert "sweep over users: 1, 8, 32 (one server start; 8 warm-up prompts first, 0.5 s between steps" in out
+
+
 def test_plan_refuses_a_flag_tokenswarm_sets_itself(tmp_path: Path, capsys):
     path = tmp_path / "s.yaml"
     path.write_text("server: {launcher: process, flags: {port: 1}}\n")
