@@ -44,8 +44,8 @@ def dropping_server() -> Iterator[tuple[str, list[int]]]:
                 return
             with conn:
                 if read_request(conn):
+                    served.append(1)  # before the answer: the client may check right after it
                     conn.sendall(OK + BODY)
-                    served.append(1)
                 if read_request(conn):  # the reuse: reset without a byte of answer
                     conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00")
     thread = threading.Thread(target=serve, daemon=True)
