@@ -86,7 +86,7 @@ def classify_http_error(status: int, body: bytes) -> tuple[str, str]:
 
 
 def read_stream(recv: Callable[[], bytes], clock: Callable[[], float] = time.perf_counter,
-                collect_text: bool = False) -> StreamResult:
+                collect_text: bool = False, result: StreamResult | None = None) -> StreamResult:
     """Consume an SSE body piece by piece until ``[DONE]``, the end of the body, or a failure.
 
     Every event in one piece gets the piece's arrival time: the moment it could first be seen,
@@ -96,8 +96,10 @@ def read_stream(recv: Callable[[], bytes], clock: Callable[[], float] = time.per
     :param clock: the timestamp source (``perf_counter`` in real runs).
     :param collect_text: keep the content pieces (``result.content``), for a caller that sends the
         reply back (multi-turn replay with the server's own history). Off, it costs one test per chunk.
+    :param result: the object to fill (default: a new one); a caller that may be interrupted (a user
+        killed at the time cap) keeps what had arrived by holding it.
     """
-    result = StreamResult()
+    result = result if result is not None else StreamResult()
     texts: list[str] | None = None
     if collect_text:
         texts = result.content = []

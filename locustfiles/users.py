@@ -76,6 +76,8 @@ class ChatStreamUser(FastHttpUser):
     path = "/v1/chat/completions"
 
     def __init__(self, environment: Any) -> None:
+        self._reading: tuple[float, StreamResult] | None = None
+        """The stream being read and its send time, while it is read (for a cancelled record)."""
         opts = environment.parsed_options
         if opts is not None:
             self.network_timeout = opts.read_timeout
@@ -122,9 +124,14 @@ class ChatStreamUser(FastHttpUser):
                                worker=self.llm.worker, send_ts=time.time(),
                                requested_max_tokens=prompt.output_tokens,
                                expected_prompt_tokens=prompt.prompt_tokens)
+        self._reading = None
         try:
             self.stream_chat(prompt, record)
         except GreenletExit:
+            if self._reading is not None:  # killed mid-stream: keep what had arrived
+                send_t, partial = self._reading
+                partial.end_time = time.perf_counter()
+                build_record(record, send_t, partial)
             record.status, record.error_class = CANCELLED, "cancelled"
             raise
         finally:
@@ -152,7 +159,10 @@ class ChatStreamUser(FastHttpUser):
                 error_class, message = classify_http_error(status, resp.content or b"")
                 self._fail(record, send_t, error_class, message)
                 return None
-            stream = read_stream(body_reader(resp.stream), collect_text=self.collect_text)
+            stream = StreamResult()
+            self._reading = (send_t, stream)
+            read_stream(body_reader(resp.stream), collect_text=self.collect_text, result=stream)
+            self._reading = None
             build_record(record, send_t, stream)
             return stream
         return None

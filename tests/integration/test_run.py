@@ -111,6 +111,9 @@ def test_time_cap_ends_the_run_early_and_says_so(tmp_path: Path) -> None:
     assert any("time cap" in note for note in summary["notes"])
     records = read_jsonl(run / "v" / "requests.jsonl")
     assert sorted(r["status"] for r in records) == ["cancelled", "cancelled", "ok", "ok"]
+    for r in records:  # a cancelled request keeps what had arrived: about half its reply
+        assert (r["n_chunks"] == 400) if r["status"] == "ok" else (50 < r["n_chunks"] < 350), r
+        assert r["ttft_ms"] is not None and r["e2e_ms"] > r["ttft_ms"]
 
 def test_a_server_that_fails_to_load_is_reported_and_the_next_variant_runs(tmp_path: Path) -> None:
     garbage = tmp_path / "garbage.gguf"
