@@ -22,19 +22,18 @@ from orchestrate.errors import DatasetError, ServerError
 from orchestrate.preflight import ServerFacts, chat_messages_counter, chat_prompt_counter, text_counter
 from orchestrate.results import VariantPaths
 from orchestrate.scenario import LoadSpec
-
-SYNTHETIC = "synthetic"
-DEFAULT_SYNTHETIC_CONVERSATIONS = 2000
-
+from orchestrate.sharegpt_synth import parse_synthetic
 
 def resolve_dataset(name: str, cache_dir: Path | None = None) -> Path:
-    """A ShareGPT path; ``synthetic[:N]`` generates (once, cached) N seeded conversations."""
-    if name == SYNTHETIC or name.startswith(SYNTHETIC + ":"):
-        from orchestrate.sharegpt_synth import write_sharegpt
-        n = int(name.split(":", 1)[1]) if ":" in name else DEFAULT_SYNTHETIC_CONVERSATIONS
-        path = (cache_dir or cache.cache_dir("datasets")) / f"sharegpt-synthetic-{n}.json"
-        return cache.cached(path, lambda tmp: write_sharegpt(tmp, n))
-    return Path(name).expanduser()
+    """A ShareGPT path; ``synthetic[:N]`` (``synthetic-multiturn[:N]``) generates N seeded
+    conversations once and caches them."""
+    spec = parse_synthetic(name)
+    if spec is None:
+        return Path(name).expanduser()
+    kind, n, multi_turn_rate = spec
+    from orchestrate.sharegpt_synth import write_sharegpt
+    path = (cache_dir or cache.cache_dir("datasets")) / f"sharegpt-{kind}-{n}.json"
+    return cache.cached(path, lambda tmp: write_sharegpt(tmp, n, multi_turn_rate=multi_turn_rate))
 
 
 @dataclass(frozen=True)
@@ -58,12 +57,13 @@ def prepare_prompts(load: LoadSpec, facts: ServerFacts, url: str, out: Path,
 
 def check_dataset(name: str) -> None:
     """Before any server starts: a dataset path that is not a readable file is one line, exit 2."""
-    if name == SYNTHETIC or name.startswith(SYNTHETIC + ":"):
+    if parse_synthetic(name) is not None:
         return
     path = Path(name).expanduser()
     if not path.is_file():
         raise DatasetError(f"load.dataset: {path} does not exist (or is not a file); give the path to "
-                           f"ShareGPT_V3_unfiltered_cleaned_split.json with --dataset, or use synthetic:N")
+                           f"ShareGPT_V3_unfiltered_cleaned_split.json with --dataset, or use synthetic:N "
+                           f"(synthetic-multiturn:N for multi-turn replay)")
     if not os.access(path, os.R_OK):
         raise DatasetError(f"load.dataset: {path} is not readable")
 

@@ -23,6 +23,7 @@ from orchestrate.loadmodes import MODE_KEYS, StageSpec, hide_stages, with_load_m
 from orchestrate.loadmodes import settings as mode_settings
 from orchestrate.matrix import Combination, expand_matrix
 from orchestrate.replay import REPLAY_KEYS, hide_think_time, parse_replay, replay_settings
+from orchestrate.sharegpt_synth import parse_synthetic
 from orchestrate.slo import Slo, parse_slo
 from orchestrate.sweep import SWEEP_SETTINGS, Sweep, extract_sweep
 from orchestrate.yamlsource import Checker, read_yaml
@@ -80,7 +81,8 @@ class LoadSpec:
     """What load to send."""
 
     dataset: str = "synthetic"
-    """A ShareGPT V3 JSON path, or ``synthetic`` for a generated file (``synthetic:N`` conversations)."""
+    """A ShareGPT V3 JSON path, or ``synthetic`` for a generated file (``synthetic:N`` conversations;
+    ``synthetic-multiturn:N``: every conversation goes on past its opening pair)."""
     users: int = 32
     spawn_rate: float = 32.0
     num_prompts: int = 1000
@@ -244,9 +246,15 @@ def _load(check: Checker, raw: dict[str, Any], at: Origin) -> LoadSpec:
     for key, value in sampling.items():
         check.number(value, at("sampling", key), int, 0, optional=True)
     dataset = raw.get("dataset", "synthetic")
-    synthetic_n = dataset.partition(":")[2] if isinstance(dataset, str) and dataset.startswith("synthetic:") else "1"
-    if not isinstance(dataset, str) or not dataset or not synthetic_n.isdigit() or int(synthetic_n) < 1:
-        raise check.fail(at("dataset"), f"must be a file path, 'synthetic' or 'synthetic:N' (N >= 1), got {dataset!r}")
+    valid = isinstance(dataset, str) and bool(dataset)
+    try:
+        if valid:
+            parse_synthetic(dataset)  # a generated file's count must be a whole number >= 1
+    except ValueError:
+        valid = False
+    if not valid:
+        raise check.fail(at("dataset"), f"must be a file path, 'synthetic[:N]' or 'synthetic-multiturn[:N]' "
+                                        f"(N >= 1), got {dataset!r}")
     cache_prompt = raw.get("cache_prompt", True)
     if not isinstance(cache_prompt, bool):
         raise check.fail(at("cache_prompt"), f"must be true or false, got {cache_prompt!r}")

@@ -138,6 +138,25 @@ def _conversation(rng: random.Random, conv_id: str, multi_turn_rate: float = MUL
             "conversations": [{"from": role, "value": _text(rng, n)} for role, n in turns]}
 
 
+SYNTHETIC_KINDS = {"synthetic": MULTI_TURN_RATE, "synthetic-multiturn": 1.0}
+"""Dataset names that mean a generated file, and the share of its conversations that go on past
+the opening pair (``synthetic-multiturn``: every one, for multi-turn replay)."""
+DEFAULT_CONVERSATIONS = 2000
+
+
+def parse_synthetic(name: str) -> tuple[str, int, float] | None:
+    """``synthetic[:N]`` or ``synthetic-multiturn[:N]`` → (kind, N, multi-turn rate); None for a path.
+
+    Raises ``ValueError`` for such a name with an N that is not a whole number ≥ 1.
+    """
+    kind, sep, count = name.partition(":")
+    if kind not in SYNTHETIC_KINDS:
+        return None
+    if sep and (not count.isdigit() or int(count) < 1):
+        raise ValueError(f"{kind}:N needs a whole number N >= 1, got {name!r}")
+    return kind, int(count) if sep else DEFAULT_CONVERSATIONS, SYNTHETIC_KINDS[kind]
+
+
 def generate_sharegpt(n_conversations: int, seed: int = 0, multi_turn_rate: float = MULTI_TURN_RATE
                       ) -> list[dict[str, Any]]:
     """``n_conversations`` ShareGPT V3 entries (``{"id", "conversations"}``), the same per seed.

@@ -25,6 +25,17 @@ def test_synthetic_dataset_is_generated_once_and_cached(tmp_path: Path, monkeypa
     assert resolve_dataset("~/x.json") == Path.home() / "x.json"
 
 
+def test_synthetic_multiturn_conversations_all_go_past_the_opening_pair(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TOKENSWARM_CACHE", str(tmp_path))
+    multi = json.loads(resolve_dataset("synthetic-multiturn:60").read_text())
+    plain = json.loads(resolve_dataset("synthetic:60").read_text())
+    assert len(multi) == 60 and (tmp_path / "datasets" / "sharegpt-synthetic-multiturn-60.json").exists()
+    long = [len(c["conversations"]) >= 4 for c in multi]
+    # every conversation but the single-turn shapes goes on; the plain file keeps about 15 %
+    assert sum(long) >= 40 and sum(len(c["conversations"]) >= 4 for c in plain) < sum(long)
+
+
 def test_server_without_tokenize_falls_back_to_the_estimate_and_says_so(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("TOKENSWARM_CACHE", str(tmp_path))

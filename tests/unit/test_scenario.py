@@ -251,8 +251,13 @@ def test_demo_scenario_is_valid():
     pytest.param("""\
         load:
           dataset: synthetic:lots
-     """, "study.yaml:2 load.dataset: must be a file path, 'synthetic' or 'synthetic:N' (N >= 1), "
-          "got 'synthetic:lots'", id="synthetic_count_not_a_number"),
+     """, "study.yaml:2 load.dataset: must be a file path, 'synthetic[:N]' or 'synthetic-multiturn[:N]' "
+          "(N >= 1), got 'synthetic:lots'", id="synthetic_count_not_a_number"),
+    pytest.param("""\
+        load:
+          dataset: synthetic-multiturn:0
+     """, "study.yaml:2 load.dataset: must be a file path, 'synthetic[:N]' or 'synthetic-multiturn[:N]' "
+          "(N >= 1), got 'synthetic-multiturn:0'", id="synthetic_multiturn_count_zero"),
     pytest.param("""\
         server:
           model:
