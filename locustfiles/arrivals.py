@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 import gevent
 
+from locustfiles.loadshape import ARRIVALS
 from locustfiles.records import RequestRecord
 
 if TYPE_CHECKING:
@@ -42,8 +43,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("tokenswarm")
 
-ARRIVALS = ("poisson", "constant")
-DEFAULT_LATE_MS = 10.0
 START_MARGIN_S = 0.1
 """Added to the users' start-up time before the first request is due."""
 MASTER_MARGIN_S = 0.5

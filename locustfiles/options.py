@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from locustfiles.loadshape import ARRIVALS, DEFAULT_LATE_MS
+
 
 def add_arguments(parser: Any) -> None:
     """Register the flags on Locust's argument parser."""
@@ -37,11 +39,11 @@ def add_arguments(parser: Any) -> None:
     group.add_argument("--rate", type=float, default=0.0,
                        help="open loop: requests per second on a schedule fixed in advance (0 = closed loop); "
                        "-u is then the most requests in flight")
-    group.add_argument("--arrival", choices=("poisson", "constant"), default="poisson",
+    group.add_argument("--arrival", choices=ARRIVALS, default="poisson",
                        help="open loop: Poisson (gamma, see --burstiness) or evenly spaced arrivals")
     group.add_argument("--burstiness", type=float, default=1.0,
                        help="open loop, poisson: gamma shape of inter-arrival times (1 = Poisson, <1 burstier)")
-    group.add_argument("--late-ms", type=float, default=10.0,
+    group.add_argument("--late-ms", type=float, default=DEFAULT_LATE_MS,
                        help="open loop: a request sent more than this after its scheduled time counts as late")
     group.add_argument("--stages", default="",
                        help='ramp stages as JSON, e.g. \'[{"duration_s": 10, "users": 4, "spawn_rate": 4}]\': '

@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 import logging
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -26,23 +26,15 @@ from locust import LoadTestShape
 from locust.env import Environment
 from locust.runners import WorkerRunner
 
+from locustfiles.loadshape import Stage, default_spawn_rate
+
 log = logging.getLogger("tokenswarm")
-
-
-@dataclass(frozen=True)
-class Stage:
-    """Hold ``users`` for ``duration_s`` seconds, reaching them at ``spawn_rate`` users/s."""
-
-    duration_s: float
-    users: int
-    spawn_rate: float
 
 
 def parse_stages(text: str) -> list[Stage]:
     """``--stages`` JSON (a list of ``{duration_s, users, spawn_rate?}``) → stages; ValueError says what is wrong.
 
-    ``spawn_rate`` defaults to the larger of the stage's users and the previous stage's: the stage's count
-    is reached within about a second, up or down (Locust stops users at the spawn rate too).
+    ``spawn_rate`` defaults to ``loadshape.default_spawn_rate``.
     """
     try:
         raw = json.loads(text)
@@ -63,8 +55,8 @@ def parse_stages(text: str) -> list[Stage]:
             raise ValueError(f"stage {i}: duration_s must be a number > 0, got {duration!r}")
         if spawn_rate is not None and not _positive(spawn_rate):
             raise ValueError(f"stage {i}: spawn_rate must be a number > 0, got {spawn_rate!r}")
-        reach = max(users, out[-1].users if out else 0)  # Locust also stops users at the spawn rate
-        out.append(Stage(float(duration), users, float(reach if spawn_rate is None else spawn_rate)))
+        rate = default_spawn_rate(users, out[-1] if out else None) if spawn_rate is None else float(spawn_rate)
+        out.append(Stage(float(duration), users, rate))
     return out
 
 

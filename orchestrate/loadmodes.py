@@ -1,6 +1,7 @@
 """How load arrives besides a fixed number of closed-loop users: a request rate (open loop) or ramp stages.
 
-Stage: scenario → load. Imports: stdlib, ``orchestrate.yamlsource``. The scenario parser hands the
+Stage: scenario → load. Imports: stdlib, ``locustfiles.loadshape`` (what both sides share),
+``orchestrate.yamlsource``. The scenario parser hands the
 merged load section here (``with_load_modes``) and gets the ``LoadSpec`` back with ``rate``,
 ``arrival``, ``burstiness``, ``late_ms`` and ``stages`` validated; ``locust_args`` turns them into
 the Locust flags of ``locustfiles/arrivals.py`` and ``locustfiles/stages.py``.
@@ -20,9 +21,10 @@ load:
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, replace
 from typing import TYPE_CHECKING, Any, Callable
 
+from locustfiles.loadshape import ARRIVALS, DEFAULT_LATE_MS, Stage, default_spawn_rate
 from orchestrate.yamlsource import Checker
 
 if TYPE_CHECKING:  # scenario.py imports this module
@@ -30,21 +32,8 @@ if TYPE_CHECKING:  # scenario.py imports this module
 
 MODE_KEYS = ("rate", "arrival", "burstiness", "late_ms", "stages")
 """Load keys this module validates (added to ``scenario.LOAD_KEYS``)."""
-ARRIVALS = ("poisson", "constant")
-"""As ``locustfiles.arrivals.ARRIVALS`` (the orchestrator does not import that module: it imports gevent)."""
 STAGE_KEYS = {"duration_s", "users", "spawn_rate"}
-DEFAULT_LATE_MS = 10.0
 RATE_ONLY = ("arrival", "burstiness", "late_ms")
-
-
-@dataclass(frozen=True)
-class StageSpec:
-    """One ramp stage: hold ``users`` for ``duration_s`` seconds, reaching them at ``spawn_rate`` users/s (by
-    default, the larger of its users and the previous stage's: there within a second, up or down)."""
-
-    duration_s: float
-    users: int
-    spawn_rate: float
 
 
 def hide_stages(load_raw: dict[str, Any]) -> dict[str, Any]:
@@ -98,7 +87,7 @@ def _stages(check: Checker, raw: dict[str, Any], at: Callable[..., tuple[Any, ..
         raise check.fail(at("stages"), "must be a non-empty list of {duration_s, users, spawn_rate}, "
                                        f"got {list(items) if isinstance(items, tuple) else items!r}")
     default_rate = raw.get("spawn_rate")
-    stages: list[StageSpec] = []
+    stages: list[Stage] = []
     for i, item in enumerate(items):
         item = check.mapping(item, at("stages", i), STAGE_KEYS)
         for key in ("duration_s", "users"):
@@ -110,10 +99,8 @@ def _stages(check: Checker, raw: dict[str, Any], at: Callable[..., tuple[Any, ..
         users = check.number(item["users"], at("stages", i, "users"), int, 1)
         spawn = check.number(item.get("spawn_rate", default_rate), at("stages", i, "spawn_rate"), float, 0.01,
                              optional=True)
-        # by default a stage reaches its users within a second, also ramping down (Locust stops users at the
-        # spawn rate too: 6 → 1 users at 1/s would take 5 s)
-        reach = max(users, stages[-1].users if stages else 0)
-        stages.append(StageSpec(duration, users, spawn if spawn is not None else float(reach)))
+        stages.append(Stage(duration, users, spawn if spawn is not None
+                            else default_spawn_rate(users, stages[-1] if stages else None)))
     return replace(load, users=max(s.users for s in stages), stages=tuple(stages),
                    spawn_rate=load.spawn_rate if default_rate is not None else max(s.spawn_rate for s in stages))
 

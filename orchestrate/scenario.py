@@ -17,9 +17,10 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from locustfiles.loadshape import Stage
 from orchestrate.errors import ScenarioError
 from orchestrate.keypaths import MISSING, Origin, get_path, merge_sections, put_path
-from orchestrate.loadmodes import MODE_KEYS, StageSpec, hide_stages, with_load_modes
+from orchestrate.loadmodes import MODE_KEYS, hide_stages, with_load_modes
 from orchestrate.loadmodes import settings as mode_settings
 from orchestrate.matrix import Combination, expand_matrix
 from orchestrate.replay import REPLAY_KEYS, hide_think_time, parse_replay, replay_settings
@@ -97,7 +98,7 @@ class LoadSpec:
     arrival: str = "poisson"
     burstiness: float = 1.0
     late_ms: float = 10.0
-    stages: tuple[StageSpec, ...] = ()
+    stages: tuple[Stage, ...] = ()
     """Ramp stages instead of fixed users (``users`` is then the largest stage's)."""
     mode: str = "single"
     """``multi_turn``: each user plays one conversation turn by turn (``replay.py``); ``num_prompts``

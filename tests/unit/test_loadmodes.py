@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from locustfiles.loadshape import Stage
 from orchestrate import loadmodes
-from orchestrate.loadmodes import StageSpec
 from orchestrate.loadrun import LoadPlan, locust_command
 from orchestrate.results import VariantPaths
 from orchestrate.scenario import LoadSpec
@@ -56,7 +56,7 @@ def test_stages_replace_users() -> None:
             - {duration_s: 20, users: 32}
     """).variants[0]
     load = variant.load
-    assert load.stages == (StageSpec(10.0, 4, 2.0), StageSpec(10.0, 16, 8.0), StageSpec(20.0, 32, 2.0))
+    assert load.stages == (Stage(10.0, 4, 2.0), Stage(10.0, 16, 8.0), Stage(20.0, 32, 2.0))
     assert load.users == 32 and loadmodes.stages_duration_s(load) == 40.0
     args = loadmodes.locust_args(load)
     assert args[0] == "--stages" and json.loads(args[1])[1] == {"duration_s": 10.0, "users": 16, "spawn_rate": 8.0}
@@ -68,7 +68,7 @@ def test_a_stage_without_spawn_rate_reaches_its_users_in_a_second() -> None:
     """Also ramping down: Locust stops users at the spawn rate, so 6 → 1 users needs 6/s, not 1/s."""
     load = parse("load: {stages: [{duration_s: 3, users: 5}, {duration_s: 1, users: 6}, "
                  "{duration_s: 2, users: 1}]}").variants[0].load
-    assert load.stages == (StageSpec(3.0, 5, 5.0), StageSpec(1.0, 6, 6.0), StageSpec(2.0, 1, 6.0))
+    assert load.stages == (Stage(3.0, 5, 5.0), Stage(1.0, 6, 6.0), Stage(2.0, 1, 6.0))
 
 
 def test_a_rate_can_be_swept() -> None:
@@ -178,12 +178,12 @@ def test_the_locust_command_carries_the_mode(tmp_path: Path) -> None:
     assert "--rate" not in closed and "--stages" not in closed
     rate = locust_command(plan(LoadSpec(users=2, rate=40.0, arrival="constant")), paths)
     assert rate[rate.index("--rate") + 1] == "40" and rate[rate.index("--arrival") + 1] == "constant"
-    staged = locust_command(plan(LoadSpec(stages=(StageSpec(2.0, 1, 1.0),))), paths)
+    staged = locust_command(plan(LoadSpec(stages=(Stage(2.0, 1, 1.0),))), paths)
     assert json.loads(staged[staged.index("--stages") + 1]) == [{"duration_s": 2.0, "users": 1, "spawn_rate": 1.0}]
 
 
 def test_a_staged_run_that_ran_out_of_stages_says_so() -> None:
-    staged = LoadSpec(stages=(StageSpec(2.0, 1, 1.0), StageSpec(3.0, 2, 2.0)))
+    staged = LoadSpec(stages=(Stage(2.0, 1, 1.0), Stage(3.0, 2, 2.0)))
     assert loadmodes.stopped_by(staged, "num_prompts", lambda: False) == "stages_end"
     assert loadmodes.stopped_by(staged, "time_cap", lambda: False) == "stages_end"  # the cap was after the stages
     assert loadmodes.stopped_by(staged, "num_prompts", lambda: True) == "num_prompts"
@@ -196,5 +196,5 @@ def test_a_staged_run_that_ran_out_of_stages_says_so() -> None:
 def test_describe() -> None:
     assert loadmodes.describe(LoadSpec(users=16, rate=20.0)) == "open loop 20 req/s (poisson), at most 16 in flight"
     assert loadmodes.describe(LoadSpec(rate=2.0, burstiness=0.5)).startswith("open loop 2 req/s (poisson, burstiness 0.5)")
-    assert loadmodes.describe(LoadSpec(stages=(StageSpec(10, 4, 4), StageSpec(20, 16, 8)))) == \
+    assert loadmodes.describe(LoadSpec(stages=(Stage(10, 4, 4), Stage(20, 16, 8)))) == \
         "2 stages: 4 → 16 users over 30 s"
