@@ -33,15 +33,9 @@ import pandas as pd
 from locustfiles.records import CANCELLED, ERROR, OK
 from orchestrate.formats import fmt_ms, fmt_num
 from orchestrate.slo import SLO_KEYS
-from orchestrate.summarize import per_second
+from orchestrate.summarize import numeric_column, per_second
 
 LABELS = {"ttft_ms": "TTFT", "tpot_ms": "TPOT", "e2e_ms": "E2E"}
-
-
-def _values(records: pd.DataFrame, column: str) -> pd.Series:
-    if column not in records:
-        return pd.Series(float("nan"), index=records.index)
-    return pd.to_numeric(records[column], errors="coerce")
 
 
 def goodput(records: pd.DataFrame, slo: dict[str, float] | None, duration_s: float) -> dict[str, Any] | None:
@@ -61,14 +55,14 @@ def goodput(records: pd.DataFrame, slo: dict[str, float] | None, duration_s: flo
     good = completed.copy()
     missed: dict[str, int] = {}
     for key, limit in limits.items():
-        values = _values(records, key)
+        values = numeric_column(records, key)
         # NaN compares False: a missing TPOT (one output token) is not over its limit, a missing TTFT is
         over = values > limit if key == "tpot_ms" else ~(values <= limit)
         missed[key] = int((completed & over).sum())
         good &= ~over
     missed["error"], missed["cancelled"] = int((status == ERROR).sum()), int((status == CANCELLED).sum())
     n_good = int(good.sum())
-    tokens = int(_values(records, "output_tokens")[good].fillna(0).sum())
+    tokens = int(numeric_column(records, "output_tokens")[good].fillna(0).sum())
     return {"slo": limits, "requests_meeting": n_good, "share": n_good / len(records) if len(records) else None,
             "requests_per_s": per_second(n_good, duration_s), "output_tokens_per_s": per_second(tokens, duration_s),
             "missed_by": missed}

@@ -14,42 +14,29 @@ schedule short: ``unsent_not_due``). Requests of a worker that went missing are 
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from orchestrate.formats import fmt_ms, fmt_num
-from orchestrate.results import VariantPaths
-from orchestrate.summarize import weighted_stats
+from orchestrate.results import VariantPaths, read_json
+from orchestrate.summarize import numeric_column, weighted_stats
 
 LATENCY_KEYS = (("ttft_from_schedule_ms", "TTFT"), ("e2e_from_schedule_ms", "E2E"))
-
-
-def _read_json(path: Path) -> Any:
-    try:
-        return json.loads(path.read_text())
-    except (FileNotFoundError, ValueError):
-        return None
 
 
 def load_mode_summary(paths: VariantPaths, records: pd.DataFrame) -> dict[str, Any]:
     """``summary.json``'s ``arrivals`` (open loop) and ``stages`` (ramp) blocks; neither key in a plain run."""
     out: dict[str, Any] = {}
-    arrivals = _read_json(paths.arrivals_json)
+    arrivals = read_json(paths.arrivals_json)
     if arrivals:
-        lost = (_read_json(paths.workers_json) or {}).get("lost_prompt_indices") or {}
+        lost = (read_json(paths.workers_json) or {}).get("lost_prompt_indices") or {}
         out["arrivals"] = summarize_arrivals(records, arrivals, {i for v in lost.values() for i in v})
-    stages = _read_json(paths.stages_json)
+    stages = read_json(paths.stages_json)
     if stages:
         out["stages"] = summarize_stages(records, stages)
     return out
-
-
-def _column(df: pd.DataFrame, name: str) -> pd.Series:
-    return pd.to_numeric(df[name], errors="coerce") if name in df else pd.Series(np.nan, index=df.index)
 
 
 def _pick(stats: dict[str, float] | None, *keys: str) -> dict[str, float] | None:
@@ -63,16 +50,16 @@ def summarize_arrivals(records: pd.DataFrame, info: dict[str, Any], lost: set[in
     """
     lost = lost or set()
     scheduled = int(info.get("scheduled") or 0)
-    sent = records[_column(records, "scheduled_ts").notna()] if not records.empty else records
+    sent = records[numeric_column(records, "scheduled_ts").notna()] if not records.empty else records
     n_sent = int(len(sent))
     late_ms = float(info.get("late_ms") or 0.0)
-    delay = _column(sent, "send_delay_ms").dropna()
+    delay = numeric_column(sent, "send_delay_ms").dropna()
     late = int((delay > late_ms).sum())
-    sends = np.sort(_column(sent, "send_ts").dropna().to_numpy())
+    sends = np.sort(numeric_column(sent, "send_ts").dropna().to_numpy())
     span = float(sends[-1] - sends[0]) if sends.size >= 2 else 0.0
     offsets = [float(o) for o in info.get("offsets_s") or []]
     indices = [int(i) for i in info.get("prompt_indices") or []]
-    sent_indices = set(int(i) for i in _column(sent, "prompt_index").dropna())
+    sent_indices = set(int(i) for i in numeric_column(sent, "prompt_index").dropna())
     start, end = info.get("start_ts"), info.get("end_ts")
     unsent_due = [start + off for i, off in zip(indices, offsets) if i not in sent_indices and i not in lost] \
         if start is not None else []
@@ -88,7 +75,7 @@ def summarize_arrivals(records: pd.DataFrame, info: dict[str, Any], lost: set[in
         "unsent_overdue": min(overdue, unsent), "unsent_not_due": max(0, unsent - min(overdue, unsent)),
         "late": late, "late_share": late / n_sent if n_sent else None,
         "send_delay_ms": _pick(weighted_stats(delay.to_numpy()), "p50", "p90", "p99", "mean", "max"),
-        "latency_from_schedule_ms": {label.lower(): weighted_stats(_column(ok, key).dropna().to_numpy())
+        "latency_from_schedule_ms": {label.lower(): weighted_stats(numeric_column(ok, key).dropna().to_numpy())
                                      for key, label in LATENCY_KEYS},
         "start_ts": start, "end_ts": end,
     }
@@ -102,7 +89,7 @@ def _chunk_arrivals(records: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
     weights: list[float] = []
     if records.empty or "chunk_offsets_ms" not in records:
         return np.array(times), np.array(weights)
-    tpc = _column(records, "tokens_per_chunk")
+    tpc = numeric_column(records, "tokens_per_chunk")
     for send, offsets, k in zip(records["send_ts"], records["chunk_offsets_ms"], tpc):
         if isinstance(offsets, list) and offsets:
             times.extend(send + np.asarray(offsets, dtype=float) / 1000.0)
@@ -135,8 +122,8 @@ def summarize_stages(records: pd.DataFrame, info: dict[str, Any]) -> list[dict[s
     """Per stage: the records sent while it was active (by ``send_ts`` against the stage's actual start),
     their outcome and latencies, the tokens received during it, and the peak of requests in flight."""
     stages, starts = info.get("stages") or [], [float(t) for t in info.get("stage_starts") or []]
-    send = _column(records, "send_ts")
-    end = send + _column(records, "e2e_ms") / 1000.0
+    send = numeric_column(records, "send_ts")
+    end = send + numeric_column(records, "e2e_ms") / 1000.0
     last_end = float(end.max()) if len(end) and end.notna().any() else None
     end = end.fillna(_cancel_times(send, stages, starts, info.get("end_ts") or last_end))
     chunk_t, chunk_w = _chunk_arrivals(records)
@@ -163,8 +150,8 @@ def summarize_stages(records: pd.DataFrame, info: dict[str, Any]) -> list[dict[s
         ok = mine[mine["status"] == "ok"] if len(mine) else mine
         active = max(0.0, window_end - lo)
         in_window = (chunk_t >= lo) & (chunk_t < window_end)
-        ttft = weighted_stats(_column(ok, "ttft_ms").dropna().to_numpy())
-        tpot = weighted_stats(_column(ok, "tpot_ms").dropna().to_numpy())
+        ttft = weighted_stats(numeric_column(ok, "ttft_ms").dropna().to_numpy())
+        tpot = weighted_stats(numeric_column(ok, "tpot_ms").dropna().to_numpy())
         row.update({"started_s": lo - float(info.get("start_ts", starts[0])), "active_s": active,
                     "requests": int(len(mine)), "completed": int(len(ok)),
                     "errors": int((mine["status"] == "error").sum()) if len(mine) else 0,

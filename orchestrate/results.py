@@ -6,11 +6,13 @@ Stage: records → report. Imports: stdlib, yaml. Files are the contract between
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -97,6 +99,14 @@ class VariantPaths:
     def step(self, label: str) -> "VariantPaths":
         """A sweep step's own result folder (``steps/users-8``), or the warm-up's (``steps/warmup``)."""
         return VariantPaths.create(self.dir / "steps", label)
+
+
+def read_json(path: Path) -> Any:
+    """A result file's content; None when it was not written (or not completely)."""
+    try:
+        return json.loads(path.read_text())
+    except (FileNotFoundError, ValueError):
+        return None
 
 
 def variant_dirs(run: Path) -> list[VariantPaths]:

@@ -27,7 +27,7 @@ from orchestrate.preflight import ServerFacts, fetch_facts
 from orchestrate.preflight import session as preflight_session
 from orchestrate.prompts import PreparedPrompts, check_dataset, prepare_prompts
 from orchestrate.report import headline, latency_table, write_reports
-from orchestrate.results import VariantPaths, run_dir, scenario_copy
+from orchestrate.results import VariantPaths, read_json, run_dir, scenario_copy
 from orchestrate.sampler import MetricsSampler
 from orchestrate.scenario import LoadSpec, Scenario, Variant
 from orchestrate.loadreport import load_mode_summary, notes as load_mode_notes
@@ -241,22 +241,15 @@ def build_summary(paths: VariantPaths, scenario: str, variant: str, extra: dict[
     metrics = summarize_metrics(paths.metrics)
     summary["memory"] = metrics["memory"]
     summary["server_metrics"] = server_metrics(metrics, records)
-    summary["server"] = _read_json(paths.server_json) or {}
-    summary["workers"] = _read_json(paths.workers_json)
-    summary["client"] = summarize_client(_read_json(paths.client_json))
+    summary["server"] = read_json(paths.server_json) or {}
+    summary["workers"] = read_json(paths.workers_json)
+    summary["client"] = summarize_client(read_json(paths.client_json))
     summary["workers_lost"] = (summary["workers"] or {}).get("workers_lost", 0)
     summary.update(load_mode_summary(paths, records))  # open loop: arrivals; ramp: stages
     summary.update(summarize_turns(paths, records, conversations=not summary.get("sweep")))  # multi-turn
     summary["notes"] = notes(summary)
     write_reports(summary, paths, records)
     return summary
-
-
-def _read_json(path: Path) -> Any:
-    try:
-        return json.loads(path.read_text())
-    except (FileNotFoundError, ValueError):
-        return None
 
 
 def notes(summary: dict[str, Any]) -> list[str]:

@@ -1,6 +1,6 @@
 """Every aggregate of a variant, computed here and only here (pandas over the run's files).
 
-Stage: records → report. Imports: stdlib, numpy, pandas, ``locustfiles.records``,
+Stage: records → report. Imports: stdlib, numpy, pandas, ``locustfiles.records``, ``orchestrate.results``,
 ``locustfiles.metrics``. Headline numbers come from ``requests.jsonl`` (exact floats);
 ``locust_crosscheck`` is derived from Locust's own stats files alone and never feeds them, and
 neither do the server's own counters from ``metrics.jsonl`` (``server_metrics``): they are a
@@ -18,6 +18,7 @@ import pandas as pd
 
 from locustfiles.metrics import itl_gaps_ms
 from locustfiles.records import CANCELLED, ERROR, METRIC, OK, REQUEST_NAME, REQUEST_TYPE
+from orchestrate.results import read_json
 
 PERCENTILES = (50, 90, 99)
 SERVER_COUNTERS = {"prompt_tokens": "prompt_tokens_total", "cached_tokens": "prompt_tokens_cached_total",
@@ -195,9 +196,8 @@ def summarize_client(reports: list[dict[str, Any]] | None) -> dict[str, Any] | N
 
 def locust_crosscheck(stats_json: Path) -> dict[str, Any] | None:
     """Requests, failures and token totals from Locust's ``--json-file`` output alone."""
-    try:
-        rows = json.loads(stats_json.read_text())
-    except (FileNotFoundError, ValueError):
+    rows = read_json(stats_json)
+    if rows is None:
         return None
     by_key = {(r["method"], r["name"]): r for r in rows}
     chat = by_key.get((REQUEST_TYPE, REQUEST_NAME))
@@ -248,12 +248,14 @@ def counter_increase(values: pd.Series) -> float | None:
     return float(steps.where(steps >= 0, v.iloc[1:]).sum())
 
 
-def _column(df: pd.DataFrame, column: str) -> pd.Series:
-    return pd.to_numeric(df[column], errors="coerce") if column in df else pd.Series(dtype=float)
+def numeric_column(df: pd.DataFrame, column: str) -> pd.Series:
+    """``df[column]`` as numbers (unparsable → NaN), or all NaN when the column is absent: records and
+    samples written by older or other versions lack the newer fields."""
+    return pd.to_numeric(df[column], errors="coerce") if column in df else pd.Series(np.nan, index=df.index)
 
 
 def _peak(df: pd.DataFrame, column: str) -> int | None:
-    values = _column(df, column).dropna()
+    values = numeric_column(df, column).dropna()
     return int(values.max()) if not values.empty else None
 
 
@@ -311,14 +313,14 @@ def metrics_timeline(path: Path) -> pd.DataFrame:
     the request ends, so decode tok/s here lags and bunches up at request ends.
     """
     df = load_metrics(path)
-    out = pd.DataFrame({"elapsed_s": _column(df, "elapsed_s")})
+    out = pd.DataFrame({"elapsed_s": numeric_column(df, "elapsed_s")})
     for key, name in (("prefill_tok_s", "prompt_tokens_total"), ("decode_tok_s", "tokens_predicted_total")):
-        counter = _column(df, _METRIC + name).dropna()
-        seconds = _column(df, "t")[counter.index].diff()
+        counter = numeric_column(df, _METRIC + name).dropna()
+        seconds = numeric_column(df, "t")[counter.index].diff()
         out[key] = (counter.diff() / seconds).where(counter.diff() >= 0)
     for column in (_METRIC + "requests_processing", _METRIC + "requests_deferred",
                    "server_memory_bytes", "gpu_memory_used_bytes"):
-        out[column.removeprefix(_METRIC)] = _column(df, column)
+        out[column.removeprefix(_METRIC)] = numeric_column(df, column)
     return out
 
 
@@ -370,8 +372,8 @@ def _incomplete_bound(incomplete: pd.DataFrame, column: str, bound: str) -> int 
     """Σ over incomplete requests of the most tokens each can add to one side; None if unknowable."""
     if incomplete.empty:
         return 0
-    limit = _column(incomplete, bound)
-    if len(limit) != len(incomplete) or limit.isna().any():
+    limit = numeric_column(incomplete, bound)
+    if limit.isna().any():
         return None
-    counted = _column(incomplete, column).reindex(incomplete.index).fillna(0)
+    counted = numeric_column(incomplete, column).fillna(0)
     return int(np.maximum(limit, counted).sum())

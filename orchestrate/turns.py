@@ -9,7 +9,6 @@ prefilled (``prefill_tokens``, llama.cpp's ``timings.prompt_n``).
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import pandas as pd
@@ -17,7 +16,7 @@ import pandas as pd
 from locustfiles.dataset import DatasetError, Prompt
 from locustfiles.records import OK
 from orchestrate.formats import fmt_ms, fmt_num
-from orchestrate.results import VariantPaths
+from orchestrate.results import VariantPaths, read_json
 from orchestrate.summarize import weighted_stats
 
 
@@ -79,10 +78,7 @@ def summarize_turns(paths: VariantPaths, records: pd.DataFrame, conversations: b
         return {}
     if not conversations:
         return {"turns": turn_rows(records)}
-    try:
-        plan = json.loads(paths.conversations.read_text())
-    except (FileNotFoundError, ValueError):
-        plan = {}
+    plan = read_json(paths.conversations) or {}
     return {"turns": turn_rows(records), "conversations": conversation_counts(records, _planned_turns(paths), plan)}
 
 
