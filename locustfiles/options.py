@@ -22,6 +22,9 @@ def add_arguments(parser: Any) -> None:
                        help="send exactly this many requests in total, then stop (0 = every prompt)")
     group.add_argument("--max-tokens", type=int, default=256, help="cap on each request's max_tokens")
     group.add_argument("--seed", type=int, default=0, help="sampling seed for --dataset")
+    group.add_argument("--allow-truncated", action="store_true", default=False,
+                       help="a --dataset file cut short (an interrupted download): use its complete "
+                       "conversations instead of stopping")
     group.add_argument("--records-file", default="requests.jsonl",
                        help="where one JSON record per request is appended")
     group.add_argument("--model", default="", help="the `model` field of each request (llama.cpp ignores it)")

@@ -27,6 +27,8 @@ REQUEST_NAME = "/v1/chat/completions"
 """Locust's row of the requests themselves (response time = E2E, length = output tokens)."""
 METRIC = "METRIC"
 """Locust's request type of the derived rows (``TTFT``: length = prompt tokens; ``TPOT``)."""
+NO_CONTENT = "NO_CONTENT"
+"""The METRIC row of a completed reply without content (no TTFT): time = E2E, length = prompt tokens."""
 
 
 @dataclass

@@ -7,7 +7,9 @@ Stage: dataset (imported by ``locustfiles.dataset``). Allowed imports: the stand
 ``json.JSONDecoder.raw_decode``, validates it and keeps only its byte offset and length; peak
 memory is a few blocks plus the largest entry plus 16 bytes per entry, whatever the file's size.
 ``file[i]`` then seeks, reads and parses entry ``i``. Errors keep ``json.load``'s wording
-(message, line, column) and add the byte offset.
+(message, line, column) and add the byte offset. A file that ends inside its array (an interrupted
+download) is told apart from a malformed one: ``TruncatedError`` says how many complete entries it
+holds, and ``allow_truncated`` indexes just those.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import os
 import re
 from array import array
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO, overload
 
@@ -27,10 +30,51 @@ _DECODER = json.JSONDecoder()
 # A decode error this close to the window's end (or an unterminated string) may only mean the
 # window cut the value short: read more and decode again before calling it a mistake.
 _CUT_MARGIN = 32
+# What a value cut by the end of the file leaves where the decoder stops: a literal's or number's
+# start (``tr``, ``-``, ``1.`` leaves ``.``, ``1e+`` leaves ``e+``), or a ``\uXXXX`` escape's.
+_CUT_TAILS = frozenset({"t", "tr", "tru", "f", "fa", "fal", "fals", "n", "nu", "nul", "-", ".",
+                        "e", "E", "e+", "e-", "E+", "E-"})
+_CUT_ESCAPE = re.compile(r"u[0-9a-fA-F]{0,4}")  # 4: a high surrogate before its pair
+ALLOW_HINT = "pass --allow-truncated to use them"
 
 
 class DatasetError(ValueError):
     """A dataset or prompt line is missing or malformed, or no prompt survived sampling."""
+
+
+@dataclass(frozen=True)
+class Truncation:
+    """Where a file cut short ends: ``complete`` whole entries precede the cut at byte ``size``."""
+
+    complete: int
+    size: int
+    inside: bool
+    """The cut falls inside an entry (else between entries, or right after the ``[``)."""
+
+    def message(self, name: str, hint: str = ALLOW_HINT) -> str:
+        """One line: where the file ends, that it looks truncated, and how to go on."""
+        where = (f"inside entry {self.complete:,}" if self.inside else
+                 f"after entry {self.complete - 1:,}" if self.complete else "right after its opening '['")
+        use = (f"{self.complete:,} complete conversation{'s' if self.complete != 1 else ''} before it; {hint}"
+               if self.complete else "no complete conversation before it")
+        return (f"{name}: the file ends {where} (byte {self.size:,}): it looks truncated "
+                f"(an interrupted download?); {use}")
+
+
+class TruncatedError(DatasetError):
+    """The file ends inside its JSON array: cut short rather than malformed (``truncation`` says where)."""
+
+    def __init__(self, name: str, truncation: Truncation, hint: str = ALLOW_HINT) -> None:
+        super().__init__(truncation.message(name, hint))
+        self.name, self.truncation = name, truncation
+
+
+class _Cut(Exception):
+    """A decode error at the end of the file that only a cut can explain (``error`` says it as JSON)."""
+
+    def __init__(self, error: DatasetError) -> None:
+        super().__init__(str(error))
+        self.error = error
 
 
 def _kind(value: Any) -> str:
@@ -68,6 +112,7 @@ class _Window:
         self.read_to = len(head)  # file offset of the next byte to read
         self.byte = len(head) - len(self.carry)  # file offset of buf[pos]
         self.buf, self.pos, self.eof = "", 0, False
+        self.cut_char: int | None = None  # file offset of a character cut by the end of the file
         self.line, self.col = 1, 1  # of buf[0], as json counts them (BOM excluded)
 
     def fill(self, at_least: int = 0) -> bool:
@@ -87,8 +132,10 @@ class _Window:
         try:
             text, self.carry = data.decode("utf-8"), b""
         except UnicodeDecodeError as exc:
-            if raw and exc.reason == "unexpected end of data":  # a character cut by the block
+            if exc.reason == "unexpected end of data":  # a character cut by the block (or the file)
                 text, self.carry = data[:exc.start].decode("utf-8"), data[exc.start:]
+                if not raw:  # the file ends inside a character: a cut, unless nothing needs it
+                    self.cut_char, self.carry = data_at + exc.start, b""
             else:
                 raise DatasetError(f"{self.name}: not UTF-8 (byte 0x{data[exc.start]:02x} at "
                                    f"byte offset {data_at + exc.start})") from None
@@ -120,7 +167,12 @@ class _Window:
                 if cut and not self.eof:
                     self.fill(len(self.buf) - self.pos)  # grows geometrically; decode again
                     continue
-                raise self.syntax_error(exc.msg, exc.pos) from None
+                error = self.syntax_error(exc.msg, exc.pos)
+                rest = self.buf[exc.pos:].rstrip(" \t\n\r")
+                if exc.msg.startswith("Unterminated string") or not rest or rest in _CUT_TAILS or (
+                        exc.msg.startswith("Invalid \\uXXXX") and _CUT_ESCAPE.fullmatch(rest)):
+                    raise _Cut(error) from None  # the end of the file stopped the decoder
+                raise error from None
             if end == len(self.buf) and not self.eof:  # a number may go on in the next block
                 self.fill(len(self.buf) - self.pos)
                 continue
@@ -129,6 +181,8 @@ class _Window:
             return obj, start, self.byte - start
 
     def syntax_error(self, msg: str, at: int) -> DatasetError:
+        """``json.load``'s message, line and column, plus the byte offset (one "at", not two)."""
+        msg = msg.removesuffix(" at")  # "Unterminated string starting at" + " at line ..."
         newlines = self.buf.count("\n", 0, at)
         line = self.line + newlines
         col = at - self.buf.rfind("\n", 0, at) if newlines else self.col + at
@@ -137,7 +191,8 @@ class _Window:
                             f"(byte offset {offset})")
 
 
-def _index(f: BinaryIO, name: str, block_size: int) -> tuple[array[int], array[int]]:
+def _index(f: BinaryIO, name: str, block_size: int
+           ) -> tuple[array[int], array[int], Truncation | None]:
     offsets, lengths = array("q"), array("q")
     w = _Window(f, name, block_size)
     first = w.peek()
@@ -145,12 +200,20 @@ def _index(f: BinaryIO, name: str, block_size: int) -> tuple[array[int], array[i
         if first in ('{', '"'):  # say what it is without reading all of it
             raise DatasetError(f"{name}: expected a JSON array of conversations, got "
                                f"{_kind({} if first == '{' else '')}")
-        top, _, _ = w.value()  # a short scalar, or a JSON error
+        try:
+            top, _, _ = w.value()  # a short scalar, or a JSON error
+        except _Cut as cut:  # no array was begun: nothing to call truncated
+            raise cut.error from None
         raise DatasetError(f"{name}: expected a JSON array of conversations, got {_kind(top)}")
     w.advance(w.pos + 1)
     if w.peek() != "]":
         while True:
-            entry, offset, length = w.value()
+            if not w.peek():  # the file ends after '[', after a comma or after a whole entry
+                return offsets, lengths, Truncation(len(offsets), w.read_to, False)
+            try:
+                entry, offset, length = w.value()  # "]" after a comma is an error here
+            except _Cut:
+                return offsets, lengths, Truncation(len(offsets), w.read_to, True)
             problem = _entry_problem(entry)
             if problem is not None:
                 raise DatasetError(f"{name}: entry {len(offsets)}: {problem}")
@@ -159,14 +222,16 @@ def _index(f: BinaryIO, name: str, block_size: int) -> tuple[array[int], array[i
             nxt = w.peek()
             if nxt == "]":
                 break
-            if nxt != ",":
+            if nxt not in ("", ","):
                 raise w.syntax_error("Expecting ',' delimiter", w.pos)
-            w.advance(w.pos + 1)
-            w.peek()
+            w.advance(w.pos + len(nxt))
     w.advance(w.pos + 1)
     if w.peek():
         raise w.syntax_error("Extra data", w.pos)
-    return offsets, lengths
+    if w.cut_char is not None:  # a character cut where nothing else was missing
+        raise DatasetError(f"{name}: not UTF-8 (a character cut by the end of the file at byte "
+                           f"offset {w.cut_char})")
+    return offsets, lengths, None
 
 
 class ShareGPTFile(Sequence[dict[str, Any]]):
@@ -174,30 +239,38 @@ class ShareGPTFile(Sequence[dict[str, Any]]):
 
     Each access parses a fresh dict, so callers cannot spoil it for others. If the file's mtime or
     size changed since it was indexed, access raises ``DatasetError`` instead of reading
-    whatever now lies at the old offsets.
+    whatever now lies at the old offsets. ``truncation`` is set when the file was cut short and
+    only its complete entries were indexed (``allow_truncated``).
     """
 
     def __init__(self, path: Path, name: str, stamp: tuple[int, int], offsets: array[int],
-                 lengths: array[int]) -> None:
+                 lengths: array[int], truncation: Truncation | None = None) -> None:
         self.path, self.name, self.stamp = path, name, stamp
         self._offsets, self._lengths = offsets, lengths
+        self.truncation = truncation
 
     @classmethod
-    def from_path(cls, path: str | os.PathLike[str], *, block_size: int = BLOCK_SIZE
-                  ) -> ShareGPTFile:
-        """Stream and validate ``path`` once; raises ``DatasetError`` naming it and the problem."""
+    def from_path(cls, path: str | os.PathLike[str], *, block_size: int = BLOCK_SIZE,
+                  allow_truncated: bool = False) -> ShareGPTFile:
+        """Stream and validate ``path`` once; raises ``DatasetError`` naming it and the problem.
+
+        A file cut short inside its array raises ``TruncatedError``, or with ``allow_truncated``
+        gives its complete entries (``truncation`` set).
+        """
         name = str(path)
         try:
             with open(path, "rb") as f:
                 before = os.fstat(f.fileno())
-                offsets, lengths = _index(f, name, block_size)
+                offsets, lengths, truncation = _index(f, name, block_size)
             after = os.stat(path)
         except OSError as exc:
             raise DatasetError(f"{name}: cannot read dataset file ({exc.strerror})") from None
         stamp = (before.st_mtime_ns, before.st_size)
         if (after.st_mtime_ns, after.st_size) != stamp:
             raise DatasetError(f"{name}: dataset file changed while it was being read; try again")
-        return cls(Path(path).resolve(), name, stamp, offsets, lengths)
+        if truncation is not None and not allow_truncated:
+            raise TruncatedError(name, truncation)
+        return cls(Path(path).resolve(), name, stamp, offsets, lengths, truncation)
 
     def __len__(self) -> int:
         return len(self._offsets)
@@ -257,4 +330,5 @@ class ShareGPTFile(Sequence[dict[str, Any]]):
     __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
-        return f"ShareGPTFile({self.name!r}, {len(self)} entries)"
+        cut = ", truncated" if self.truncation else ""
+        return f"ShareGPTFile({self.name!r}, {len(self)} entries{cut})"

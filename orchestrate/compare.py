@@ -2,13 +2,16 @@
 
 Stage: report. Imports: stdlib, matplotlib (optional), ``orchestrate.errors``, ``orchestrate.formats``
 (number formats), ``orchestrate.sweep_report`` (step-by-step effects), ``orchestrate.goodput`` (SLO
-text), ``orchestrate.results``, ``orchestrate.scenario`` (settings of runs that predate them in
-``summary.json``). It reads only the files of finished runs, so it works across runs too.
+text), ``orchestrate.matrix`` (folding factors), ``orchestrate.results``, ``orchestrate.scenario``
+(settings of runs that predate them in ``summary.json``). It reads only the files of finished runs,
+so it works across runs too.
 
 The confound check compares the flat settings of every two completed variants (``Variant.settings()``
 as actually run, after a retry). An effect of a setting is read only from a pair that differs in that
 setting alone; a pair that differs in more is listed as confounded, with the settings named, and no
-effect is read from it. Ratios are b / a of numbers in the summaries: nothing is re-aggregated here.
+effect is read from it. A declared factor (a matrix axis that sets several settings, ``drafter``; see
+``orchestrate.matrix``) is one setting here: its keys fold into ``factor.<axis>``, valued by the value's
+name. Ratios are b / a of numbers in the summaries: nothing is re-aggregated here.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ import yaml
 from orchestrate.errors import ResultsError
 from orchestrate.formats import fmt_ms, fmt_num, summary_numbers
 from orchestrate.goodput import slo_text
+from orchestrate.matrix import FACTOR, fold, folded_factors
 from orchestrate import sweep_report
 from orchestrate.results import compare_json, compare_md, compare_png, compare_sweep_png, scenario_copy, variant_dirs
 
@@ -57,6 +61,8 @@ class VariantResult:
     numbers: dict[str, Any] = field(default_factory=dict)
     sweep: dict[str, Any] | None = None
     """The summary's ``sweep`` block (its steps' figures) when the variant was a sweep."""
+    factors: dict[str, Any] = field(default_factory=dict)
+    """The summary's ``factors``: axis → ``{value, covers}`` (none in summaries written before them)."""
 
 
 def _scenario_settings(run: Path, name: str, retried: bool) -> dict[str, Any] | None:
@@ -90,7 +96,7 @@ def read_variants(run_dirs: list[Path]) -> list[VariantResult]:
             out.append(VariantResult(paths.dir.name, run, paths.dir.name, status, retried,
                                      None if status == "completed" else server.get("cause") or summary.get("error"),
                                      first.get("cause"), first.get("settings"), settings, summary_numbers(summary),
-                                     summary.get("sweep")))
+                                     summary.get("sweep"), summary.get("factors") or {}))
     names = [v.name for v in out]
     for v in out:
         if names.count(v.name) > 1:
@@ -133,23 +139,27 @@ def compare(variants: list[VariantResult], baseline: str | None = None,
     :param runs: the run directories compared (default: those the variants come from).
     """
     base = _baseline(variants, baseline)
+    done = [v for v in variants if v.status == "completed" and v.settings is not None]
+    factors = folded_factors([(v.settings or {}, v.factors) for v in done])
+    view = {v.label: None if v.settings is None else fold(v.settings, v.factors, factors)  # as compared
+            for v in variants}
     rows = []
     for v in variants:
         row: dict[str, Any] = {"label": v.label, "run": str(v.run), "variant": v.name, "status": v.status,
                                "retried": v.retried, "cause": v.cause, "first_attempt_cause": v.first_cause,
                                "retry_changed": _differs(v.first_settings, v.settings or {}) if v.first_settings
                                else None,
-                               **v.numbers, "settings": v.settings, "delta_pct": None}
+                               **v.numbers, "settings": v.settings, "compared_settings": view[v.label],
+                               "delta_pct": None}
         if base is not None and v.status == "completed":
             row["delta_pct"] = {k: 100 * (v.numbers[k] - base.numbers[k]) / base.numbers[k]
                                 if v.numbers.get(k) is not None and base.numbers.get(k) else None
                                 for k, _ in COLUMNS}
         rows.append(row)
-    done = [v for v in variants if v.status == "completed" and v.settings is not None]
-    pairs = [(a, b, _differs(a.settings or {}, b.settings or {})) for a, b in combinations(done, 2)]
+    pairs = [(a, b, _differs(view[a.label] or {}, view[b.label] or {})) for a, b in combinations(done, 2)]
     varying = sorted({k for _, _, d in pairs for k in d})
     # orient every pair of one setting the same way: the value seen first is the "from"
-    first_seen = {k: [v.settings.get(k, _UNSET) for v in done if v.settings is not None] for k in varying}
+    first_seen = {k: [(view[v.label] or {}).get(k, _UNSET) for v in done] for k in varying}
     effects: dict[str, list[dict[str, Any]]] = {}
     confounded, repeats = [], []
     for a, b, d in pairs:
@@ -158,7 +168,7 @@ def compare(variants: list[VariantResult], baseline: str | None = None,
             if first_seen[key].index(x) > first_seen[key].index(y):
                 a, b, x, y = b, a, y, x
             effect = {"a": a.label, "b": b.label, "from": x, "to": y, "ratios": _ratios(a, b),
-                      "with": {k: (a.settings or {}).get(k, _UNSET) for k in varying if k != key}}
+                      "with": {k: (view[a.label] or {}).get(k, _UNSET) for k in varying if k != key}}
             if a.sweep and b.sweep:  # the effect step by step, and where it turns
                 effect["sweep"] = sweep_report.speedups(a.sweep, b.sweep)
             effects.setdefault(key, []).append(effect)
@@ -170,6 +180,7 @@ def compare(variants: list[VariantResult], baseline: str | None = None,
     sweeps = [(v.label, v.sweep) for v in variants if v.sweep]
     return {"runs": [str(r) for r in (runs or dict.fromkeys(v.run for v in variants))], "sweeps": sweeps,
             "baseline": base.label if base else None, "variants": rows, "varying_settings": varying,
+            "factors": factors,
             "effects": dict(sorted(effects.items())), "confounded": confounded, "repeats": repeats,
             "excluded": [{"label": v.label, "status": v.status, "cause": v.cause} for v in variants
                          if v.status != "completed" or v.settings is None]}
@@ -177,6 +188,11 @@ def compare(variants: list[VariantResult], baseline: str | None = None,
 
 def _value(x: Any) -> str:
     return "none" if x is None else str(x)
+
+
+def _label(key: str) -> str:
+    """A setting as compare.md names it: a folded factor by its axis alone (``drafter``)."""
+    return key[len(FACTOR):] if key.startswith(FACTOR) else key
 
 
 def _fmt(key: str, x: Any) -> str:
@@ -232,11 +248,15 @@ def markdown(data: dict[str, Any], plot_name: str | None = None, sweep_plot: str
             if r["delta_pct"] and r["label"] != data["baseline"]:
                 out.append(f"| {r['label']} | " + " | ".join(
                     "–" if r["delta_pct"][k] is None else f"{r['delta_pct'][k]:+.1f} %" for k, _ in COLUMNS) + " |")
-    out += ["", "## Effects (only from pairs that differ in that one setting)", ""]
+    if data.get("factors"):
+        out += ["", "## Factors (matrix axes that set several settings; each is compared as one setting)", ""]
+        out += [f"- **{axis}**: {', '.join(f['values'])}; sets {', '.join(f['covers']) or 'nothing'}"
+                for axis, f in data["factors"].items()]
+    out += ["", "## Effects (only from pairs that differ in that one setting or factor)", ""]
     for key, found in data["effects"].items():
         for e in found:
-            held = ", ".join(f"{k}={_value(v)}" for k, v in e["with"].items())
-            out.append(f"- **{key}** {_value(e['from'])} → {_value(e['to'])}: {_ratio_text(e['ratios'])}"
+            held = ", ".join(f"{_label(k)}={_value(v)}" for k, v in e["with"].items())
+            out.append(f"- **{_label(key)}** {_value(e['from'])} → {_value(e['to'])}: {_ratio_text(e['ratios'])}"
                        + (f", with {held}" if held else "") + f" ({e['a']} vs {e['b']})")
     if not data["effects"]:
         out.append("- none: no two completed variants differ in exactly one setting")
@@ -245,7 +265,7 @@ def markdown(data: dict[str, Any], plot_name: str | None = None, sweep_plot: str
         out += ["", "## Confounded pairs (differ in more than one setting: no effect is read from them)", ""]
         for c in data["confounded"]:
             a, b = (fmt_num(x) for x in c["decode_tok_s"])
-            keys = list(c["differs"])
+            keys = [_label(k) for k in c["differs"]]
             named = " and ".join([", ".join(keys[:-1]), keys[-1]] if len(keys) > 2 else keys)
             out.append(f"- {c['a']} vs {c['b']}: decode {a} → {b} tok/s changed {named}: confounded")
     if data["repeats"]:
@@ -266,9 +286,10 @@ def markdown(data: dict[str, Any], plot_name: str | None = None, sweep_plot: str
                        + (f"; retried with {changed}" if changed else ""))
     if data["varying_settings"]:
         keys = data["varying_settings"]
-        out += ["", "## Settings that differ between variants", "", "| variant | " + " | ".join(keys) + " |",
-                "|---" * (len(keys) + 1) + "|"]
-        out += [f"| {r['label']} | " + " | ".join(_value((r["settings"] or {}).get(k, _UNSET)) for k in keys) + " |"
+        out += ["", "## Settings that differ between variants", "", "| variant | " + " | ".join(map(_label, keys))
+                + " |", "|---" * (len(keys) + 1) + "|"]
+        out += [f"| {r['label']} | " + " | ".join(_value((r["compared_settings"] or {}).get(k, _UNSET)) for k in keys)
+                + " |"
                 for r in rows]
     if plot_name:
         out += ["", f"![comparison]({plot_name})"]
@@ -285,8 +306,9 @@ def _sweep_effects(effects: dict[str, list[dict[str, Any]]]) -> list[str]:
             sw = e.get("sweep")
             if not sw:
                 continue
-            out += ["", f"### {key} {_value(e['from'])} → {_value(e['to'])}, step by step ({e['a']} vs {e['b']})", "",
-                    f"**{sweep_report.crossover_sentence(sw['key'], sw, e['a'], e['b'], key)}**", "",
+            out += ["", f"### {_label(key)} {_value(e['from'])} → {_value(e['to'])}, step by step "
+                    f"({e['a']} vs {e['b']})", "",
+                    f"**{sweep_report.crossover_sentence(sw['key'], sw, e['a'], e['b'], _label(key))}**", "",
                     f"| {sw['key']} | decode tok/s {e['a']} | decode tok/s {e['b']} | speedup | TTFT p50 ratio | "
                     "TPOT p50 ratio |", "|---" * 6 + "|"]
             for st in sw["steps"]:

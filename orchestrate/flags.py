@@ -25,6 +25,13 @@ FLAG_ALIASES = {"fa": "flash-attn", "c": "ctx-size", "np": "parallel", "ngl": "n
                 "mg": "main-gpu", "dev": "device"}
 """Other names llama-server accepts for one flag (``common/arg.cpp``): the confound check compares
 settings by the long name, so ``fa: off`` and ``flash-attn: off`` are the same setting."""
+SHORT_NAMES = {"ngld", "ctkd", "ctvd", "devd", "hfrd", "cmoe", "cmoed", "ncmoe", "ncmoed", "nkvo", "nocb", "cram",
+               "ctxcp", "fitc", "fitt", "mmdev", "ncffn", "no-kvu", "no-ag"}
+"""llama-server's one-dash names of more than three letters (``-ngld``; build 11434's ``--help``)."""
+RENAMED = {"draft": "spec-draft-n-max", "draft-n": "spec-draft-n-max", "draft-max": "spec-draft-n-max",
+           "draft-min": "spec-draft-n-min", "draft-n-min": "spec-draft-n-min"}
+"""Names current builds refuse ("the argument has been removed"): sent by their new name, which is
+also the setting they are compared by."""
 MANAGED = {"model", "m", "model-draft", "md", "host", "port", "metrics"}
 """Set by tokenswarm from the scenario's own keys (``model``, ``draft_model``, ``host``, ``port``)."""
 
@@ -35,8 +42,10 @@ def canonical_flag(flag: str) -> str:
 
 
 def _name(flag: str) -> str:
-    """llama.cpp's short names have one dash and at most three letters (``-c``, ``-fa``, ``-ngl``)."""
-    return f"-{flag}" if len(flag) <= 3 and "-" not in flag else f"--{flag}"
+    """llama.cpp's short names have one dash: most have at most three letters (``-c``, ``-fa``,
+    ``-ngl``), a few more (``SHORT_NAMES``)."""
+    flag = RENAMED.get(flag, flag)
+    return f"-{flag}" if flag in SHORT_NAMES or (len(flag) <= 3 and "-" not in flag) else f"--{flag}"
 
 
 def flag_args(flags: dict[str, Any]) -> list[str]:

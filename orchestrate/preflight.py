@@ -1,8 +1,11 @@
 """Before the load: what the server is (``/props``, ``/v1/models``) and an exact prompt-token counter.
 
-Stage: server → load. Imports: stdlib, requests, ``orchestrate.errors``. Every endpoint is optional:
-against a server that is not llama.cpp, facts are None and the counter falls back to the estimate
-of ``locustfiles.dataset.estimate_tokens`` (the summary says so).
+Stage: server → load. Imports: stdlib, requests, jinja2, ``orchestrate.errors``. Every endpoint is
+optional: against a server that is not llama.cpp, facts are None and the counter falls back to the
+estimate of ``locustfiles.dataset.estimate_tokens`` (the summary says so). The chat template is
+applied by the server's ``/apply-template``; a server without it (llama.cpp builds older than that
+endpoint, other servers with ``/tokenize``) gets the template of ``/props`` rendered here with
+jinja2, else the message text alone; ``TOKEN_COUNTERS`` names each way.
 """
 
 from __future__ import annotations
@@ -12,6 +15,8 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+import jinja2
+import jinja2.sandbox
 import requests
 from requests.adapters import HTTPAdapter
 from urllib3.util.retry import Retry
@@ -19,6 +24,15 @@ from urllib3.util.retry import Retry
 from orchestrate.errors import ServerError
 
 TIMEOUT_S = 30.0
+TOKEN_COUNTERS = {
+    "server_tokenize": "exact: the server's /apply-template and /tokenize",
+    "server_tokenize_local_template": "the server's /tokenize over its /props chat template rendered by "
+                                      "tokenswarm (the server has no /apply-template)",
+    "server_tokenize_no_template": "the server's /tokenize over the message text alone: the chat template's "
+                                   "tokens are not counted (no /apply-template, no usable template in /props)",
+    "estimate_chars_div_4": "ESTIMATED (characters / 4): the server has no /tokenize",
+}
+"""How prompt lengths were measured (``summary.json`` ``sampling.token_counter``), best first."""
 API_KEY_ENV = "TOKENSWARM_API_KEY"
 """The variable that holds the server's API key, for the orchestrator and Locust's users alike."""
 
@@ -52,11 +66,15 @@ class ServerFacts:
     speculative: bool | None = None
     chat_template: str | None = None
     has_tokenize: bool = False
+    has_apply_template: bool = False
     props: dict[str, Any] = field(default_factory=dict)
+    special_tokens: dict[str, str] = field(default_factory=dict)
+    """``bos_token``/``eos_token`` from ``/props``, for rendering its chat template here."""
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
         data.pop("props")
+        data.pop("special_tokens")
         return data
 
 
@@ -88,48 +106,87 @@ def fetch_facts(base_url: str, session: requests.Session) -> ServerFacts:
         facts.model_path = props.get("model_path")
         facts.build = props.get("build_info")
         facts.chat_template = props.get("chat_template")
+        facts.special_tokens = {k: props[k] for k in ("bos_token", "eos_token") if isinstance(props.get(k), str)}
     slots = _get(session, f"{base_url}/slots")
     if isinstance(slots, list) and slots:
         facts.speculative = bool(slots[0].get("speculative"))
     models = _get(session, f"{base_url}/v1/models")
     if isinstance(models, dict) and models.get("data"):
         facts.model_id = models["data"][0].get("id")
-    facts.has_tokenize = _probe_tokenize(base_url, session)
+    facts.has_tokenize = _probe(base_url, session, "/tokenize", {"content": "hello"}, "tokens", list)
+    facts.has_apply_template = facts.has_tokenize and _probe(
+        base_url, session, "/apply-template", {"messages": [{"role": "user", "content": "hello"}]}, "prompt", str)
     return facts
 
 
-def _probe_tokenize(base_url: str, session: requests.Session) -> bool:
+def _probe(base_url: str, session: requests.Session, path: str, body: dict[str, Any], key: str,
+           kind: type) -> bool:
+    """The endpoint answers 200 with ``key`` of type ``kind`` (a 404 or anything else: it is not there)."""
     try:
-        resp = session.post(f"{base_url}/tokenize", json={"content": "hello"}, timeout=TIMEOUT_S)
-        return resp.status_code == 200 and isinstance(resp.json().get("tokens"), list)
+        resp = session.post(f"{base_url}{path}", json=body, timeout=TIMEOUT_S)
+        return resp.status_code == 200 and isinstance(resp.json().get(key), kind)
     except (requests.RequestException, ValueError, AttributeError):
         return False
 
 
-def chat_prompt_counter(base_url: str, session: requests.Session) -> Callable[[list[str]], list[int]]:
-    """Counts what the server will count as ``prompt_tokens`` for a one-message chat.
+Messages = list[dict[str, str]]
 
-    Each text is wrapped as a user message, rendered with the model's own chat template
-    (``/apply-template``) and tokenized with specials and BOS (``/tokenize``), exactly as the
-    server does for ``/v1/chat/completions``.
-    """
-    count_chats = chat_messages_counter(base_url, session)
 
+def template_renderer(facts: ServerFacts) -> Callable[[Messages], str] | None:
+    """The ``/props`` chat template as a function, rendered as Hugging Face and llama.cpp do (trimmed
+    blocks, ``add_generation_prompt``, the model's BOS/EOS); None when there is none or it fails."""
+    if not facts.chat_template:
+        return None
+    def raise_exception(message: str) -> None:
+        raise jinja2.TemplateError(message)
+    env = jinja2.sandbox.ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True)
+    env.globals["raise_exception"] = raise_exception
+    try:
+        template = env.from_string(facts.chat_template)
+        render = lambda messages: template.render(messages=messages, add_generation_prompt=True,  # noqa: E731
+                                                  **facts.special_tokens)
+        render([{"role": "user", "content": "hello"}])
+    except jinja2.TemplateError:
+        return None
+    return render
+
+
+def prompt_token_counter(base_url: str, session: requests.Session, facts: ServerFacts
+                         ) -> tuple[str, Callable[[list[Messages]], list[int]] | None]:
+    """The best counter this server allows for whole chats, and its name (``TOKEN_COUNTERS``);
+    None for the estimate (no ``/tokenize``)."""
+    if not facts.has_tokenize:
+        return "estimate_chars_div_4", None
+    if facts.has_apply_template:
+        return "server_tokenize", chat_messages_counter(base_url, session)
+    render = template_renderer(facts)
+    if render is not None:
+        return "server_tokenize_local_template", chat_messages_counter(base_url, session, render)
+    return "server_tokenize_no_template", chat_messages_counter(
+        base_url, session, lambda messages: "".join(m["content"] for m in messages))
+
+
+def one_message_counter(count_chats: Callable[[list[Messages]], list[int]]) -> Callable[[list[str]], list[int]]:
+    """A chat counter applied to texts, each wrapped as one user message (a prompt's first turn)."""
     def count(texts: list[str]) -> list[int]:
         return count_chats([[{"role": "user", "content": text}] for text in texts])
     return count
 
 
-def chat_messages_counter(base_url: str, session: requests.Session
-                          ) -> Callable[[list[list[dict[str, str]]]], list[int]]:
-    """The same count for whole chats (a multi-turn history: user and assistant messages)."""
-    def count(chats: list[list[dict[str, str]]]) -> list[int]:
-        counts = []
-        for messages in chats:
-            rendered = session.post(f"{base_url}/apply-template", timeout=TIMEOUT_S, json={"messages": messages})
-            rendered.raise_for_status()
-            counts.append(_tokenize(session, base_url, rendered.json()["prompt"], add_special=True))
-        return counts
+def chat_messages_counter(base_url: str, session: requests.Session,
+                          render: Callable[[Messages], str] | None = None) -> Callable[[list[Messages]], list[int]]:
+    """Counts what the server will count as ``prompt_tokens`` for whole chats (a multi-turn history:
+    user and assistant messages): rendered with the model's chat template (the server's
+    ``/apply-template``, or ``render``) and tokenized with specials and BOS (``/tokenize``), as the
+    server does for ``/v1/chat/completions``."""
+    def apply_template(messages: Messages) -> str:
+        rendered = session.post(f"{base_url}/apply-template", timeout=TIMEOUT_S, json={"messages": messages})
+        rendered.raise_for_status()
+        return str(rendered.json()["prompt"])
+
+    def count(chats: list[Messages]) -> list[int]:
+        return [_tokenize(session, base_url, (render or apply_template)(messages), add_special=True)
+                for messages in chats]
     return count
 
 

@@ -76,7 +76,8 @@ def headline(summary: dict[str, Any]) -> list[str]:
         lines = []
     req, thr = summary["requests"], summary["throughput"]
     planned = summary.get("planned_prompts") or req["sent"]
-    lines.append(f"{req['completed']}/{planned} done, {req['errors']} errors in {summary['duration_s']:.1f} s"
+    no_content = f" ({req['no_content']} without content)" if req.get("no_content") else ""
+    lines.append(f"{req['completed']}/{planned} done{no_content}, {req['errors']} errors in {summary['duration_s']:.1f} s"
                  + (f" (stopped by {summary['stopped_by']})" if summary.get("stopped_by") not in
                     (None, "num_prompts") else ""))
     lines.append(f"prefill {fmt_num(thr['prefill_tok_s'])} tok/s, decode {fmt_num(thr['decode_tok_s'])} tok/s, "
@@ -140,8 +141,12 @@ def markdown(summary: dict[str, Any], images: Sequence[str] = ()) -> str:
     check = summary.get("locust_crosscheck")
     if check:
         agree = summary.get("crosscheck_agrees")
+        csv_counts = check.get("csv") or {}
         out.append(f"Locust's own stats: {check['requests']} requests, {check['failures']} failures, "
-                   f"{check['prompt_tokens']:,} prompt / {check['output_tokens']:,} output tokens — "
+                   + (f"{check['no_content']} without content, " if check.get("no_content") else "")
+                   + f"{check['prompt_tokens']:,} prompt / {check['output_tokens']:,} output tokens"
+                   + (f" (CSV: {csv_counts['requests']} requests, {csv_counts['failures']} failures)"
+                      if csv_counts else "") + " — "
                    + ("agrees with the records" if agree else "**differs from the records**") + "  ")
     out += [f"{line}  " for line in (server_metrics_line(summary), memory_line(summary)) if line]
     server = summary.get("server") or {}

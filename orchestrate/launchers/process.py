@@ -1,6 +1,7 @@
 """The process launcher: a native ``llama-server`` binary (a path or a name on PATH).
 
-Imports: stdlib, ``orchestrate.flags``, ``orchestrate.launchers.base``. The server runs in its own
+Imports: stdlib, ``orchestrate.flags``, ``orchestrate.launchers.base``, ``orchestrate.llama_build``
+(the cached build of ``make llama-server``). The server runs in its own
 process group, so ``stop()`` ends it and anything it spawned; its output goes to ``server.log``.
 """
 
@@ -12,20 +13,22 @@ from pathlib import Path
 
 from orchestrate.errors import ServerError
 from orchestrate.flags import llama_server_argv
+from orchestrate.llama_build import cached_binary
 from orchestrate.launchers.base import LOCAL_HOSTS, Launcher, free_port, stop_process_group
 from orchestrate.scenario import ServerSpec
 
 
 def find_binary(binary: str) -> str:
-    """``binary`` as a path, or found on PATH; one-line error otherwise."""
+    """``binary`` as a path, or found on PATH; plain ``llama-server`` not on PATH is the build of
+    ``make llama-server`` when there is one (its path is in ``server.json``); one-line error otherwise."""
     if "/" in binary:
         if Path(binary).is_file():
             return binary
         raise ServerError(f"server.binary: {binary} does not exist")
-    found = shutil.which(binary)
+    found = shutil.which(binary) or (str(cached_binary() or "") if binary == "llama-server" else "") or None
     if found is None:
-        raise ServerError(f"server.binary: {binary!r} is not on PATH; give the path to llama-server "
-                          f"(or use launcher: embedded, which needs no binary)")
+        raise ServerError(f"server.binary: {binary!r} is not on PATH; give the path to llama-server, or build "
+                          f"one with `make llama-server` (or use launcher: embedded, which needs no binary)")
     return found
 
 

@@ -36,15 +36,19 @@ def test_an_unwritable_results_folder_is_one_line(tmp_path: Path) -> None:
     assert "--results-dir: cannot write results under" in proc.stderr
 
 
-def test_a_dataset_that_is_not_json_fails_the_variant_with_one_line(tmp_path: Path) -> None:
+@pytest.mark.parametrize("content, message", [
+    ('[{"id": "a", "conversations": [}]', "not valid JSON: Expecting value at line 1 column 32 (byte offset 31)"),
+    ('[{"id": "a", "conversations": []}, {"id": "b", "conv',
+     "the file ends inside entry 1 (byte 52): it looks truncated (an interrupted download?); 1 complete "
+     "conversation before it; pass --allow-truncated (load.allow_truncated: true) to use them"),
+])
+def test_a_bad_dataset_is_one_line_before_any_server_starts(tmp_path: Path, content: str, message: str) -> None:
     bad = tmp_path / "bad.json"
-    bad.write_text('[{"id": "a", "conversations": [}]')
-    proc, run = tokenswarm_run(tmp_path, write_scenario(tmp_path, load={"dataset": str(bad)}))
-    assert proc.returncode == 1
-    summary = json.loads((run / "v" / "summary.json").read_text())
-    assert summary["status"] == "error"
-    assert str(bad) in summary["error"] and "not valid JSON" in summary["error"] and "\n" not in summary["error"]
-    assert "Traceback" not in proc.stderr
+    bad.write_text(content)
+    scenario = write_scenario(tmp_path, load={"dataset": str(bad)}, variants=[{"name": "a"}, {"name": "b"}])
+    proc = cli("run", str(scenario), "--results-dir", str(tmp_path / "results"))
+    assert proc.returncode == 2 and proc.stderr == f"tokenswarm: error: {bad}: {message}\n"  # once, not per variant
+    assert not (tmp_path / "results").exists() and "starting" not in proc.stdout  # no server was started
 
 
 @pytest.mark.parametrize("url, reason", [

@@ -57,7 +57,8 @@ def test_a_run_in_a_container_gives_exact_figures_and_removes_it(
     summary = json.loads((variant / "summary.json").read_text())
     prompts, records = read_jsonl(variant / "prompts.jsonl"), read_jsonl(variant / "requests.jsonl")
     assert summary["status"] == "completed"
-    assert summary["requests"] == {"sent": 12, "completed": 12, "errors": 0, "cancelled": 0, "errors_by_class": {}}
+    assert summary["requests"] == {"sent": 12, "completed": 12, "errors": 0, "cancelled": 0, "no_content": 0,
+                                   "errors_by_class": {}}
     assert summary["tokens"]["output"] == sum(r["requested_max_tokens"] for r in records) \
         == sum(p["output_tokens"] for p in prompts)
     assert summary["tokens"]["prompt"] == sum(p["prompt_tokens"] for p in prompts)
@@ -201,3 +202,29 @@ def test_an_image_that_cannot_be_pulled_is_named(tmp_path: Path, monkeypatch: py
     (line,) = [x for x in proc.stderr.splitlines() if x.startswith("tokenswarm: error:")]
     assert line.startswith("tokenswarm: error: server.image: localhost/tokenswarm-no-such-image:0 is not present "
                            "locally and cannot be pulled (")
+
+
+def test_the_real_llama_server_runs_in_a_container(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, podman_socket: str, docker_engine: docker.DockerClient,
+        docker_test_image: str, docker_test_mounts: list[str], llama_server_binary: Path, gemma_model: Path) -> None:
+    """As llama.cpp's ``server`` image runs it: ``/app/llama-server`` with its shared libraries beside
+    it (the cached build's ``bin`` mounted at ``/app``), Gemma mounted at ``/models``, real ShareGPT."""
+    monkeypatch.setenv("DOCKER_HOST", podman_socket)
+    app = f"{llama_server_binary.resolve().parent}:/app:ro"
+    scenario = write_scenario(
+        tmp_path, server={"launcher": "docker", "image": docker_test_image, "model": "gemma-3-270m",
+                          "docker": {"gpus": "none", "entrypoint": ["/app/llama-server"],
+                                     "volumes": [*docker_test_mounts, app]},
+                          "flags": {"parallel": 2, "ctx-size": 4096, "threads": 1}, "ready_timeout_s": 120},
+        load={"dataset": "sharegpt-v3", "allow_truncated": True, "users": 2, "num_prompts": 4, "max_tokens": 16,
+              "sampling": {"max_prompt_tokens": 128}})
+    proc, run = tokenswarm_run(tmp_path, scenario, timeout_s=280)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    summary = json.loads((run / "v" / "summary.json").read_text())
+    assert summary["status"] == "completed" and summary["requests"]["completed"] == 4
+    facts = summary["server"]["facts"]
+    assert facts["model_path"] == f"/models/{gemma_model.name}" and facts["total_slots"] == 2
+    assert summary["server_metrics"]["agrees_with_records"] is True and summary["crosscheck_agrees"] is True
+    assert summary["server"]["launcher"]["container"]["entrypoint"] == ["/app/llama-server"]
+    assert "main: server is listening" in (run / "v" / "server.log").read_text()  # the real server's own line
+    assert ours(docker_engine, run / "v" / "server.log") == []

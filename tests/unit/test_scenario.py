@@ -11,6 +11,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from orchestrate.errors import ScenarioError, TokenswarmError
+from orchestrate.matrix import Factor
 from orchestrate.scenario import (LAUNCHER_KINDS, LOAD_KEYS, SAMPLING_KEYS, SERVER_KEYS, TOP_KEYS, VARIANT_KEYS,
                                   LoadSpec, Scenario, ServerSpec, load_scenario, parse_scenario)
 from tests.helpers import SCENARIO_PATH, parse_text as parse, scenario_error as error_of
@@ -127,6 +128,23 @@ def test_with_no_overrides_is_equal():
     assert scenario.with_overrides() == scenario
 
 
+def test_packaged_dataset_and_allow_truncated():
+    scenario = parse("""\
+        load:
+          dataset: sharegpt-v3
+          allow_truncated: true
+        variants:
+          - name: a
+          - name: b
+            load: {allow_truncated: false}
+    """)
+    a, b = (v.load for v in scenario.variants)
+    assert (a.dataset, a.allow_truncated, b.allow_truncated) == ("sharegpt-v3", True, False)
+    assert LoadSpec().allow_truncated is False and "allow_truncated" in LOAD_KEYS
+    assert "load.allow_truncated" not in scenario.variants[0].settings()  # changes no measurement
+    assert scenario.with_overrides(load={"allow_truncated": True}).variants[1].load.allow_truncated
+
+
 def test_external_launcher_with_url():
     scenario = parse("""\
         server:
@@ -155,7 +173,7 @@ def test_demo_scenario_is_valid():
         load:
           users: 2
           bogus: 3
-     """, "study.yaml:4 load.bogus: unknown key; allowed: arrival, burstiness, cache_prompt, dataset, history, "
+     """, "study.yaml:4 load.bogus: unknown key; allowed: allow_truncated, arrival, burstiness, cache_prompt, dataset, history, "
           "late_ms, max_seconds, max_tokens, max_turns, mode, num_prompts, rate, read_timeout_s, sampling, seed, "
           "settle_s, spawn_rate, stages, think_time_s, users, warmup_prompts",
      id="unknown_load_key"),
@@ -251,12 +269,16 @@ def test_demo_scenario_is_valid():
     pytest.param("""\
         load:
           dataset: synthetic:lots
-     """, "study.yaml:2 load.dataset: must be a file path, 'synthetic[:N]' or 'synthetic-multiturn[:N]' "
+     """, "study.yaml:2 load.dataset: must be a file path, 'sharegpt-v3', 'synthetic[:N]' or 'synthetic-multiturn[:N]' "
           "(N >= 1), got 'synthetic:lots'", id="synthetic_count_not_a_number"),
     pytest.param("""\
         load:
+          allow_truncated: "yes"
+     """, "study.yaml:2 load.allow_truncated: must be true or false, got 'yes'", id="allow_truncated_not_a_bool"),
+    pytest.param("""\
+        load:
           dataset: synthetic-multiturn:0
-     """, "study.yaml:2 load.dataset: must be a file path, 'synthetic[:N]' or 'synthetic-multiturn[:N]' "
+     """, "study.yaml:2 load.dataset: must be a file path, 'sharegpt-v3', 'synthetic[:N]' or 'synthetic-multiturn[:N]' "
           "(N >= 1), got 'synthetic-multiturn:0'", id="synthetic_multiturn_count_zero"),
     pytest.param("""\
         server:
@@ -553,6 +575,108 @@ def test_matrix_value_error_points_at_the_matrix_line():
                  "study.yaml:1 matrix: expands to 1100 variants; at most 1000", id="too_large"),
 ])
 def test_matrix_errors(text: str, expected: str):
+    with pytest.raises(ScenarioError) as info:
+        parse_scenario(text, PATH)
+    assert str(info.value) == expected
+
+
+# --- matrix factors: one axis, several settings ---------------------------------------------------
+
+FACTOR_STUDY = """\
+server:
+  launcher: process
+  model: /models/gemma-4-E4B.gguf
+  flags: {parallel: 32}
+matrix:
+  flash-attn: [on, off]
+  drafter:
+    none: {}
+    mtp:
+      draft_model: /models/gemma-4-E4B-MTP.gguf
+      flags: {spec-type: draft-mtp, spec-draft-n-max: 4}
+on_load_failure:
+  retry_with: {flash-attn: off}
+"""
+DRAFTER_COVERS = ("server.draft_model", "server.flags.spec-type", "server.flags.spec-draft-n-max")
+
+
+def test_a_factor_axis_sets_its_settings_together_and_is_named_like_any_axis():
+    variants = parse(FACTOR_STUDY).variants
+    assert [v.name for v in variants] == ["flash-attn-on_drafter-none", "flash-attn-on_drafter-mtp",
+                                          "flash-attn-off_drafter-none", "flash-attn-off_drafter-mtp"]
+    on_none, on_mtp, off_none, off_mtp = variants
+    assert (on_none.server.draft_model, on_none.server.flags) == (None, {"parallel": 32, "flash-attn": True})
+    assert (on_mtp.server.draft_model, on_mtp.server.flags) == (
+        "/models/gemma-4-E4B-MTP.gguf", {"parallel": 32, "flash-attn": True, "spec-type": "draft-mtp",
+                                         "spec-draft-n-max": 4})
+    assert [v.factors for v in variants] == [{"drafter": Factor(value, DRAFTER_COVERS)}
+                                             for value in ("none", "mtp", "none", "mtp")]
+    # the flash-attn axis is a single setting, as before: no factor
+    assert set(on_mtp.settings()) - set(on_none.settings()) == {"server.flags.spec-type",
+                                                                "server.flags.spec-draft-n-max"}
+    # the retry applies after the factor and keeps it; on the fa-off variants the rule changes nothing
+    assert (on_mtp.retry_with, off_none.retry_with, off_mtp.retry_with) == ({"flash-attn": False}, None, None)
+    retried = on_mtp.with_retry()
+    assert retried.factors == on_mtp.factors
+    assert retried.settings() == off_mtp.settings()
+
+
+def test_a_factor_times_listed_variants():
+    small, big = parse("""\
+        matrix:
+          drafter: {none: {}, simple: {draft_model: tiny-draft, users: 4}}
+        variants:
+          - name: small
+          - name: big
+            server: {flags: {parallel: 64}}
+    """).variants[1::2]
+    assert (small.name, small.server.draft_model, small.load.users) == ("small_drafter-simple", "tiny-draft", 4)
+    assert big.name == "big_drafter-simple" and big.server.flags == {"parallel": 64}
+    assert big.factors["drafter"].covers == ("server.draft_model", "load.users")
+
+
+def test_axes_named_after_keys_that_take_a_mapping_stay_one_setting():
+    variants = parse("""\
+        server: {launcher: docker, model: /m/a.gguf}
+        matrix:
+          docker: {all: {gpus: all}, two: {gpus: [0, 1]}}
+          sampling: {short: {max_prompt_tokens: 256}, long: {max_prompt_tokens: 1024}}
+    """).variants
+    assert [(v.name, v.server.docker, v.load.sampling, v.factors) for v in variants] == [
+        ("docker-all_sampling-short", {"gpus": "all"}, {"max_prompt_tokens": 256}, {}),
+        ("docker-all_sampling-long", {"gpus": "all"}, {"max_prompt_tokens": 1024}, {}),
+        ("docker-two_sampling-short", {"gpus": [0, 1]}, {"max_prompt_tokens": 256}, {}),
+        ("docker-two_sampling-long", {"gpus": [0, 1]}, {"max_prompt_tokens": 1024}, {})]
+
+
+@pytest.mark.parametrize("text, expected", [
+    pytest.param("matrix:\n  drafter:\n    none: {}\n    mtp:\n      draft_model: 3\n",
+                 "study.yaml:5 matrix.drafter.mtp.draft_model: must be a string, got 3", id="bad_value_in_a_factor"),
+    pytest.param("matrix:\n  drafter:\n    none: {}\n    mtp:\n      flags:\n        spec-draft-n-max: 4\n"
+                 "        users: 2\n",
+                 "study.yaml:7 matrix.drafter.mtp.flags.users: is a load key, not a llama-server flag; set it beside "
+                 "flags", id="load_key_in_flags"),
+    pytest.param("matrix:\n  drafter:\n    none: null\n    mtp: {draft_model: /m.gguf}\n",
+                 "study.yaml:4 matrix.drafter.mtp: a llama-server flag takes no mapping; to set several settings at "
+                 "once make every value of the axis a mapping of settings (a factor; {} for none)",
+                 id="null_is_not_a_factor_value"),
+    pytest.param("matrix:\n  drafter:\n    mtp:\n      flags: {spec-draft-n-max: 4}\n  draft-max: [2, 8]\n",
+                 "study.yaml:5 matrix.draft-max.0: is also set by the matrix axis matrix.drafter; set it in one place",
+                 id="another_axis_sets_a_factor_key"),
+    pytest.param("matrix:\n  drafter:\n    none: {}\n    mtp: {draft_model: /m.gguf}\nvariants:\n  - name: a\n"
+                 "    server:\n      draft_model: /other.gguf\n",
+                 "study.yaml:8 variants.0.server.draft_model: is also set by the factor matrix.drafter; set it in "
+                 "one place", id="variant_sets_a_factor_key"),
+    pytest.param("server:\n  flags:\n    spec-type: draft-mtp\nmatrix:\n  drafter:\n    none: {}\n"
+                 "    mtp: {flags: {spec-type: draft-mtp}}\n",
+                 "study.yaml:3 server.flags.spec-type: is also set by the factor matrix.drafter, whose values that "
+                 "leave it out would inherit it; set it in the factor's values", id="top_level_sets_a_factor_key"),
+    pytest.param("matrix:\n  my_drafter:\n    none: {}\n",
+                 "study.yaml:2 matrix.my_drafter: must be a server key (draft_model, image, ...), a load key "
+                 "(users, max_tokens, ...) or a llama-server flag name (letters, digits, '-'), got 'my_drafter'",
+                 id="factor_named_with_underscore"),
+])
+def test_factor_errors(text: str, expected: str):
     with pytest.raises(ScenarioError) as info:
         parse_scenario(text, PATH)
     assert str(info.value) == expected

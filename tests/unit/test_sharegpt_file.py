@@ -6,6 +6,7 @@ and numbers; every result is checked against ``json.load`` of the same bytes.
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import random
@@ -17,7 +18,7 @@ import pytest
 
 from locustfiles.dataset import (DatasetError, SamplingConfig, estimate_tokens,
                                  load_sharegpt, sample_prompts)
-from locustfiles.sharegpt_file import ShareGPTFile
+from locustfiles.sharegpt_file import ShareGPTFile, TruncatedError, Truncation, _Window
 from orchestrate.sharegpt_synth import generate_sharegpt
 from tests.helpers import write_file as write
 
@@ -96,21 +97,114 @@ def test_offsets_are_exact_bytes(tmp_path: Path) -> None:
         assert raw[off:off + 1] == b"{" and raw[off + n - 1:off + n] == b"}"
 
 
-# --- errors: the position json.load reports, plus the byte offset ------------------------------
+# --- a file cut short: truncated, not malformed ------------------------------------------------
+
+def complete_before(entries: list[dict], text: str, cut_at: int, **dumps: object) -> int:
+    """How many whole entries ``text[:cut_at]`` holds (``text`` is ``json.dumps(entries, **dumps)``)."""
+    ends = [len(json.dumps(entries[:k], **dumps)) - (2 if dumps.get("indent") is not None else 1)
+            for k in range(1, len(entries) + 1)]
+    assert all(text[:end] == json.dumps(entries[:k + 1], **dumps)[:end] for k, end in enumerate(ends))
+    return sum(end <= cut_at for end in ends)
+
+
+def truncation_of(path: Path, block_size: int) -> Truncation:
+    with pytest.raises(TruncatedError) as err:
+        ShareGPTFile.from_path(path, block_size=block_size)
+    msg = str(err.value)
+    assert msg.startswith(f"{path}: the file ends ") and "\n" not in msg and "it looks truncated" in msg
+    return err.value.truncation
+
 
 @pytest.mark.parametrize("cut", ['"id": "c3', '"id": "c3-', "\\u00", "\\ud83d", "\\ud83d\\ude0",
-                                 "1500", "12345678901234567890", '"gpt"', "[\n", "\u20ac"])
+                                 "1500", "12345678901234567890", '"gpt"', "[\n", "\u20ac", "tru", "1500.",
+                                 "-", "]\n  },", "},\n  {"])
 def test_truncated_file_reports_where_it_ends(tmp_path: Path, cut: str) -> None:
-    texts = [json.dumps(tricky_entries(), ensure_ascii=flag, indent=2) for flag in (False, True)]
-    cuts = [text[:text.index(cut) + len(cut)].encode() for text in texts if cut in text]
-    assert cuts
-    for raw in cuts:
-        err = json_error(raw)
+    data = tricky_entries()
+    data[2]["n"] += [-1e-3, True]  # a "-" and a "tru" to cut at
+    for flag in (False, True):
+        text = json.dumps(data, ensure_ascii=flag, indent=2)
+        if cut not in text:
+            continue
+        at = text.index(cut, text.index(cut[:1]) + 1 if cut == "-" else 0) + len(cut)
+        raw, want = text[:at].encode(), complete_before(data, text, at, ensure_ascii=flag, indent=2)
         path = write(tmp_path, raw)
         for block_size in (1, 5, 64, 1 << 20):
-            msg = error_of(path, block_size)
-            assert (f"not valid JSON: {err.msg} at line {err.lineno} column {err.colno} "
-                    f"(byte offset {len(err.doc[:err.pos].encode())})") in msg
+            cut_short = truncation_of(path, block_size)
+            assert (cut_short.complete, cut_short.size) == (want, len(raw))
+            loaded = ShareGPTFile.from_path(path, block_size=block_size, allow_truncated=True)
+            assert list(loaded) == data[:want] and loaded.truncation == cut_short
+
+
+def test_every_cut_of_a_file_is_truncated_with_the_right_count(tmp_path: Path) -> None:
+    entries = [{"id": f"c{i}", "conversations": [{"from": "human", "value": f'h\u00e9 "{i}" \u20ac\\'},
+                                                  {"from": "gpt", "value": "ok\n\U0001F600"}]}
+               for i in range(3)]
+    text = json.dumps(entries, ensure_ascii=False, indent=2)
+    raw = text.encode()
+    for at in range(1, len(raw)):  # every byte: inside strings, characters, keys, between entries
+        path = write(tmp_path, raw[:at])
+        chars = len(raw[:at].decode("utf-8", errors="ignore"))
+        want = complete_before(entries, text, chars, ensure_ascii=False, indent=2)
+        for block_size in (3, 1 << 20):
+            cut_short = truncation_of(path, block_size)
+            assert (cut_short.complete, cut_short.size) == (want, at), at
+    assert list(ShareGPTFile.from_path(write(tmp_path, raw))) == entries
+
+
+@pytest.mark.parametrize("content, where", [
+    ("[", "right after its opening '[' (byte {size}): it looks truncated (an interrupted download?); "
+          "no complete conversation before it"),
+    ('[{"id": "a", "conversations": []}', "after entry 0 (byte {size})"),
+    ('[{"id": "a", "conversations": []},\n  ', "after entry 0 (byte {size})"),
+    ('[{"id": "a", "conversations": []}, {"id": "b", ', "inside entry 1 (byte {size})"),
+    ('[{"id": "a", "conversations": []}, {"id": "b", "conversations": [{"from": "hu',
+     "inside entry 1 (byte {size}): it looks truncated (an interrupted download?); 1 complete conversation "
+     "before it; pass --allow-truncated to use them"),
+    ('[{"id": "a", "conversations": []}, {"id": "b", "conversations": []}, {"id": "\xe2\x82',
+     "inside entry 2 (byte {size}): it looks truncated (an interrupted download?); 2 complete conversations"),
+])
+def test_truncation_message_says_where_and_how_to_go_on(tmp_path: Path, content: str, where: str) -> None:
+    raw = content.encode("latin-1")
+    path = write(tmp_path, raw)
+    with pytest.raises(TruncatedError) as err:
+        ShareGPTFile.from_path(path)
+    assert str(err.value).startswith(f"{path}: the file ends {where.format(size=len(raw))}")
+    assert isinstance(err.value, DatasetError) and "\n" not in str(err.value)
+    assert Truncation(17_671, 125_509_632, True).message("f.json", "HINT") == (
+        "f.json: the file ends inside entry 17,671 (byte 125,509,632): it looks truncated (an interrupted "
+        "download?); 17,671 complete conversations before it; HINT")
+
+
+@pytest.mark.parametrize("content, match", [
+    ('[{"id": "a", "conversations": []}, {"id": x}, {"id": "b", "conversations": []}]', "Expecting value"),
+    ('[{"id": "a", "conversations": []}, {"id": "b", "conversations": [}', "Expecting value"),
+    ('[{"id": "a", "conversations": []}, {"id": "b" "conversations": [', "Expecting ',' delimiter"),
+    ('[{"id": "a", "conversations": []}, {"id" "b", "conversations": [', "Expecting ':' delimiter"),
+    ('[{"id": "a", "conversations": []}, {"id": "\x01', "Invalid control character"),
+    ('[{"id": "a", "conversations": []}, {"id": "\\x', "Invalid \\escape"),
+    ('[{"id": "a", "conversations": []}, {"id": "\\uzz', "Invalid \\uXXXX escape"),
+    ('[{"id": "a", "conversations": []} x', "Expecting ',' delimiter"),
+    ('[{"id": "a", "conversations": []}, trux', "Expecting value"),
+    ('[{"id": "a", "conversations": []},]', "Expecting value"),
+    ("tru", "Expecting value at line 1 column 1"),  # no array begun: not a truncated dataset
+])
+def test_malformed_json_is_not_called_truncated(tmp_path: Path, content: str, match: str) -> None:
+    path = write(tmp_path, content)
+    for block_size in (1, 7, 1 << 20):
+        msg = error_of(path, block_size)
+        assert f"not valid JSON: {match}" in msg and "truncated" not in msg
+        with pytest.raises(DatasetError, match=re.escape(match)):
+            ShareGPTFile.from_path(path, block_size=block_size, allow_truncated=True)
+
+
+def test_a_message_ending_in_at_is_not_followed_by_another() -> None:
+    window = _Window(io.BytesIO(b'["abc'), "f.json", 16)
+    window.fill()
+    msg = str(window.syntax_error("Unterminated string starting at", 1))
+    assert msg == "f.json: not valid JSON: Unterminated string starting at line 1 column 2 (byte offset 1)"
+
+
+# --- errors: the position json.load reports, plus the byte offset ------------------------------
 
 
 @pytest.mark.parametrize("breakage", [("},\n  {", "}\n  {"), ('"gpt"', "'gpt'"), (": [", ": [}"),
@@ -125,8 +219,9 @@ def test_malformed_mid_file_names_line_column_and_byte(tmp_path: Path,
     path = write(tmp_path, bad)
     for block_size in (7, 4096):
         msg = error_of(path, block_size)
-        assert err.lineno > 100
-        assert (f"not valid JSON: {err.msg} at line {err.lineno} column {err.colno} "
+        assert err.lineno > 100 and "truncated" not in msg
+        # json's "Invalid control character at" gets one "at", not two
+        assert (f"not valid JSON: {err.msg.removesuffix(' at')} at line {err.lineno} column {err.colno} "
                 f"(byte offset {len(err.doc[:err.pos].encode())})") in msg
 
 
@@ -156,7 +251,9 @@ def test_not_utf8_far_into_the_file_names_the_absolute_offset(tmp_path: Path) ->
     for block_size in (1, 2, 3, 4096):
         assert f"not UTF-8 (byte 0xc3 at byte offset {at + 3})" in error_of(path, block_size)
     cut = write(tmp_path, b'["\xe2\x82', "cut.json")  # a character cut by the end of the file
-    assert "not UTF-8 (byte 0xe2 at byte offset 2)" in error_of(cut, 1)
+    assert truncation_of(cut, 1) == Truncation(0, 4, True)
+    after = write(tmp_path, b'[]\xe2\x82', "after.json")  # ... where the JSON itself is whole
+    assert "not UTF-8 (a character cut by the end of the file at byte offset 2)" in error_of(after, 1)
 
 
 # --- reads after the index pass ----------------------------------------------------------------

@@ -93,8 +93,23 @@ def test_weighted_stats_of_nothing_is_none():
 # --- summarize_records ----------------------------------------------------------------------------
 
 def test_request_counts(summary):
-    assert summary["requests"] == {"sent": 5, "completed": 3, "errors": 1, "cancelled": 1,
+    assert summary["requests"] == {"sent": 5, "completed": 3, "errors": 1, "cancelled": 1, "no_content": 0,
                                    "errors_by_class": {CONTEXT_ERROR: 1}}
+
+
+def eos_only_record(i: int, send_ts: float, prompt: int) -> RequestRecord:
+    """A reply that is only EOS, as Gemma 3 270M gives about 2 % of the time: 1 output token, no chunk."""
+    return RequestRecord(request_id=f"local-{i}", prompt_index=i, worker="local", send_ts=send_ts, status=OK,
+                         ttft_ms=None, e2e_ms=80.0, tpot_ms=None, chunk_offsets_ms=[], n_chunks=0,
+                         prompt_tokens=prompt, output_tokens=1, output_tokens_source="usage", finish_reason="stop")
+
+
+def test_replies_without_content_are_counted_apart():
+    summary = summarize_records(frame(study_records() + [eos_only_record(5, T0 + 1.6, 223)]))
+    assert summary["requests"]["completed"] == 4 and summary["requests"]["no_content"] == 1
+    # its prompt and its one output token count in the totals; TTFT/TPOT stay over the three with content
+    assert summary["tokens"]["prompt"] == 105 + 223 and summary["tokens"]["output"] == 11 + 1
+    assert summary["latency_ms"]["ttft"]["p50"] == 200.0
 
 
 def test_errors_by_class_sorted_and_counted():
@@ -194,7 +209,7 @@ def test_speculative_all_zero_drafts_has_no_rate():
 
 def test_empty_frame_summary():
     assert summarize_records(pd.DataFrame()) == {
-        "requests": {"sent": 0, "completed": 0, "errors": 0, "cancelled": 0, "errors_by_class": {}},
+        "requests": {"sent": 0, "completed": 0, "errors": 0, "cancelled": 0, "no_content": 0, "errors_by_class": {}},
         "duration_s": 0.0, "tokens": {"prompt": 0, "cached": 0, "output": 0},
         "throughput": {"prefill_tok_s": None, "decode_tok_s": None, "requests_per_s": None},
         "latency_ms": {}, "server_timings": None, "speculative": None}
@@ -204,7 +219,7 @@ def test_only_errors():
     records = [RequestRecord(request_id="local-0", prompt_index=0, worker="local", send_ts=T0, status=ERROR,
                              error_class=CONTEXT_ERROR, http_status=400, e2e_ms=4.0)]
     summary = summarize_records(frame(records))
-    assert summary["requests"] == {"sent": 1, "completed": 0, "errors": 1, "cancelled": 0,
+    assert summary["requests"] == {"sent": 1, "completed": 0, "errors": 1, "cancelled": 0, "no_content": 0,
                                    "errors_by_class": {CONTEXT_ERROR: 1}}
     assert summary["duration_s"] == pytest.approx(0.004)
     assert summary["tokens"] == {"prompt": 0, "cached": 0, "output": 0}
@@ -277,8 +292,37 @@ def write_json(tmp_path: Path, rows: list[dict]) -> Path:
 def test_locust_crosscheck(tmp_path: Path):
     check = locust_crosscheck(write_json(tmp_path, locust_rows()))
     # duration: earliest start_time (999.5) to latest last_request_timestamp (1002.0) = 2.5 s
-    assert check == pytest.approx({"requests": 4, "failures": 1, "prompt_tokens": 105, "output_tokens": 11,
-                                   "duration_s": 2.5, "prefill_tok_s": 105 / 2.5, "decode_tok_s": 11 / 2.5})
+    csv = check.pop("csv")
+    assert csv is None  # no CSV given
+    assert check == pytest.approx({"requests": 4, "failures": 1, "no_content": 0, "prompt_tokens": 105,
+                                   "output_tokens": 11, "duration_s": 2.5, "prefill_tok_s": 105 / 2.5,
+                                   "decode_tok_s": 11 / 2.5})
+
+
+def test_crosscheck_with_a_reply_without_content(tmp_path: Path):
+    # the EOS-only reply's prompt tokens ride on the NO_CONTENT row: Locust's totals equal the records'
+    summary = summarize_records(frame(study_records() + [eos_only_record(5, T0 + 1.6, 223)]))
+    rows = locust_rows()
+    rows[0].update(num_requests=5, total_content_length=12)
+    rows.append(locust_row("METRIC", "NO_CONTENT", 1, 0, 223, T0 + 1.6, T0 + 1.7))
+    check = locust_crosscheck(write_json(tmp_path, rows))
+    assert check["prompt_tokens"] == 105 + 223 and check["no_content"] == 1
+    assert crosscheck_agrees(summary, check) is True
+    rows.pop()  # without that row, as before the fix: 223 prompt tokens short
+    assert crosscheck_agrees(summary, locust_crosscheck(write_json(tmp_path, rows))) is False
+
+
+CSV_HEADER = "Type,Name,Request Count,Failure Count,Median Response Time\n"
+
+
+@pytest.mark.parametrize("csv_requests, agrees", [(4, True), (3, False)], ids=["final", "missed-the-last"])
+def test_crosscheck_reads_the_stats_csv(tmp_path: Path, summary, csv_requests: int, agrees: bool):
+    csv = tmp_path / "locust_stats.csv"
+    csv.write_text(CSV_HEADER + f"POST,/v1/chat/completions,{csv_requests},1,300\nMETRIC,TTFT,3,0,200\n"
+                   ",Aggregated,10,1,200\n")
+    check = locust_crosscheck(write_json(tmp_path, locust_rows()), csv)
+    assert check["csv"] == {"requests": csv_requests, "failures": 1}
+    assert crosscheck_agrees(summary, check) is agrees
 
 
 def test_crosscheck_agrees_with_the_records(tmp_path: Path, summary):
@@ -305,7 +349,7 @@ def test_crosscheck_disagrees_on_prompt_tokens(tmp_path: Path, summary):
 
 def test_crosscheck_without_a_chat_row(tmp_path: Path):
     check = locust_crosscheck(write_json(tmp_path, [locust_row("GET", "/health", 1, 0, 0, T0, T0)]))
-    assert check == {"requests": 0, "failures": 0, "prompt_tokens": 0, "output_tokens": 0,
+    assert check == {"requests": 0, "failures": 0, "no_content": 0, "prompt_tokens": 0, "output_tokens": 0,
                      "duration_s": None, "prefill_tok_s": None, "decode_tok_s": None}
 
 

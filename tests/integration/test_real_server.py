@@ -1,0 +1,166 @@
+"""The real parts: llama.cpp's own ``llama-server`` (build 11434 from PyPI's sdist, ``make llama-server``)
+serving Google's Gemma 3 270M Q4_K_M, driven by ``tokenswarm run`` with the process launcher and the
+real ShareGPT V3 package, as a user runs it.
+
+One scenario of five variants is run once for the module (about 2 min on 2 cores): flash attention
+on and off, a self-draft (``draft-simple`` with the same model), an n-gram drafter (``ngram-mod``, no
+draft model) and ``draft-mtp`` without an MTP draft, which this build refuses at load.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from orchestrate.flags import FLAG_ALIASES, RENAMED, SHORT_NAMES, flag_args, llama_server_argv
+from orchestrate.scenario import ServerSpec, load_scenario
+from tests.helpers import read_jsonl, tokenswarm_run
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(1200)]
+
+SCENARIOS = sorted((Path(__file__).resolve().parents[2] / "scenarios").glob("*.yaml"))
+PROXY = str(Path(__file__).resolve().parents[1] / "fixtures" / "endpoint_filter_proxy.py")
+REAL_LOAD = {"dataset": "sharegpt-v3", "allow_truncated": True, "users": 4, "num_prompts": 8, "max_tokens": 48,
+             "seed": 1, "sampling": {"max_prompt_tokens": 160}}
+"""Small enough for 2 CPU cores: prompts of at most 160 tokens, 48 output tokens."""
+
+
+FLAG = r"(?<![\w-])(--?[A-Za-z][A-Za-z0-9-]*)"
+
+
+def help_flags(binary: Path) -> tuple[set[str], str]:
+    """Every ``-x``/``--name`` this build's ``--help`` lists, less those it says were removed (it
+    refuses them at start), and the help text."""
+    text = subprocess.run([str(binary), "--help"], capture_output=True, text=True, timeout=60).stdout
+    removed = {flag for line in text.splitlines() if "the argument has been removed" in line
+               for flag in re.findall(FLAG, line.split("  ")[0])}
+    assert "--draft-max" in removed  # this build's own words, seen
+    return set(re.findall(FLAG, text)) - removed, text
+
+
+def test_every_flag_tokenswarm_can_emit_is_accepted_by_this_build(llama_server_binary: Path) -> None:
+    known, text = help_flags(llama_server_binary)
+    assert len(known) > 100, text[:500]
+    emitted = {a for a in llama_server_argv(ServerSpec(), "m.gguf", "d.gguf", "h", 1) if a.startswith("-")}
+    emitted |= {flag_args({f: "x"})[0] for f in [*FLAG_ALIASES, *FLAG_ALIASES.values(), *SHORT_NAMES, *RENAMED]}
+    spec_types: set[str] = set()
+    for path in SCENARIOS:
+        for variant in load_scenario(path).variants:
+            for spec in (variant.server, variant.with_retry().server):
+                emitted |= {a for a in llama_server_argv(spec, "m", None, "h", 1) if a.startswith("-")}
+                if "spec-type" in spec.flags:
+                    spec_types.add(str(spec.flags["spec-type"]))
+    assert not sorted(emitted - known), "flags this build does not know"
+    listed = re.search(r"--spec-type \[?([a-z0-9|,-]+)", text)
+    assert listed, "no --spec-type in --help"
+    assert spec_types <= set(re.split(r"[|,]", listed.group(1))), spec_types
+
+
+def write_real_scenario(tmp_path: Path, binary: Path, variants: list[dict[str, Any]],
+                        load: dict[str, Any] | None = None) -> Path:
+    scenario = {"name": "real", "server": {"launcher": "process", "binary": str(binary), "model": "gemma-3-270m",
+                                           "flags": {"parallel": 4, "ctx-size": 8192, "threads": 1},
+                                           "ready_timeout_s": 120},
+                "load": {**REAL_LOAD, **(load or {})}, "variants": variants}
+    path = tmp_path / "real.yaml"
+    path.write_text(yaml.safe_dump(scenario, sort_keys=False))
+    return path
+
+
+@pytest.fixture(scope="module")
+def real_run(llama_server_binary: Path, gemma_model: Path,
+             tmp_path_factory: pytest.TempPathFactory) -> tuple[subprocess.CompletedProcess[str], Path]:
+    tmp_path = tmp_path_factory.mktemp("real-run")
+    scenario = write_real_scenario(tmp_path, llama_server_binary, [
+        {"name": "fa-on", "server": {"flags": {"flash-attn": "on"}}},
+        {"name": "fa-off", "server": {"flags": {"flash-attn": "off"}}},
+        {"name": "self-draft", "server": {"draft_model": "gemma-3-270m",
+                                          "flags": {"spec-type": "draft-simple", "spec-draft-n-max": 4}}},
+        {"name": "mtp-missing", "server": {"flags": {"spec-type": "draft-mtp"}}},
+        {"name": "ngram", "server": {"flags": {"spec-type": "ngram-mod"}}},
+    ])
+    return tokenswarm_run(tmp_path, scenario, timeout_s=900)
+
+
+def summary_of(run: Path, variant: str) -> dict[str, Any]:
+    return json.loads((run / variant / "summary.json").read_text())
+
+
+@pytest.mark.parametrize("variant", ["fa-on", "fa-off"])
+def test_flash_attention_on_and_off_load_and_every_count_agrees(real_run, variant: str) -> None:
+    proc, run = real_run
+    summary = summary_of(run, variant)
+    assert summary["status"] == "completed", proc.stdout + proc.stderr
+    assert summary["requests"]["completed"] == REAL_LOAD["num_prompts"]
+    facts = summary["server"]["facts"]
+    assert facts["total_slots"] == 4 and facts["per_slot_ctx"] == 2048
+    assert facts["model_path"].endswith("gemma-3-270m-q4_k_m.gguf") and facts["has_tokenize"]
+    # the server's /metrics counters equal the records, and so do Locust's JSON and CSV
+    server = summary["server_metrics"]
+    assert server["available"] and server["agrees_with_records"] is True, server
+    assert summary["crosscheck_agrees"] is True, summary["locust_crosscheck"]
+    assert summary["locust_crosscheck"]["csv"]["requests"] == REAL_LOAD["num_prompts"]
+    records = read_jsonl(run / variant / "requests.jsonl")
+    # exact prompt tokens: the real /apply-template + /tokenize count what the server then counted
+    assert summary["sampling"]["token_counter"] == "server_tokenize"
+    assert [r["prompt_tokens"] for r in records] == [r["expected_prompt_tokens"] for r in records]
+    assert all(r["prompt_ms"] is not None and r["predicted_ms"] is not None for r in records)  # real timings
+    # replies that are only EOS (about 2 % with this model) are counted apart, and agree with Locust's rows
+    no_content = sum(r["ttft_ms"] is None for r in records)
+    assert summary["requests"]["no_content"] == no_content == summary["locust_crosscheck"]["no_content"]
+    flag = summary["server"]["launcher"]["argv"]
+    assert flag[flag.index("--flash-attn") + 1] == variant.removeprefix("fa-")
+
+
+@pytest.mark.parametrize("variant", ["self-draft", "ngram"])
+def test_drafters_report_acceptance_from_the_real_timings(real_run, variant: str) -> None:
+    proc, run = real_run
+    summary = summary_of(run, variant)
+    assert summary["status"] == "completed", proc.stdout + proc.stderr
+    spec = summary["speculative"]
+    assert spec is not None and spec["draft_tokens"] > 0, spec
+    assert 0 <= spec["accepted_tokens"] <= spec["draft_tokens"]
+    records = read_jsonl(run / variant / "requests.jsonl")
+    assert sum(r["draft_tokens"] or 0 for r in records) == spec["draft_tokens"]
+    counters = summary["server_metrics"]["counters"]
+    assert counters["draft_tokens"] >= spec["draft_tokens"]  # /metrics counts drafts in flight too
+
+
+def test_a_variant_this_build_refuses_at_load_is_failed_to_load_and_the_next_runs(real_run) -> None:
+    proc, run = real_run
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    failed = summary_of(run, "mtp-missing")
+    assert failed["status"] == "failed_to_load"
+    assert "MTP" in failed["server"]["cause"] or "model loading" in failed["server"]["cause"], failed["server"]
+    assert "failed to create MTP context" in (run / "mtp-missing" / "server.log").read_text()
+    assert summary_of(run, "ngram")["status"] == "completed"  # the variant after it
+
+
+def test_a_server_without_apply_template_uses_its_props_template(real_server, tmp_path: Path,
+                                                                 llama_server_binary: Path) -> None:
+    """An older llama.cpp build (``/tokenize`` but no ``/apply-template``): the /props template is
+    rendered here, and the counts still equal what the server counts."""
+    proxy = subprocess.Popen([sys.executable, PROXY, real_server.url, "/apply-template"],
+                             stdout=subprocess.PIPE, text=True)
+    try:
+        assert proxy.stdout is not None
+        url = proxy.stdout.readline().strip()
+        scenario = write_real_scenario(tmp_path, llama_server_binary, [{"name": "old-build"}])
+        proc, run = tokenswarm_run(tmp_path, scenario, "--url", url, timeout_s=600)
+    finally:
+        proxy.kill()
+        proxy.wait()
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    summary = summary_of(run, "old-build")
+    assert summary["sampling"]["token_counter"] == "server_tokenize_local_template"
+    assert any("chat template rendered by tokenswarm" in note for note in summary["notes"]), summary["notes"]
+    records = read_jsonl(run / "old-build" / "requests.jsonl")
+    assert len(records) == REAL_LOAD["num_prompts"]
+    assert [r["prompt_tokens"] for r in records] == [r["expected_prompt_tokens"] for r in records]
