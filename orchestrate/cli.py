@@ -223,7 +223,7 @@ def add_report_arguments(p: argparse.ArgumentParser) -> None:
 
 def report_main(args: argparse.Namespace) -> int:
     """Rebuild every summary of a run from its files alone (no server needed)."""
-    from orchestrate.report import headline, latency_table
+    from orchestrate.report import console_lines
     from orchestrate.runloop import build_summary
     if not args.run_dir.is_dir():
         raise ScenarioError(f"{args.run_dir}: no such run directory")
@@ -233,7 +233,7 @@ def report_main(args: argparse.Namespace) -> int:
                                     "factors", "retried", "first_attempt", "slo") if k in old}
         summary = build_summary(paths, old.get("scenario", args.run_dir.name), paths.dir.name, keep)
         print(f"== {paths.dir.name}")
-        for line in headline(summary) + latency_table(summary):
+        for line in console_lines(summary):
             print(f"   {line}")
     return 0
 

@@ -62,6 +62,23 @@ def _p50(summary: dict[str, Any], metric: str) -> float | None:
     return stats["p50"] if stats else None
 
 
+def conditions(summary: dict[str, Any]) -> str | None:
+    """One line of what was measured: the model (as named and its file), the server, the load."""
+    settings = summary.get("settings") or {}
+    if not settings:
+        return None
+    facts = (summary.get("server") or {}).get("facts") or {}
+    named, path = settings.get("server.model"), facts.get("model_path") or facts.get("model_id")
+    file_name = Path(path).name if path else None
+    model = f"model {named}" + (f" ({file_name})" if file_name and file_name != named else "")
+    server = f"{settings.get('server.launcher')} server"
+    if facts.get("total_slots"):
+        server += f", {facts['total_slots']} slots × {fmt_num(facts.get('per_slot_ctx'), 0)} ctx"
+    load = (f"{settings.get('load.users')} users, {settings.get('load.num_prompts')} prompts from "
+            f"{settings.get('load.dataset')}, max_tokens {settings.get('load.max_tokens')}")
+    return f"{model}; {server}; {load}"
+
+
 def headline(summary: dict[str, Any]) -> list[str]:
     """The three lines a person reads first, in the reference study's terms."""
     if summary.get("status") not in (None, "completed"):
@@ -86,6 +103,12 @@ def headline(summary: dict[str, Any]) -> list[str]:
     return lines
 
 
+def console_lines(summary: dict[str, Any]) -> list[str]:
+    """What ``tokenswarm run`` and ``report`` print of a variant: conditions, headline, latencies."""
+    line = conditions(summary)
+    return ([line] if line else []) + headline(summary) + latency_table(summary)
+
+
 LATENCY_ROWS = (("ttft", "TTFT"), ("tpot", "TPOT"), ("itl", "ITL (inter-chunk)"), ("e2e", "E2E"))
 LATENCY_COLUMNS = ("p50", "p90", "p99", "mean", "max")
 
@@ -108,6 +131,8 @@ def markdown(summary: dict[str, Any], images: Sequence[str] = ()) -> str:
     :param images: plot file names next to ``summary.md``, linked in order.
     """
     out = [f"# {summary.get('scenario', '')} / {summary.get('variant', '')}", ""]
+    if conditions(summary):
+        out += [f"_{conditions(summary)}_", ""]
     out += [f"**{line}**  " for line in headline(summary)] + [""]
     table = latency_table(summary)
     out += table + ([""] if table else [])

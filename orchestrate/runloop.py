@@ -27,7 +27,7 @@ from orchestrate.matrix import factor_record
 from orchestrate.preflight import TOKEN_COUNTERS, ServerFacts, fetch_facts
 from orchestrate.preflight import session as preflight_session
 from orchestrate.prompts import PreparedPrompts, check_datasets, prepare_prompts
-from orchestrate.report import headline, latency_table, write_reports
+from orchestrate.report import console_lines, write_reports
 from orchestrate.results import VariantPaths, read_json, run_dir, scenario_copy
 from orchestrate.sampler import MetricsSampler
 from orchestrate.scenario import LoadSpec, Scenario, Variant
@@ -89,7 +89,7 @@ def run_scenario(scenario: Scenario, results_root: Path, swarm: Swarm = Swarm(),
             result = run_variant(scenario.name, variant.with_retry(), paths, first_attempt=result, swarm=swarm, ui=ui)
         print(f"\n== {scenario.name} / {variant.name}: {result.status}", flush=True)
         summary = json.loads(result.paths.summary_json.read_text())
-        for line in headline(summary) + latency_table(summary):
+        for line in console_lines(summary):
             print(f"   {line}")
         print(f"   results: {result.paths.dir}", flush=True)
     print(f"\ncomparison: {write_comparison([run])}", flush=True)

@@ -226,5 +226,5 @@ def test_the_real_llama_server_runs_in_a_container(
     assert facts["model_path"] == f"/models/{gemma_model.name}" and facts["total_slots"] == 2
     assert summary["server_metrics"]["agrees_with_records"] is True and summary["crosscheck_agrees"] is True
     assert summary["server"]["launcher"]["container"]["entrypoint"] == ["/app/llama-server"]
-    assert "main: server is listening" in (run / "v" / "server.log").read_text()  # the real server's own line
+    assert "llama_server: listening on http://0.0.0.0:8080" in (run / "v" / "server.log").read_text()  # its own line
     assert ours(docker_engine, run / "v" / "server.log") == []

@@ -8,7 +8,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from orchestrate.report import fmt_ms, fmt_num, headline, markdown, write_reports
+from orchestrate.report import conditions, console_lines, fmt_ms, fmt_num, headline, markdown, write_reports
 from orchestrate.results import VariantPaths
 from orchestrate.summarize import summarize_records
 
@@ -205,3 +205,16 @@ def test_write_reports_plots_the_records(tmp_path: Path):
     summary = {**reference_summary(), **summarize_records(records)}
     write_reports(summary, paths, records)
     assert paths.plot_png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_conditions_name_the_model_server_and_load():
+    summary = reference_summary()
+    summary["settings"] = {"server.model": "gemma-3-270m", "server.launcher": "process", "load.users": 32,
+                           "load.num_prompts": 1000, "load.dataset": "sharegpt-v3", "load.max_tokens": 256}
+    summary["server"]["facts"].update(model_path="/cache/models/gemma-3-270m-q4_k_m.gguf", per_slot_ctx=2048)
+    line = ("model gemma-3-270m (gemma-3-270m-q4_k_m.gguf); process server, 32 slots × 2,048 ctx; "
+            "32 users, 1000 prompts from sharegpt-v3, max_tokens 256")
+    assert conditions(summary) == line
+    assert console_lines(summary)[0] == line and f"_{line}_" in markdown(summary).splitlines()
+    del summary["settings"]  # a summary from before settings were kept: no line, nothing invented
+    assert conditions(summary) is None and console_lines(summary)[0] == headline(summary)[0]
