@@ -2,8 +2,8 @@
 
 Stage: report. Imports: stdlib, matplotlib (optional), ``orchestrate.errors``, ``orchestrate.formats``
 (number formats), ``orchestrate.sweep_report`` (step-by-step effects), ``orchestrate.goodput`` (SLO
-text), ``orchestrate.matrix`` (folding factors), ``orchestrate.results``, ``orchestrate.scenario``
-(settings of runs that predate them in ``summary.json``). It reads only the files of finished runs,
+text), ``orchestrate.hostload`` (was the host busy), ``orchestrate.matrix`` (folding factors),
+``orchestrate.results``, ``orchestrate.scenario`` (settings of runs that predate them in ``summary.json``). It reads only the files of finished runs,
 so it works across runs too.
 
 The confound check compares the flat settings of every two completed variants (``Variant.settings()``
@@ -11,7 +11,9 @@ as actually run, after a retry). An effect of a setting is read only from a pair
 setting alone; a pair that differs in more is listed as confounded, with the settings named, and no
 effect is read from it. A declared factor (a matrix axis that sets several settings, ``drafter``; see
 ``orchestrate.matrix``) is one setting here: its keys fold into ``factor.<axis>``, valued by the value's
-name. Ratios are b / a of numbers in the summaries: nothing is re-aggregated here.
+name. A pair one setting apart is still confounded when the host was busy during either variant
+(``confounded_by: ["host_load"]``; ``summary.json``'s ``host``): a foreign load is never the same
+twice. Ratios are b / a of numbers in the summaries: nothing is re-aggregated here.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ import yaml
 from orchestrate.errors import ResultsError
 from orchestrate.formats import fmt_ms, fmt_num, summary_numbers
 from orchestrate.goodput import slo_text
+from orchestrate.hostload import busy_reasons
 from orchestrate.matrix import FACTOR, fold, folded_factors
 from orchestrate import sweep_report
 from orchestrate.results import compare_json, compare_md, compare_png, compare_sweep_png, scenario_copy, variant_dirs
@@ -63,6 +66,8 @@ class VariantResult:
     """The summary's ``sweep`` block (its steps' figures) when the variant was a sweep."""
     factors: dict[str, Any] = field(default_factory=dict)
     """The summary's ``factors``: axis → ``{value, covers}`` (none in summaries written before them)."""
+    host: dict[str, Any] | None = None
+    """The summary's ``host`` block (``orchestrate.hostload``): was the host busy while it ran."""
 
 
 def _scenario_settings(run: Path, name: str, retried: bool) -> dict[str, Any] | None:
@@ -96,7 +101,7 @@ def read_variants(run_dirs: list[Path]) -> list[VariantResult]:
             out.append(VariantResult(paths.dir.name, run, paths.dir.name, status, retried,
                                      None if status == "completed" else server.get("cause") or summary.get("error"),
                                      first.get("cause"), first.get("settings"), settings, summary_numbers(summary),
-                                     summary.get("sweep"), summary.get("factors") or {}))
+                                     summary.get("sweep"), summary.get("factors") or {}, summary.get("host")))
     names = [v.name for v in out]
     for v in out:
         if names.count(v.name) > 1:
@@ -168,12 +173,18 @@ def compare(variants: list[VariantResult], baseline: str | None = None,
             if first_seen[key].index(x) > first_seen[key].index(y):
                 a, b, x, y = b, a, y, x
             effect = {"a": a.label, "b": b.label, "from": x, "to": y, "ratios": _ratios(a, b),
-                      "with": {k: (view[a.label] or {}).get(k, _UNSET) for k in varying if k != key}}
+                      "with": {k: (view[a.label] or {}).get(k, _UNSET) for k in varying if k != key},
+                      "confounded_by": _conditions(a, b)}
+            if effect["confounded_by"]:  # one setting apart, but not under the same conditions
+                confounded.append({**effect, "differs": d, "busy": [_busy(a), _busy(b)],
+                                   "decode_tok_s": [a.numbers.get("decode_tok_s"), b.numbers.get("decode_tok_s")]})
+                continue
             if a.sweep and b.sweep:  # the effect step by step, and where it turns
                 effect["sweep"] = sweep_report.speedups(a.sweep, b.sweep)
             effects.setdefault(key, []).append(effect)
         elif d:
             confounded.append({"a": a.label, "b": b.label, "differs": d, "ratios": _ratios(a, b),
+                               "confounded_by": sorted(d) + _conditions(a, b), "busy": [_busy(a), _busy(b)],
                                "decode_tok_s": [a.numbers.get("decode_tok_s"), b.numbers.get("decode_tok_s")]})
         else:
             repeats.append({"a": a.label, "b": b.label, "ratios": _ratios(a, b)})
@@ -184,6 +195,17 @@ def compare(variants: list[VariantResult], baseline: str | None = None,
             "effects": dict(sorted(effects.items())), "confounded": confounded, "repeats": repeats,
             "excluded": [{"label": v.label, "status": v.status, "cause": v.cause} for v in variants
                          if v.status != "completed" or v.settings is None]}
+
+
+def _busy(v: VariantResult) -> str | None:
+    """What kept the host busy during ``v`` (foreign CPU, steal, GPU users), or None when it was quiet."""
+    return "; ".join(busy_reasons(v.host)) or None
+
+
+def _conditions(a: VariantResult, b: VariantResult) -> list[str]:
+    """The conditions beside the settings that make a pair unfair: ``host_load`` when the host was
+    busy during either (a foreign load is never the same twice)."""
+    return ["host_load"] if bool(a.host and a.host.get("busy")) or bool(b.host and b.host.get("busy")) else []
 
 
 def _value(x: Any) -> str:
@@ -262,12 +284,15 @@ def markdown(data: dict[str, Any], plot_name: str | None = None, sweep_plot: str
         out.append("- none: no two completed variants differ in exactly one setting")
     out += _sweep_effects(data["effects"])
     if data["confounded"]:
-        out += ["", "## Confounded pairs (differ in more than one setting: no effect is read from them)", ""]
+        out += ["", "## Confounded pairs (differ in more than one setting, or ran on a busy host: no effect "
+                "is read from them)", ""]
         for c in data["confounded"]:
             a, b = (fmt_num(x) for x in c["decode_tok_s"])
             keys = [_label(k) for k in c["differs"]]
             named = " and ".join([", ".join(keys[:-1]), keys[-1]] if len(keys) > 2 else keys)
-            out.append(f"- {c['a']} vs {c['b']}: decode {a} → {b} tok/s changed {named}: confounded")
+            busy = [f"during {label}: {why}" for label, why in zip((c["a"], c["b"]), c.get("busy") or ()) if why]
+            out.append(f"- {c['a']} vs {c['b']}: decode {a} → {b} tok/s changed {named}: confounded"
+                       + (f" by host load ({'; '.join(busy)})" if "host_load" in c.get("confounded_by", ()) else ""))
     if data["repeats"]:
         out += ["", "## Same settings (repeats: the run-to-run spread)", ""]
         out += [f"- {r['a']} vs {r['b']}: {_ratio_text(r['ratios'])}" for r in data["repeats"]]

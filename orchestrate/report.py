@@ -103,6 +103,20 @@ def headline(summary: dict[str, Any]) -> list[str]:
     return lines
 
 
+def host_line(summary: dict[str, Any]) -> str | None:
+    """The host's own load beside the numbers: foreign CPU and steal (``orchestrate.hostload``)."""
+    host = summary.get("host")
+    if not host:
+        return None
+    def pair(key: str) -> str:
+        stats = host.get(key)
+        return "–" if not stats else f"{stats['p50']:.1f} / {stats['max']:.1f} %"
+    found = {"launcher": "", "port": " (server found by its port)",
+             "unknown": " (server's processes unknown: its CPU is counted as foreign)"}.get(host.get("server_processes"), "")
+    return (f"host: other processes' CPU p50/max {pair('foreign_cpu_pct')} of a core{found}, steal p50/max "
+            f"{pair('steal_pct')}" + (" — **busy**" if host.get("busy") else " — quiet"))
+
+
 def console_lines(summary: dict[str, Any]) -> list[str]:
     """What ``tokenswarm run`` and ``report`` print of a variant: conditions, headline, latencies."""
     line = conditions(summary)
@@ -173,7 +187,8 @@ def markdown(summary: dict[str, Any], images: Sequence[str] = ()) -> str:
                    + (f" (CSV: {csv_counts['requests']} requests, {csv_counts['failures']} failures)"
                       if csv_counts else "") + " — "
                    + ("agrees with the records" if agree else "**differs from the records**") + "  ")
-    out += [f"{line}  " for line in (server_metrics_line(summary), memory_line(summary)) if line]
+    out += [f"{line}  " for line in (server_metrics_line(summary), memory_line(summary), host_line(summary))
+            if line]
     server = summary.get("server") or {}
     facts = server.get("facts") or {}
     out += ["", "| server | |", "|---|---|", f"| launcher | {(server.get('launcher') or {}).get('kind', '–')} |"]

@@ -21,6 +21,7 @@ from orchestrate.diagnose import diagnose
 from orchestrate.goodput import goodput
 from orchestrate.errors import ServerError, ServerExitedError, TokenswarmError
 from orchestrate.launchers import check_launchers, make_launcher
+from orchestrate.hostload import host_note, summarize_host
 from orchestrate.launchers.base import Launcher
 from orchestrate.loadrun import LoadOutcome, LoadPlan, Swarm, WebUi, run_load
 from orchestrate.matrix import factor_record
@@ -33,7 +34,7 @@ from orchestrate.sampler import MetricsSampler
 from orchestrate.scenario import LoadSpec, Scenario, Variant
 from orchestrate.loadreport import load_mode_summary, notes as load_mode_notes
 from orchestrate.turns import summarize_turns
-from orchestrate.summarize import (crosscheck_agrees, load_records, locust_crosscheck, server_metrics,
+from orchestrate.summarize import (crosscheck_agrees, jsonl_rows, load_records, locust_crosscheck, server_metrics,
                                    summarize_client, summarize_metrics, summarize_records)
 from orchestrate.sweep import Sweep, deal_prompts, sampling_load as sweep_sampling, warmup_load
 from orchestrate.sweep_report import collect_steps
@@ -247,6 +248,7 @@ def build_summary(paths: VariantPaths, scenario: str, variant: str, extra: dict[
     summary["crosscheck_agrees"] = crosscheck_agrees(summary, summary["locust_crosscheck"])
     metrics = summarize_metrics(paths.metrics)
     summary["memory"] = metrics["memory"]
+    summary["host"] = summarize_host(jsonl_rows(paths.metrics))
     summary["server_metrics"] = server_metrics(metrics, records)
     summary["server"] = read_json(paths.server_json) or {}
     summary["workers"] = read_json(paths.workers_json)
@@ -314,5 +316,6 @@ def notes(summary: dict[str, Any]) -> list[str]:
     if server.get("within_tolerance") is False:
         out.append("the server's /metrics token counts differ from the records by more than the incomplete "
                    "requests explain (another client on the server? a restart?); see server_metrics.vs_records")
+    out += [line for line in (host_note(summary.get("host")),) if line]
     out += load_mode_notes(summary)
     return out

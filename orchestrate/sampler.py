@@ -2,10 +2,11 @@
 
 Stage: beside the load (``runloop`` wraps ``run_load`` in a ``MetricsSampler``). A background
 *thread* takes the samples: the orchestrator never imports gevent or locust. One sample costs one
-GET of ``/metrics``, at most one ``nvidia-smi`` call and the launcher's ``memory_bytes()``. Only raw
+GET of ``/metrics``, at most two ``nvidia-smi`` calls, the launcher's ``memory_bytes()`` and a
+reading of the host's own load (``orchestrate.hostload``). Only raw
 values are written, each line flushed at once (a killed orchestrator loses nothing); deltas, peaks
 and rates are ``summarize.summarize_metrics``'s job. Imports: stdlib, ``requests``,
-``orchestrate.launchers.base``.
+``orchestrate.launchers.base``, ``orchestrate.hostload``.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from typing import IO, TypedDict
 
 import requests
 
+from orchestrate.hostload import HostLoadProbe
 from orchestrate.launchers.base import Launcher
 
 METRIC_PREFIX = "llamacpp:"
@@ -65,6 +67,8 @@ class MetricsSample(TypedDict):
     """``nvidia-smi`` (summed over GPUs), ``system`` (unified memory: MemTotal − MemAvailable) or None."""
     metrics: dict[str, float | None] | None
     metrics_error: str | None
+    host: dict[str, object] | None
+    """The host's own load since the last sample (``hostload.HostLoadProbe.read``)."""
     """Why ``metrics`` is None: ``http_501``, ``not_llamacpp``, ``scrape_failed:ReadTimeout``..."""
 
 
@@ -202,6 +206,7 @@ class MetricsSampler:
         self._file: IO[str] | None = None
         self._session: requests.Session | None = None
         self._gpu = GpuMemoryProbe(None)
+        self._host: HostLoadProbe | None = None
         self._t0 = time.monotonic()
 
     def __enter__(self) -> "MetricsSampler":
@@ -219,6 +224,7 @@ class MetricsSampler:
         self._file = self.out.open("w", encoding="utf-8")
         self._session = self.session_factory()
         self._gpu = GpuMemoryProbe(shutil.which(NVIDIA_SMI[0]))
+        self._host = HostLoadProbe(self.launcher.pid(), self.url, gpu=shutil.which(NVIDIA_SMI[0]) is not None)
         self._stop.clear()
         self._t0 = time.monotonic()
         self._sample_and_write()
@@ -270,10 +276,11 @@ class MetricsSampler:
         except Exception:  # noqa: BLE001 - the contract says it never raises; don't trust it
             memory = None
         gpu_used, gpu_total, gpu_source = self._gpu.read()
+        host = self._host.read() if self._host is not None else None
         return {"t": t, "elapsed_s": round(elapsed, 4), "server_memory_bytes": memory,
                 "server_memory_source": self.launcher.memory_source if memory is not None else None,
                 "gpu_memory_used_bytes": gpu_used, "gpu_memory_total_bytes": gpu_total,
-                "gpu_memory_source": gpu_source, "metrics": metrics, "metrics_error": error}
+                "gpu_memory_source": gpu_source, "metrics": metrics, "metrics_error": error, "host": host}
 
     def _scrape(self) -> tuple[dict[str, float | None] | None, str | None]:
         if self.metrics_unavailable is not None or self._session is None:

@@ -30,7 +30,7 @@ SERVER_COUNTERS = {"prompt_tokens": "prompt_tokens_total", "cached_tokens": "pro
 _METRIC = "metric:"
 
 
-def _jsonl_rows(path: Path) -> list[dict[str, Any]]:
+def jsonl_rows(path: Path) -> list[dict[str, Any]]:
     """The objects of a JSON-lines file; a torn last line (a killed writer) is skipped, not fatal."""
     rows = []
     try:
@@ -47,7 +47,7 @@ def _jsonl_rows(path: Path) -> list[dict[str, Any]]:
 
 def load_records(path: Path) -> pd.DataFrame:
     """``requests.jsonl`` as a frame; a torn last line (a killed writer) is skipped, not fatal."""
-    return pd.DataFrame(_jsonl_rows(path))
+    return pd.DataFrame(jsonl_rows(path))
 
 
 def weighted_stats(values: np.ndarray, weights: np.ndarray | None = None) -> dict[str, float] | None:
@@ -248,7 +248,7 @@ def crosscheck_agrees(summary: dict[str, Any], check: dict[str, Any] | None) -> 
 def load_metrics(path: Path) -> pd.DataFrame:
     """``metrics.jsonl`` as a frame, one row per sample; each ``/metrics`` value is a ``metric:NAME`` column."""
     rows = []
-    for sample in _jsonl_rows(path):
+    for sample in jsonl_rows(path):
         metrics = sample.pop("metrics", None) or {}
         sample.update({_METRIC + name: value for name, value in metrics.items()})
         rows.append(sample)

@@ -117,6 +117,9 @@ def test_flash_attention_on_and_off_load_and_every_count_agrees(real_run, varian
     assert summary["requests"]["no_content"] == no_content == summary["locust_crosscheck"]["no_content"]
     flag = summary["server"]["launcher"]["argv"]
     assert flag[flag.index("--flash-attn") + 1] == variant.removeprefix("fa-")
+    # the real server's CPU is told apart from the host's other load
+    host = summary["host"]
+    assert host["server_processes"] == "launcher" and host["server_cpu_pct"]["max"] > 50, host
 
 
 @pytest.mark.parametrize("variant", ["self-draft", "ngram"])
@@ -161,6 +164,7 @@ def test_a_server_without_apply_template_uses_its_props_template(real_server, tm
     summary = summary_of(run, "old-build")
     assert summary["sampling"]["token_counter"] == "server_tokenize_local_template"
     assert any("chat template rendered by tokenswarm" in note for note in summary["notes"]), summary["notes"]
+    assert summary["host"]["server_processes"] == "port"  # --url on this host: found by its port
     records = read_jsonl(run / "old-build" / "requests.jsonl")
     assert len(records) == REAL_LOAD["num_prompts"]
     assert [r["prompt_tokens"] for r in records] == [r["expected_prompt_tokens"] for r in records]

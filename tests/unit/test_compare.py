@@ -355,3 +355,40 @@ def test_a_retry_that_changed_a_factors_setting_keeps_it_from_folding(tmp_path: 
     assert data["factors"] == {}
     assert "factor.drafter" not in data["varying_settings"]
     assert "server.draft_model" in data["varying_settings"]
+
+
+# --- conditions beside settings: the host's own load ----------------------------------------------
+
+QUIET = {"foreign_cpu_pct": {"p50": 0.0, "max": 2.0}, "steal_pct": {"p50": 0.0, "max": 1.0}, "busy": False,
+         "limits": {"foreign_cpu_pct": 10.0, "steal_pct": 5.0}}
+BUSY = {**QUIET, "foreign_cpu_pct": {"p50": 73.0, "max": 96.0}, "busy": True}
+
+
+def test_a_pair_one_setting_apart_on_a_busy_host_is_confounded_by_host_load(tmp_path: Path):
+    study = {name: {**s, "host": BUSY if name == "flash-attn-off_draft_model-none" else QUIET}
+             for name, s in STUDY.items()}
+    data = compare(read_variants([write_run(tmp_path / "run", study)]))
+    fa = by_pair(data["effects"]["server.flags.flash-attn"])
+    assert list(fa) == [("flash-attn-on_draft_model-mtp", "flash-attn-off_draft_model-mtp")]  # the clean one
+    assert fa[("flash-attn-on_draft_model-mtp", "flash-attn-off_draft_model-mtp")]["confounded_by"] == []
+    assert ("flash-attn-off_draft_model-none", "flash-attn-off_draft_model-mtp") not in by_pair(
+        data["effects"]["server.draft_model"])
+    hogged = [c for c in data["confounded"] if "flash-attn-off_draft_model-none" in (c["a"], c["b"])]
+    assert len(hogged) == 3  # every pair with the busy variant
+    one_apart = by_pair(hogged)[("flash-attn-on_draft_model-none", "flash-attn-off_draft_model-none")]
+    assert one_apart["confounded_by"] == ["host_load"] and one_apart["ratios"]["decode_tok_s"] == pytest.approx(0.8)
+    assert one_apart["busy"] == [None, "other processes used 73 % of a core (p50, max 96 %)"]
+    diagonal = by_pair(hogged)[("flash-attn-on_draft_model-mtp", "flash-attn-off_draft_model-none")]
+    assert diagonal["confounded_by"] == ["server.draft_model", "server.flags.flash-attn", "host_load"]
+    write_comparison([tmp_path / "run"])
+    assert ("- flash-attn-on_draft_model-none vs flash-attn-off_draft_model-none: decode 400.0 → 320.0 tok/s "
+            "changed server.flags.flash-attn: confounded by host load (during flash-attn-off_draft_model-none: "
+            "other processes used 73 % of a core (p50, max 96 %))") in compare_md(tmp_path / "run").read_text()
+
+
+def test_quiet_hosts_and_summaries_without_host_readings_leave_effects_clean(tmp_path: Path):
+    study = dict(STUDY, **{"flash-attn-on_draft_model-none": {**STUDY["flash-attn-on_draft_model-none"],
+                                                              "host": QUIET}})
+    data = compare(read_variants([write_run(tmp_path / "run", study)]))
+    effects = [e for found in data["effects"].values() for e in found]
+    assert len(effects) == 4 and all(e["confounded_by"] == [] for e in effects)

@@ -1,0 +1,88 @@
+"""orchestrate/hostload.py: the host's own load, from hand-written /proc/stat and readings."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from orchestrate.hostload import (HostLoadProbe, foreign_gpu_processes, host_note, listening_pid, read_proc_stat,
+                                  summarize_host)
+
+TICK = os.sysconf("SC_CLK_TCK")
+
+
+def stat_file(tmp_path: Path, user: int, system: int, idle: int, steal: int) -> Path:
+    path = tmp_path / "stat"
+    path.write_text(f"cpu  {user} 0 {system} {idle} 0 0 0 {steal} 0 0\ncpu0 1 2 3 4 5 6 7 8 9 10\n")
+    return path
+
+
+def test_proc_stat_is_busy_steal_and_total_seconds(tmp_path: Path) -> None:
+    # busy = user + nice + system; total adds idle, iowait, irq, softirq and steal
+    assert read_proc_stat(stat_file(tmp_path, 300, 100, 500, 100)) == (400 / TICK, 100 / TICK, 1000 / TICK)
+    assert read_proc_stat(tmp_path / "missing") is None
+
+
+def test_foreign_cpu_is_what_neither_the_server_nor_tokenswarm_used(tmp_path: Path) -> None:
+    stat = stat_file(tmp_path, 0, 0, 0, 0)
+    probe = HostLoadProbe(server_pid=None, url="http://10.9.9.9:1", own_pid=os.getpid(), stat=stat)
+    assert probe.server_processes == "unknown"  # not on this host: its CPU would count as foreign
+    assert probe.read()["foreign_cpu_pct"] is None  # the first reading is the baseline
+    cores = os.cpu_count() or 1
+    # one second of wall time on every core (total = cores s), of which 1 core-second busy, 0.2 s steal
+    stat.write_text(f"cpu  {TICK} 0 0 {int((cores - 1.2) * TICK)} 0 0 0 {int(0.2 * TICK)} 0 0\n")
+    reading = probe.read()
+    assert reading["steal_pct"] == pytest.approx(20 / cores, abs=0.5)
+    # this test process used a little CPU in between: the rest of the busy second is foreign
+    assert 50 < reading["foreign_cpu_pct"] + reading["own_cpu_pct"] <= 100.5
+
+
+def test_gpu_processes_other_than_the_servers_are_listed() -> None:
+    out = "4242, /app/llama-server\n977, python3\n"
+    assert foreign_gpu_processes({4242}, lambda argv: out) == ["977 python3"]
+    assert foreign_gpu_processes(set(), lambda argv: "") == []
+
+    def missing(argv: tuple[str, ...]) -> str:
+        raise FileNotFoundError(argv[0])
+    assert foreign_gpu_processes(set(), missing) is None
+
+
+def test_a_server_on_no_local_port_is_not_found() -> None:
+    assert listening_pid("http://10.1.2.3:8080") is None  # another host: never looked up
+    assert listening_pid("http://127.0.0.1") is None  # no port
+
+
+def readings(foreign: list[float], steal: list[float], gpu: list[str] | None = None) -> list[dict]:
+    return [{"t": i, "host": {"foreign_cpu_pct": f, "steal_pct": s, "server_cpu_pct": 90.0, "own_cpu_pct": 20.0,
+                              "server_processes": "launcher", **({"foreign_gpu_processes": gpu} if gpu is not None else {})}}
+            for i, (f, s) in enumerate(zip(foreign, steal))]
+
+
+def test_summary_of_a_quiet_host() -> None:
+    host = summarize_host([{"t": 0, "host": {"foreign_cpu_pct": None, "steal_pct": None}}]
+                          + readings([1.0, 0.0, 3.0], [0.0, 1.0, 0.5]))
+    assert host["foreign_cpu_pct"] == {"p50": 1.0, "max": 3.0} and host["steal_pct"] == {"p50": 0.5, "max": 1.0}
+    assert host["busy"] is False and host["foreign_gpu_processes"] is None and host_note(host) is None
+
+
+@pytest.mark.parametrize("foreign, steal, gpu, said", [
+    ([50.0, 60.0, 70.0], [0.0] * 3, None, "other processes used 60 % of a core (p50, max 70 %)"),
+    ([0.0] * 3, [8.0, 9.0, 30.0], None, "the hypervisor took 9 % of the CPU time (steal p50, max 30 %)"),
+    ([0.0] * 3, [0.0] * 3, ["977 python3"], "other GPU processes ran: 977 python3"),
+], ids=["foreign-cpu", "steal", "gpu"])
+def test_a_busy_host_is_said(foreign, steal, gpu, said) -> None:
+    host = summarize_host(readings(foreign, steal, gpu))
+    assert host["busy"] is True
+    assert said in host_note(host)
+
+
+def test_one_busy_second_is_not_a_busy_run_and_limits_are_kept() -> None:
+    host = summarize_host(readings([0.0, 0.0, 95.0], [0.0] * 3), foreign_limit_pct=20.0)
+    assert host["busy"] is False and host["foreign_cpu_pct"]["max"] == 95.0  # judged on p50; max shown
+    assert host["limits"] == {"foreign_cpu_pct": 20.0, "steal_pct": 5.0}
+
+
+def test_no_readings_no_block() -> None:
+    assert summarize_host([{"t": 0}]) is None and host_note(None) is None
