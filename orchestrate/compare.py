@@ -2,7 +2,7 @@
 
 Stage: report. Imports: stdlib, matplotlib (optional), ``orchestrate.errors``, ``orchestrate.formats``
 (number formats), ``orchestrate.sweep_report`` (step-by-step effects), ``orchestrate.goodput`` (SLO
-text), ``orchestrate.hostload`` (was the host busy), ``orchestrate.matrix`` (folding factors),
+text), ``orchestrate.conditions`` (host load, prompt sets), ``orchestrate.matrix`` (folding factors),
 ``orchestrate.results``, ``orchestrate.scenario`` (settings of runs that predate them in ``summary.json``). It reads only the files of finished runs,
 so it works across runs too.
 
@@ -13,7 +13,8 @@ effect is read from it. A declared factor (a matrix axis that sets several setti
 ``orchestrate.matrix``) is one setting here: its keys fold into ``factor.<axis>``, valued by the value's
 name. A pair one setting apart is still confounded when the host was busy during either variant
 (``confounded_by: ["host_load"]``; ``summary.json``'s ``host``): a foreign load is never the same
-twice. Ratios are b / a of numbers in the summaries: nothing is re-aggregated here.
+twice; or when they completed different prompts (``prompt_set``; every effect states
+``n_common_prompts``). Ratios are b / a of numbers in the summaries: nothing is re-aggregated here.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ import yaml
 from orchestrate.errors import ResultsError
 from orchestrate.formats import fmt_ms, fmt_num, summary_numbers
 from orchestrate.goodput import slo_text
-from orchestrate.hostload import busy_reasons
+from orchestrate.conditions import busy_text, common_prompts, conditions
 from orchestrate.matrix import FACTOR, fold, folded_factors
 from orchestrate import sweep_report
 from orchestrate.results import compare_json, compare_md, compare_png, compare_sweep_png, scenario_copy, variant_dirs
@@ -68,6 +69,8 @@ class VariantResult:
     """The summary's ``factors``: axis → ``{value, covers}`` (none in summaries written before them)."""
     host: dict[str, Any] | None = None
     """The summary's ``host`` block (``orchestrate.hostload``): was the host busy while it ran."""
+    prompts: frozenset[int] | None = None
+    """The prompt indices it completed (``completed_prompts``; None in summaries written before them)."""
 
 
 def _scenario_settings(run: Path, name: str, retried: bool) -> dict[str, Any] | None:
@@ -101,7 +104,9 @@ def read_variants(run_dirs: list[Path]) -> list[VariantResult]:
             out.append(VariantResult(paths.dir.name, run, paths.dir.name, status, retried,
                                      None if status == "completed" else server.get("cause") or summary.get("error"),
                                      first.get("cause"), first.get("settings"), settings, summary_numbers(summary),
-                                     summary.get("sweep"), summary.get("factors") or {}, summary.get("host")))
+                                     summary.get("sweep"), summary.get("factors") or {}, summary.get("host"),
+                                     None if summary.get("completed_prompts") is None
+                                     else frozenset(summary["completed_prompts"])))
     names = [v.name for v in out]
     for v in out:
         if names.count(v.name) > 1:
@@ -174,9 +179,10 @@ def compare(variants: list[VariantResult], baseline: str | None = None,
                 a, b, x, y = b, a, y, x
             effect = {"a": a.label, "b": b.label, "from": x, "to": y, "ratios": _ratios(a, b),
                       "with": {k: (view[a.label] or {}).get(k, _UNSET) for k in varying if k != key},
-                      "confounded_by": _conditions(a, b)}
+                      "confounded_by": conditions(a.host, b.host, a.prompts, b.prompts), "n_common_prompts": common_prompts(a.prompts, b.prompts)}
             if effect["confounded_by"]:  # one setting apart, but not under the same conditions
-                confounded.append({**effect, "differs": d, "busy": [_busy(a), _busy(b)],
+                confounded.append({**effect, "differs": d, "busy": [busy_text(a.host), busy_text(b.host)],
+                                   "n_prompts": [None if v.prompts is None else len(v.prompts) for v in (a, b)],
                                    "decode_tok_s": [a.numbers.get("decode_tok_s"), b.numbers.get("decode_tok_s")]})
                 continue
             if a.sweep and b.sweep:  # the effect step by step, and where it turns
@@ -184,7 +190,9 @@ def compare(variants: list[VariantResult], baseline: str | None = None,
             effects.setdefault(key, []).append(effect)
         elif d:
             confounded.append({"a": a.label, "b": b.label, "differs": d, "ratios": _ratios(a, b),
-                               "confounded_by": sorted(d) + _conditions(a, b), "busy": [_busy(a), _busy(b)],
+                               "confounded_by": sorted(d) + conditions(a.host, b.host, a.prompts, b.prompts), "busy": [busy_text(a.host), busy_text(b.host)],
+                               "n_common_prompts": common_prompts(a.prompts, b.prompts),
+                               "n_prompts": [None if v.prompts is None else len(v.prompts) for v in (a, b)],
                                "decode_tok_s": [a.numbers.get("decode_tok_s"), b.numbers.get("decode_tok_s")]})
         else:
             repeats.append({"a": a.label, "b": b.label, "ratios": _ratios(a, b)})
@@ -195,17 +203,6 @@ def compare(variants: list[VariantResult], baseline: str | None = None,
             "effects": dict(sorted(effects.items())), "confounded": confounded, "repeats": repeats,
             "excluded": [{"label": v.label, "status": v.status, "cause": v.cause} for v in variants
                          if v.status != "completed" or v.settings is None]}
-
-
-def _busy(v: VariantResult) -> str | None:
-    """What kept the host busy during ``v`` (foreign CPU, steal, GPU users), or None when it was quiet."""
-    return "; ".join(busy_reasons(v.host)) or None
-
-
-def _conditions(a: VariantResult, b: VariantResult) -> list[str]:
-    """The conditions beside the settings that make a pair unfair: ``host_load`` when the host was
-    busy during either (a foreign load is never the same twice)."""
-    return ["host_load"] if bool(a.host and a.host.get("busy")) or bool(b.host and b.host.get("busy")) else []
 
 
 def _value(x: Any) -> str:
@@ -278,10 +275,11 @@ def markdown(data: dict[str, Any], plot_name: str | None = None, sweep_plot: str
     for key, found in data["effects"].items():
         for e in found:
             held = ", ".join(f"{_label(k)}={_value(v)}" for k, v in e["with"].items())
+            common = "" if e.get("n_common_prompts") is None else f", over the same {e['n_common_prompts']} prompts"
             out.append(f"- **{_label(key)}** {_value(e['from'])} → {_value(e['to'])}: {_ratio_text(e['ratios'])}"
-                       + (f", with {held}" if held else "") + f" ({e['a']} vs {e['b']})")
+                       + (f", with {held}" if held else "") + common + f" ({e['a']} vs {e['b']})")
     if not data["effects"]:
-        out.append("- none: no two completed variants differ in exactly one setting")
+        out.append("- none: no two completed variants differ in exactly one setting under the same conditions")
     out += _sweep_effects(data["effects"])
     if data["confounded"]:
         out += ["", "## Confounded pairs (differ in more than one setting, or ran on a busy host: no effect "
@@ -291,8 +289,12 @@ def markdown(data: dict[str, Any], plot_name: str | None = None, sweep_plot: str
             keys = [_label(k) for k in c["differs"]]
             named = " and ".join([", ".join(keys[:-1]), keys[-1]] if len(keys) > 2 else keys)
             busy = [f"during {label}: {why}" for label, why in zip((c["a"], c["b"]), c.get("busy") or ()) if why]
+            reasons = [f"host load ({'; '.join(busy)})"] * ("host_load" in c.get("confounded_by", ()))
+            if "prompt_set" in c.get("confounded_by", ()):
+                n_a, n_b = c["n_prompts"]
+                reasons.append(f"different prompts ({c['n_common_prompts']} in common of {n_a} and {n_b} completed)")
             out.append(f"- {c['a']} vs {c['b']}: decode {a} → {b} tok/s changed {named}: confounded"
-                       + (f" by host load ({'; '.join(busy)})" if "host_load" in c.get("confounded_by", ()) else ""))
+                       + (f" by {' and '.join(reasons)}" if reasons else ""))
     if data["repeats"]:
         out += ["", "## Same settings (repeats: the run-to-run spread)", ""]
         out += [f"- {r['a']} vs {r['b']}: {_ratio_text(r['ratios'])}" for r in data["repeats"]]

@@ -68,9 +68,7 @@ def weighted_stats(values: np.ndarray, weights: np.ndarray | None = None) -> dic
 
 
 def _stat(df: pd.DataFrame, column: str) -> dict[str, float] | None:
-    if column not in df:
-        return None
-    return weighted_stats(df[column].dropna().to_numpy())
+    return weighted_stats(df[column].dropna().to_numpy()) if column in df else None
 
 
 def itl_stats(ok: pd.DataFrame) -> dict[str, float] | None:
@@ -103,7 +101,7 @@ def summarize_records(df: pd.DataFrame) -> dict[str, Any]:
                              "errors_by_class": {}},
                 "duration_s": 0.0, "tokens": {"prompt": 0, "cached": 0, "output": 0},
                 "throughput": {"prefill_tok_s": None, "decode_tok_s": None, "requests_per_s": None},
-                "latency_ms": {}, "server_timings": None, "speculative": None}
+                "latency_ms": {}, "server_timings": None, "speculative": None, "completed_prompts": []}
     ok = df[df["status"] == OK]
     errors = df[df["status"] == ERROR]
     ends = df["send_ts"] + df["e2e_ms"].fillna(0) / 1000.0
@@ -129,6 +127,7 @@ def summarize_records(df: pd.DataFrame) -> dict[str, Any]:
         if "output_tokens_source" in ok else [],
         "server_timings": server_timings(ok),
         "speculative": speculative(ok),
+        "completed_prompts": sorted({int(i) for i in numeric_column(ok, "prompt_index").dropna()}),
     }
     return summary
 

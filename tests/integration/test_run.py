@@ -130,3 +130,24 @@ def test_a_server_that_fails_to_load_is_reported_and_the_next_variant_runs(tmp_p
     good = json.loads((run / "good" / "summary.json").read_text())
     assert good["status"] == "completed" and good["requests"]["completed"] == 12
     assert "failed_to_load" in proc.stdout
+
+
+def test_a_variant_cut_by_the_time_cap_is_no_clean_effect(tmp_path: Path) -> None:
+    """tiny vs the slower tiny-deep under one time cap: the deep one completes only the first few
+    prompts, so the pair is confounded by its prompt set, and says how many prompts were common."""
+    scenario = tmp_path / "cut.yaml"
+    scenario.write_text("name: cut\nserver: {launcher: embedded, model: tiny, flags: {parallel: 4, threads: 1}}\n"
+                        "load: {dataset: 'synthetic:400', users: 4, num_prompts: 40, max_tokens: 64, max_seconds: 5}\n"
+                        "matrix:\n  model: [tiny, tiny-deep]\n")
+    proc, run = tokenswarm_run(tmp_path, scenario)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    fast = json.loads((run / "model-tiny" / "summary.json").read_text())
+    slow = json.loads((run / "model-tiny-deep" / "summary.json").read_text())
+    assert fast["completed_prompts"] == list(range(40))
+    assert slow["stopped_by"] == "time_cap" and 0 < len(slow["completed_prompts"]) < 40
+    compared = json.loads((run / "compare.json").read_text())
+    assert compared["effects"] == {}
+    (pair,) = compared["confounded"]
+    assert pair["confounded_by"] == ["prompt_set"] and list(pair["differs"]) == ["server.model"]
+    assert pair["n_common_prompts"] == len(slow["completed_prompts"])
+    assert f"different prompts ({pair['n_common_prompts']} in common of 40 and" in (run / "compare.md").read_text()

@@ -392,3 +392,19 @@ def test_quiet_hosts_and_summaries_without_host_readings_leave_effects_clean(tmp
     data = compare(read_variants([write_run(tmp_path / "run", study)]))
     effects = [e for found in data["effects"].values() for e in found]
     assert len(effects) == 4 and all(e["confounded_by"] == [] for e in effects)
+
+
+def test_a_variant_the_time_cap_cut_completed_other_prompts_and_is_confounded(tmp_path: Path):
+    everything, early = list(range(100)), list(range(60))
+    study = {name: {**s, "completed_prompts": early if name == "flash-attn-off_draft_model-none" else everything}
+             for name, s in STUDY.items()}
+    data = compare(read_variants([write_run(tmp_path / "run", study)]))
+    mtp = by_pair(data["effects"]["server.flags.flash-attn"])[("flash-attn-on_draft_model-mtp",
+                                                               "flash-attn-off_draft_model-mtp")]
+    assert mtp["n_common_prompts"] == 100 and mtp["confounded_by"] == []
+    cut = by_pair(data["confounded"])[("flash-attn-on_draft_model-none", "flash-attn-off_draft_model-none")]
+    assert cut["confounded_by"] == ["prompt_set"] and cut["n_common_prompts"] == 60 and cut["n_prompts"] == [100, 60]
+    write_comparison([tmp_path / "run"])
+    md = compare_md(tmp_path / "run").read_text()
+    assert "changed server.flags.flash-attn: confounded by different prompts (60 in common of 100 and 60 completed)" in md
+    assert ", over the same 100 prompts (flash-attn-on_draft_model-mtp vs flash-attn-off_draft_model-mtp)" in md

@@ -97,6 +97,10 @@ def test_request_counts(summary):
                                    "errors_by_class": {CONTEXT_ERROR: 1}}
 
 
+def test_completed_prompts_are_the_indices_of_completed_requests_only(summary):
+    assert summary["completed_prompts"] == [0, 1, 2]  # r3 failed, r4 was cancelled
+
+
 def eos_only_record(i: int, send_ts: float, prompt: int) -> RequestRecord:
     """A reply that is only EOS, as Gemma 3 270M gives about 2 % of the time: 1 output token, no chunk."""
     return RequestRecord(request_id=f"local-{i}", prompt_index=i, worker="local", send_ts=send_ts, status=OK,
@@ -212,7 +216,7 @@ def test_empty_frame_summary():
         "requests": {"sent": 0, "completed": 0, "errors": 0, "cancelled": 0, "no_content": 0, "errors_by_class": {}},
         "duration_s": 0.0, "tokens": {"prompt": 0, "cached": 0, "output": 0},
         "throughput": {"prefill_tok_s": None, "decode_tok_s": None, "requests_per_s": None},
-        "latency_ms": {}, "server_timings": None, "speculative": None}
+        "latency_ms": {}, "server_timings": None, "speculative": None, "completed_prompts": []}
 
 
 def test_only_errors():

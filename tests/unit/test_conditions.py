@@ -1,0 +1,27 @@
+"""orchestrate/conditions.py: which conditions beside the settings make a pair of variants unfair."""
+
+from __future__ import annotations
+
+import pytest
+
+from orchestrate.conditions import busy_text, common_prompts, conditions
+
+QUIET = {"foreign_cpu_pct": {"p50": 1.0, "max": 4.0}, "steal_pct": {"p50": 0.0, "max": 0.0}, "busy": False}
+BUSY = {"foreign_cpu_pct": {"p50": 55.0, "max": 90.0}, "steal_pct": {"p50": 0.0, "max": 0.0}, "busy": True}
+
+
+@pytest.mark.parametrize("host_a, host_b, prompts_a, prompts_b, expected", [
+    (QUIET, QUIET, {0, 1, 2}, {2, 1, 0}, []),
+    (QUIET, BUSY, {0, 1, 2}, {0, 1, 2}, ["host_load"]),
+    (QUIET, QUIET, {0, 1, 2}, {0, 1}, ["prompt_set"]),
+    (BUSY, QUIET, {0, 1, 2}, {0, 1, 3}, ["host_load", "prompt_set"]),
+    (None, None, None, {0}, []),  # summaries that predate the readings: nothing is claimed
+], ids=["fair", "busy", "cut", "both", "unknown"])
+def test_conditions(host_a, host_b, prompts_a, prompts_b, expected):
+    assert conditions(host_a, host_b, prompts_a, prompts_b) == expected
+
+
+def test_common_prompts_and_busy_text():
+    assert common_prompts({0, 1, 2, 5}, {1, 2, 7}) == 2 and common_prompts(None, {1}) is None
+    assert busy_text(QUIET) is None and busy_text(None) is None
+    assert busy_text(BUSY) == "other processes used 55 % of a core (p50, max 90 %)"
