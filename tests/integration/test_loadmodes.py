@@ -68,7 +68,9 @@ def test_a_rate_the_cap_cannot_keep_up_with_is_reported_late_and_unsent(refserve
     assert delays[-1] > delays[1] + 2 * REQUEST_S * 1000 * 0.8, delays  # each round of 2 waits one reply longer
     ok = [r for r in records if r["status"] == "ok"]
     assert all(r["ttft_from_schedule_ms"] == pytest.approx(r["send_delay_ms"] + r["ttft_ms"]) for r in ok)
-    assert arr["latency_from_schedule_ms"]["e2e"]["max"] > summary["latency_ms"]["e2e"]["max"] + 500
+    # the last completed request waited at least one reply past its schedule (whether a 4th round of
+    # 2 still ends inside the 2 s cap is a matter of milliseconds: that failed this bound at +500 ms)
+    assert arr["latency_from_schedule_ms"]["e2e"]["max"] > summary["latency_ms"]["e2e"]["max"] + 0.8 * REQUEST_S * 1000
     assert arr["rate_achieved"] < 8 and arr["rate_scheduled"] == pytest.approx(40, rel=0.5)
     md = (variant / "summary.md").read_text()
     assert "the concurrency cap of 2 could not keep up with 40.0 req/s" in md
