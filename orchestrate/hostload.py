@@ -18,18 +18,38 @@ from __future__ import annotations
 import os
 import subprocess
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlparse
 
 import numpy as np
 import psutil
+
+if TYPE_CHECKING:
+    from orchestrate.yamlsource import Checker
 
 PROC_STAT = Path("/proc/stat")
 FOREIGN_CPU_LIMIT_PCT = 10.0
 """Foreign CPU p50 above this (% of one core) makes the host busy: a reader is warned."""
 STEAL_LIMIT_PCT = 5.0
 """Steal p50 above this (% of all CPU time) makes the host busy."""
+
+
+@dataclass(frozen=True)
+class HostLimits:
+    """Past these p50s the host was busy while a variant ran (scenario ``host_limits:``, ``--host-cpu-limit``)."""
+
+    foreign_cpu_pct: float = FOREIGN_CPU_LIMIT_PCT
+    steal_pct: float = STEAL_LIMIT_PCT
+
+
+def parse_host_limits(check: "Checker", raw: Any) -> HostLimits:
+    """``host_limits: {foreign_cpu_pct: 25, steal_pct: 5}``; an unknown key or a negative limit names its line."""
+    section = check.mapping(raw, ("host_limits",), {"foreign_cpu_pct", "steal_pct"})
+    return HostLimits(**{k: check.number(v, ("host_limits", k), float, 0) for k, v in section.items()})
+
+
 NVIDIA_APPS = ("nvidia-smi", "--query-compute-apps=pid,process_name", "--format=csv,noheader")
 LOCAL = ("127.0.0.1", "localhost", "::1", "0.0.0.0", "")
 
@@ -155,8 +175,7 @@ class HostLoadProbe:
         return out
 
 
-def summarize_host(samples: list[dict[str, Any]], foreign_limit_pct: float = FOREIGN_CPU_LIMIT_PCT,
-                   steal_limit_pct: float = STEAL_LIMIT_PCT) -> dict[str, Any] | None:
+def summarize_host(samples: list[dict[str, Any]], limits: HostLimits = HostLimits()) -> dict[str, Any] | None:
     """``summary.json``'s ``host`` block from the samples' ``host`` readings; None without any."""
     from orchestrate.summarize import weighted_stats
     readings = [s["host"] for s in samples if isinstance(s.get("host"), dict)]
@@ -173,10 +192,8 @@ def summarize_host(samples: list[dict[str, Any]], foreign_limit_pct: float = FOR
                            "server_cpu_pct": stats("server_cpu_pct"), "own_cpu_pct": stats("own_cpu_pct"),
                            "foreign_gpu_processes": sorted({p for apps in gpu for p in apps}) if gpu else None,
                            "server_processes": readings[-1].get("server_processes"),
-                           "limits": {"foreign_cpu_pct": foreign_limit_pct, "steal_pct": steal_limit_pct}}
-    foreign, steal = out["foreign_cpu_pct"], out["steal_pct"]
-    out["busy"] = bool((foreign and foreign["p50"] > foreign_limit_pct) or (steal and steal["p50"] > steal_limit_pct)
-                       or out["foreign_gpu_processes"])
+                           "limits": {"foreign_cpu_pct": limits.foreign_cpu_pct, "steal_pct": limits.steal_pct}}
+    out["busy"] = bool(busy_reasons(out))
     return out
 
 
@@ -186,7 +203,7 @@ def busy_reasons(host: dict[str, Any] | None) -> list[str]:
         return []
     parts = []
     foreign, steal, limits = host.get("foreign_cpu_pct"), host.get("steal_pct"), host.get("limits") or {}
-    if foreign and foreign["p50"] > limits.get("foreign_cpu_pct", FOREIGN_CPU_LIMIT_PCT):
+    if foreign and foreign["p50"] > limits.get("foreign_cpu_pct", FOREIGN_CPU_LIMIT_PCT):  # older summaries: defaults
         parts.append(f"other processes used {foreign['p50']:.0f} % of a core (p50, max {foreign['max']:.0f} %)")
     if steal and steal["p50"] > limits.get("steal_pct", STEAL_LIMIT_PCT):
         parts.append(f"the hypervisor took {steal['p50']:.0f} % of the CPU time (steal p50, max {steal['max']:.0f} %)")

@@ -10,14 +10,14 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import requests
 
 from locustfiles.dataset import DatasetError as LocustDatasetError
 from locustfiles.conversations import MULTI_TURN, sample_conversations
-from locustfiles.dataset import (SamplingConfig, SampleResult, estimate_tokens, load_sharegpt, packaged_dataset,
+from locustfiles.dataset import (Prompt, SamplingConfig, SampleResult, estimate_tokens, load_sharegpt, packaged_dataset,
                                  sample_prompts)
 from locustfiles.sharegpt_file import ShareGPTFile, TruncatedError
 from orchestrate import cache
@@ -56,13 +56,23 @@ class PreparedPrompts:
     """Conversations the file holds (its complete ones, when it was cut short)."""
     truncated: bool = False
     """The file was cut short and ``allow_truncated`` let its complete conversations be used."""
+    warmup: tuple[Prompt, ...] = ()
+    """``load.warmup_prompts`` more, sampled after the measured ones (so those are the same as without a
+    warm-up) and numbered from 0; not in ``prompts.jsonl``."""
 
 
 def prepare_prompts(load: LoadSpec, facts: ServerFacts, url: str, out: Path,
                     session: requests.Session) -> PreparedPrompts:
-    """Sample ``load.num_prompts`` prompts and write them to ``out`` (one JSON line each)."""
+    """Sample ``load.num_prompts`` prompts (and the warm-up's after them) and write the measured ones to
+    ``out`` (one JSON line each)."""
     try:
-        return _prepare(load, facts, url, out, session)
+        if not load.warmup_prompts:
+            return _prepare(load, facts, url, out, session)
+        both = _prepare(replace(load, num_prompts=load.num_prompts + load.warmup_prompts), facts, url, out, session)
+        measured, warmup = both.sample.prompts[:load.num_prompts], both.sample.prompts[load.num_prompts:]
+        out.write_text("".join(p.to_json() + "\n" for p in measured), encoding="utf-8")
+        return replace(both, sample=replace(both.sample, prompts=measured, requested=load.num_prompts),
+                       warmup=tuple(replace(p, index=i) for i, p in enumerate(warmup)))
     except TruncatedError as exc:
         raise DatasetError(exc.truncation.message(exc.name, TRUNCATED_HINT)) from None
     except LocustDatasetError as exc:  # the Locust side's error: one line naming the file and rule

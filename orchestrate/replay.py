@@ -37,6 +37,9 @@ def parse_replay(check: Checker, raw: dict[str, Any], at: Callable[..., tuple[An
     elif raw.get("rate") is not None:
         raise check.fail(at("mode"), "multi_turn plays each conversation at its user's pace (think_time_s); "
                                      "it does not combine with rate (open loop)")
+    elif raw.get("warmup_prompts"):
+        raise check.fail(at("warmup_prompts"), "a warm-up sends single prompts; it does not combine with "
+                                               "mode: multi_turn (yet)")
     history = raw.get("history", HISTORY_DATASET)
     if history not in HISTORY_SOURCES:
         raise check.fail(at("history"), f"must be {' or '.join(HISTORY_SOURCES)} (whose replies grow the "

@@ -1,6 +1,6 @@
 """Every path of a run's results, built here and nowhere else.
 
-Stage: records → report. Imports: stdlib, yaml. Files are the contract between ``run`` and ``report``:
+Stage: records → report. Imports: stdlib, yaml, ``orchestrate.repeats`` (repeat folders). Files are the contract between ``run`` and ``report``:
 ``tokenswarm report DIR`` rebuilds every summary from these files without a server.
 """
 
@@ -17,6 +17,7 @@ from typing import Any
 import yaml
 
 from orchestrate.errors import ResultsError
+from orchestrate.repeats import repeat_index
 
 DEFAULT_ROOT = Path("results")
 
@@ -111,7 +112,11 @@ def read_json(path: Path) -> Any:
 
 def variant_dirs(run: Path) -> list[VariantPaths]:
     """The variants of a run in the scenario's order: every folder with a ``server.json``, or with
-    records only (an orchestrator killed mid-run writes no ``server.json``)."""
+    records only (an orchestrator killed mid-run writes no ``server.json``); a run with repeats lists
+    each repeat's (``repeat-1/…``, ``repeat-2/…``) in turn."""
+    repeats = sorted((p for p in run.iterdir() if p.is_dir() and repeat_index(p) is not None), key=lambda p: repeat_index(p) or 0)
+    if repeats:
+        return [paths for folder in repeats for paths in variant_dirs(folder)]
     dirs = [p for p in run.iterdir() if p.is_dir() and any((p / f).exists() for f in _VARIANT_MARKERS)]
     try:
         order = [v["name"] for v in yaml.safe_load(scenario_copy(run).read_text())["variants"]]

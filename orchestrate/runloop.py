@@ -16,16 +16,17 @@ import yaml
 
 from locustfiles.conversations import planned_requests
 from locustfiles.dataset import Prompt
-from orchestrate.compare import write_comparison
+from orchestrate.compare_report import write_comparison
 from orchestrate.diagnose import diagnose
 from orchestrate.goodput import goodput
 from orchestrate.errors import ServerError, ServerExitedError, TokenswarmError
 from orchestrate.launchers import check_launchers, make_launcher
-from orchestrate.hostload import host_note, summarize_host
+from orchestrate.hostload import HostLimits, host_note, summarize_host
 from orchestrate.launchers.base import Launcher
 from orchestrate.loadrun import LoadOutcome, LoadPlan, Swarm, WebUi, run_load
 from orchestrate.matrix import factor_record
 from orchestrate.preflight import TOKEN_COUNTERS, ServerFacts, fetch_facts
+from orchestrate.repeats import Repeat, interleaved, keep_host_floor, repeat_dir
 from orchestrate.preflight import session as preflight_session
 from orchestrate.prompts import PreparedPrompts, check_datasets, prepare_prompts
 from orchestrate.report import console_lines, write_reports
@@ -40,11 +41,20 @@ from orchestrate.sweep import Sweep, deal_prompts, sampling_load as sweep_sampli
 from orchestrate.sweep_report import collect_steps
 
 
+@dataclass(frozen=True)
+class Context:
+    """What every variant of a run shares, and which repeat this one is."""
+
+    scenario: str
+    repeat: Repeat | None = None
+    host_limits: HostLimits = HostLimits()
+
+
 @dataclass
 class VariantRun:
     """What the run loop learned about one variant; becomes ``server.json`` and ``summary.json``."""
 
-    scenario: str
+    context: Context
     variant: Variant
     paths: VariantPaths
     status: str = "pending"
@@ -71,24 +81,35 @@ class VariantRun:
 
 
 def run_scenario(scenario: Scenario, results_root: Path, swarm: Swarm = Swarm(), ui: WebUi | None = None) -> Path:
-    """Run every variant; returns the run directory. A failing variant does not stop the next."""
+    """Run every variant (``repeats`` times, interleaved); returns the run directory. A failing variant
+    does not stop the next."""
     # a bad file fails every variant alike: read each dataset in full once, exit 2 before any server starts
     truncated = check_datasets(load for v in scenario.variants for load in (v.load, *v.steps))
     check_launchers(v.server for v in scenario.variants)  # no engine for any docker variant: exit 2 now
     run = run_dir(results_root, scenario.name)
-    scenario_copy(run).write_text(yaml.safe_dump(scenario.as_run(), sort_keys=False))
-    print(f"tokenswarm: {scenario.name}: {len(scenario.variants)} variant(s) -> {run}", flush=True)
+    as_run = yaml.safe_dump(scenario.as_run(), sort_keys=False)
+    scenario_copy(run).write_text(as_run)
+    keep_host_floor(run)
+    k, n = scenario.repeats, len(scenario.variants)
+    print(f"tokenswarm: {scenario.name}: {n} variant(s)" + (f" x {k} repeats, interleaved ({n * k} server starts)"
+                                                           if k > 1 else "") + f" -> {run}", flush=True)
     for line in truncated:
         print(f"tokenswarm: {line}", flush=True)
-    for variant in scenario.variants:
-        paths = VariantPaths.create(run, variant.name)
-        result = run_variant(scenario.name, variant, paths, swarm=swarm, ui=ui)
+    for order, (index, i) in enumerate(interleaved(n, k), 1):
+        variant, folder = scenario.variants[i], repeat_dir(run, index, k)
+        if folder != run and not scenario_copy(folder).exists():  # each repeat a full run folder
+            folder.mkdir(exist_ok=True)
+            scenario_copy(folder).write_text(as_run)
+        context = Context(scenario.name, Repeat(index, k, order) if k > 1 else None, scenario.host_limits)
+        paths = VariantPaths.create(folder, variant.name)
+        result = run_variant(context, variant, paths, swarm=swarm, ui=ui)
         if result.status == "failed_to_load" and variant.retry_with:
             print(f"[{variant.name}] failed to load ({result.cause}); retrying with {variant.retry_description()}", flush=True)
             if paths.server_log.exists():
                 paths.server_log.replace(paths.first_attempt_log)
-            result = run_variant(scenario.name, variant.with_retry(), paths, first_attempt=result, swarm=swarm, ui=ui)
-        print(f"\n== {scenario.name} / {variant.name}: {result.status}", flush=True)
+            result = run_variant(context, variant.with_retry(), paths, first_attempt=result, swarm=swarm, ui=ui)
+        print(f"\n== {scenario.name} / {variant.name}" + (f" (repeat {index} of {k})" if k > 1 else "")
+              + f": {result.status}", flush=True)
         summary = json.loads(result.paths.summary_json.read_text())
         for line in console_lines(summary):
             print(f"   {line}")
@@ -97,14 +118,14 @@ def run_scenario(scenario: Scenario, results_root: Path, swarm: Swarm = Swarm(),
     return run
 
 
-def run_variant(scenario_name: str, variant: Variant, paths: VariantPaths,
+def run_variant(context: Context, variant: Variant, paths: VariantPaths,
                 first_attempt: VariantRun | None = None, swarm: Swarm = Swarm(),
                 ui: WebUi | None = None) -> VariantRun:
     """Launch, measure and stop one variant; always writes ``server.json`` and the summary.
 
     :param first_attempt: the failed run this one retries (``on_load_failure.retry_with``).
     """
-    result = VariantRun(scenario_name, variant, paths, first_attempt=first_attempt)
+    result = VariantRun(context, variant, paths, first_attempt=first_attempt)
     try:
         result.launcher = make_launcher(variant.server, paths.server_log)
         with result.launcher as launcher, preflight_session() as session:
@@ -120,10 +141,9 @@ def run_variant(scenario_name: str, variant: Variant, paths: VariantPaths,
             sample = result.prompts.sample
             print(f"[{variant.name}] {len(sample.prompts)} prompts ({sample.examined} examined, "
                   f"{sample.examined - len(sample.prompts)} dropped); {variant.load.users} users", flush=True)
-            if variant.sweep is not None:
-                if ui is not None:
-                    print(f"[{variant.name}] a sweep runs headless, step by step: --ui is not used for it", flush=True)
-                run_warmup(result, url, swarm)  # before the sampler: the server's counters then match the steps
+            if variant.sweep is not None and ui is not None:
+                print(f"[{variant.name}] a sweep runs headless, step by step: --ui is not used for it", flush=True)
+            run_warmup(result, url, swarm)  # before the sampler: the server's counters then match the measured load
             with MetricsSampler(url, launcher, paths.metrics, session_factory=preflight_session):
                 if variant.sweep is None:
                     plan = LoadPlan.for_load(variant.load, url, planned_requests(sample.prompts),
@@ -177,11 +197,17 @@ def _run_step(result: VariantRun, url: str, swarm: Swarm, label: str, load: Load
 
 
 def run_warmup(result: VariantRun, url: str, swarm: Swarm) -> None:
-    """A sweep's warm-up: sent and recorded in ``steps/warmup``, left out of every figure."""
-    sweep, (warmup, *_) = _step_loads(result)
-    if warmup[2]:
-        _run_step(result, url, swarm, *warmup)
-        time.sleep(sweep.settle_s)
+    """The warm-up (a sweep's, or a variant's ``warmup_prompts``): sent and recorded in ``steps/warmup``,
+    left out of every figure."""
+    if result.variant.sweep is not None:
+        sweep, (warmup, *_) = _step_loads(result)
+        (_, load, prompts), settle_s = warmup, sweep.settle_s
+    else:
+        assert result.prompts is not None
+        load, prompts, settle_s = replace(result.variant.load, max_seconds=None), list(result.prompts.warmup), 0.0
+    if prompts:
+        _run_step(result, url, swarm, "warmup", load, prompts)
+        time.sleep(settle_s)
 
 
 def run_steps(result: VariantRun, url: str, swarm: Swarm) -> LoadOutcome:
@@ -196,14 +222,14 @@ def run_steps(result: VariantRun, url: str, swarm: Swarm) -> LoadOutcome:
         paths, outcome = _run_step(result, url, swarm, label, load, prompts)
         crashed = result.launcher.exit_status() is not None
         sent = paths.records.exists() and paths.records.stat().st_size > 0
-        build_summary(paths, result.scenario, result.variant.name, {
+        build_summary(paths, result.context.scenario, result.variant.name, {
             "status": "crashed" if crashed else "completed" if sent else "error",
             "error": None if sent or crashed else f"locust sent no request; see {paths.locust_log}",
             "stopped_by": outcome.stopped_by,
             "step": {"key": sweep.key, "value": sweep.values[i]}, "planned_prompts": planned_requests(prompts),
             "settings": replace(result.variant, load=load, sweep=None, steps=()).settings(),
             "factors": factor_record(result.variant.factors),
-            "slo": result.variant.slo.as_dict() if result.variant.slo else None})
+            "slo": result.variant.slo.as_dict() if result.variant.slo else None}, result.context.host_limits)
         if crashed or outcome.stopped_by == "interrupted":
             break
     return replace(outcome, wall_s=round(time.monotonic() - started, 3))
@@ -222,6 +248,11 @@ def finish_variant(result: VariantRun) -> dict[str, Any]:
                                   "log": result.paths.first_attempt_log.name}
     if result.outcome:
         extra["stopped_by"] = result.outcome.stopped_by
+    context = result.context
+    if context.repeat is not None:
+        extra["repeat"] = context.repeat.as_dict()
+    if result.prompts and result.prompts.warmup:
+        extra["warmup"] = {"prompts": len(result.prompts.warmup), "records": "steps/warmup"}
     if result.variant.slo is not None:  # kept in summary.json: `tokenswarm report` judges goodput again
         extra["slo"] = result.variant.slo.as_dict()
     if result.prompts:
@@ -235,10 +266,11 @@ def finish_variant(result: VariantRun) -> dict[str, Any]:
     sweep = result.variant.sweep
     if sweep is not None:  # the variant's records are its steps' (the warm-up's stay in steps/warmup)
         extra["sweep"] = collect_steps(result.paths, sweep)
-    return build_summary(result.paths, result.scenario, result.variant.name, extra)
+    return build_summary(result.paths, context.scenario, result.variant.name, extra, context.host_limits)
 
 
-def build_summary(paths: VariantPaths, scenario: str, variant: str, extra: dict[str, Any]) -> dict[str, Any]:
+def build_summary(paths: VariantPaths, scenario: str, variant: str, extra: dict[str, Any],
+                  host_limits: HostLimits = HostLimits()) -> dict[str, Any]:
     """Summarize a variant's files (also used by ``tokenswarm report`` without a server)."""
     records = load_records(paths.records)
     summary: dict[str, Any] = {"scenario": scenario, "variant": variant, **extra}
@@ -248,7 +280,7 @@ def build_summary(paths: VariantPaths, scenario: str, variant: str, extra: dict[
     summary["crosscheck_agrees"] = crosscheck_agrees(summary, summary["locust_crosscheck"])
     metrics = summarize_metrics(paths.metrics)
     summary["memory"] = metrics["memory"]
-    summary["host"] = summarize_host(jsonl_rows(paths.metrics))
+    summary["host"] = summarize_host(jsonl_rows(paths.metrics), host_limits)
     summary["server_metrics"] = server_metrics(metrics, records)
     summary["server"] = read_json(paths.server_json) or {}
     summary["workers"] = read_json(paths.workers_json)

@@ -21,6 +21,7 @@ from typing import Any
 from locustfiles.loadshape import Stage
 from orchestrate.datasets import DATASET_KEYS, parse_dataset
 from orchestrate.errors import ScenarioError
+from orchestrate.hostload import HostLimits, parse_host_limits
 from orchestrate.keypaths import Origin, merge_sections, put_path
 from orchestrate.loadmodes import MODE_KEYS, hide_stages, with_load_modes
 from orchestrate.loadmodes import settings as mode_settings
@@ -43,7 +44,8 @@ SAMPLING_KEYS = {"min_prompt_tokens", "min_output_tokens", "max_prompt_tokens", 
 DEFAULT_IMAGE = "ghcr.io/ggml-org/llama.cpp:server-cuda"
 """llama.cpp's CUDA server image (entrypoint ``llama-server``), the reference study's."""
 
-TOP_KEYS = {"name", "description", "server", "load", "variants", "matrix", "on_load_failure", "slo"}
+TOP_KEYS = {"name", "description", "server", "load", "variants", "matrix", "on_load_failure", "slo", "repeats",
+            "host_limits"}
 VARIANT_KEYS = {"name", "server", "load", "on_load_failure", "slo"}
 FAILURE_KEYS = {"retry_with"}
 SETTING_LOAD_KEYS = ("dataset", "users", "spawn_rate", "num_prompts", "max_seconds", "max_tokens", "seed",
@@ -109,6 +111,9 @@ class LoadSpec:
     history: str = "dataset"
     think_time_s: float | tuple[float, float] = 0.0
     max_turns: int | None = None
+    warmup_prompts: int = 0
+    """Sent after the server starts, before measuring, and counted nowhere (``steps/warmup``); a sweep
+    has its own (``Sweep.warmup_prompts``). 0, like ``vllm bench serve --num-warmups``."""
 
 
 def _set_target(key: str) -> tuple[str, ...]:
@@ -203,21 +208,27 @@ class Scenario:
     path: Path
     description: str
     variants: tuple[Variant, ...]
+    repeats: int = 1
+    """Every variant runs this many times, in interleaved order (A B C A B C), each a result folder."""
+    host_limits: HostLimits = HostLimits()
+    """Past these the host was busy while a variant ran (``orchestrate.hostload``)."""
 
     def as_run(self) -> dict[str, Any]:
         """Every variant's settings after merging and overrides: ``scenario.yaml`` of a run."""
         return {"name": self.name, "description": self.description, "source": str(self.path),
+                "repeats": self.repeats, "host_limits": asdict(self.host_limits),
                 "variants": [asdict(v) for v in self.variants]}
 
-    def with_overrides(self, server: dict[str, Any] | None = None,
-                       load: dict[str, Any] | None = None) -> "Scenario":
-        """Apply command-line overrides (``--url``, ``--users`` …) to every variant."""
+    def with_overrides(self, server: dict[str, Any] | None = None, load: dict[str, Any] | None = None,
+                       **top: Any) -> "Scenario":
+        """Apply command-line overrides (``--url``, ``--users`` …) to every variant; ``top``: ``repeats``,
+        ``host_limits``."""
         load = load or {}
         variants = tuple(replace(v, server=replace(v.server, **(server or {})), load=replace(v.load, **load),
                                  **({"sweep": None, "steps": ()} if v.sweep and v.sweep.key in load else
                                     {"steps": tuple(replace(step, **load) for step in v.steps)}))
                          for v in self.variants)  # overriding the swept key runs that one value
-        return replace(self, variants=variants)
+        return replace(self, variants=variants, **top)
 
 
 def _server(check: Checker, raw: dict[str, Any], at: Origin) -> ServerSpec:
@@ -263,6 +274,7 @@ def _load(check: Checker, raw: dict[str, Any], at: Origin) -> LoadSpec:
                     seed=n(raw.get("seed", 0), at("seed"), int, 0),
                     sampling=dict(sampling), cache_prompt=cache_prompt,
                     read_timeout_s=n(raw.get("read_timeout_s", 600.0), at("read_timeout_s"), float, 0.1),
+                    warmup_prompts=n(raw.get("warmup_prompts", 0), at("warmup_prompts"), int, 0),
                     **parse_replay(check, raw, at)))
 
 
@@ -338,7 +350,8 @@ def parse_scenario(text: str, path: Path) -> Scenario:
                 raise check.fail(("matrix",), f"duplicate variant name {full!r} from the matrix")
             variants.append(_variant(check, full, top, item, at, combo, rule, rule_at))
     return Scenario(name=name, path=path, description=str(top.get("description", "")),
-                    variants=tuple(variants))
+                    variants=tuple(variants), repeats=check.number(top.get("repeats", 1), ("repeats",), int, 1),
+                    host_limits=parse_host_limits(check, top.get("host_limits")))
 
 
 def _variant(check: Checker, name: str, top: dict[str, Any], item: dict[str, Any], at: tuple[Any, ...],

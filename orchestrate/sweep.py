@@ -23,7 +23,7 @@ if TYPE_CHECKING:  # scenario.py imports this module
 SWEEP_KEYS = ("users", "max_tokens", "num_prompts", "spawn_rate", "rate")
 """Load keys whose value may be a list of step values."""
 SWEEP_SETTINGS = ("warmup_prompts", "settle_s")
-"""Load keys that only mean something in a sweep (validated here, not in ``LoadSpec``)."""
+"""Load keys a sweep reads for itself (validated here; a plain variant's ``warmup_prompts`` is ``LoadSpec``'s)."""
 DEFAULT_WARMUP_PROMPTS = 8
 DEFAULT_SETTLE_S = 2.0
 
@@ -56,11 +56,10 @@ def extract_sweep(check: Checker, load_raw: dict[str, Any], at: Callable[..., tu
     base = {k: v for k, v in load_raw.items() if k not in SWEEP_SETTINGS}
     swept = [k for k, v in base.items() if isinstance(v, list)]
     if not swept:
-        for key in SWEEP_SETTINGS:
-            if key in load_raw:
-                raise check.fail(at(key), "only means something in a sweep (a load key listing values, "
-                                          "e.g. users: [1, 2, 4])")
-        return base, None, []
+        if "settle_s" in load_raw:
+            raise check.fail(at("settle_s"), "only means something in a sweep (a load key listing values, "
+                                             "e.g. users: [1, 2, 4])")
+        return {**base, **{k: v for k, v in load_raw.items() if k == "warmup_prompts"}}, None, []
     if len(swept) > 1:
         raise check.fail(at(swept[1]), f"only one load key may list values in a variant; "
                                        f"{' and '.join(swept)} both do (use a matrix for the other)")

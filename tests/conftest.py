@@ -24,7 +24,20 @@ import requests
 
 from orchestrate.launchers.base import Launcher
 from orchestrate.launchers.embedded import EmbeddedConfig, EmbeddedLauncher
+from orchestrate.repeats import NOISE_FLOOR_ENV
 from orchestrate.tinymodel import tiny_draft_spec, tiny_model_path
+
+
+@pytest.fixture(autouse=True, scope="session")
+def no_host_noise_floor(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """No test judges effects against a noise floor measured on this host before (``tokenswarm noise-floor``)."""
+    old = os.environ.get(NOISE_FLOOR_ENV)
+    os.environ[NOISE_FLOOR_ENV] = str(tmp_path_factory.mktemp("noise-floor") / "none.json")
+    yield
+    if old is None:
+        del os.environ[NOISE_FLOOR_ENV]
+    else:
+        os.environ[NOISE_FLOOR_ENV] = old
 
 
 @pytest.fixture

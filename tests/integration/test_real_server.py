@@ -126,8 +126,8 @@ def test_flash_attention_on_and_off_load_and_every_count_agrees(real_run, varian
 def test_flash_attentions_effect_is_read_over_the_same_prompts(real_run) -> None:
     _, run = real_run
     compared = json.loads((run / "compare.json").read_text())
-    pairs = [*compared["effects"].get("server.flags.flash-attn", []), *compared["confounded"]]
-    (fa,) = [p for p in pairs if {p["a"], p["b"]} == {"fa-on", "fa-off"}]
+    (fa,) = [p for p in compared["effects"] if set(p["pair"]) == {"fa-on", "fa-off"}]
+    assert fa["factor"] == "server.flags.flash-attn"
     assert fa["n_common_prompts"] == REAL_LOAD["num_prompts"] and "prompt_set" not in fa["confounded_by"]
     # clean unless the host was busy meanwhile, and then it says so
     assert fa["confounded_by"] in ([], ["host_load"])

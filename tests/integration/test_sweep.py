@@ -42,7 +42,8 @@ def test_users_sweep_with_and_without_a_drafter(tmp_path, tiny_model, tiny_draft
                    for r in read_jsonl(variant / "steps" / s / "prompts.jsonl")}
         assert len(prompts) == 15  # no step replays another's prompts
     compare = json.loads((run / "compare.json").read_text())
-    (effect,) = compare["effects"]["server.draft_model"]
+    (effect,) = compare["effects"]
+    assert effect["factor"] == "server.draft_model" and effect["confounded_by"] == []
     assert [s["value"] for s in effect["sweep"]["steps"]] == [1, 3]
     assert all(s["speedup"] is not None and s["speedup"] > 0 for s in effect["sweep"]["steps"])
     text = (run / "compare.md").read_text()

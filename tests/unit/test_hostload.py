@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from orchestrate.hostload import (HostLoadProbe, foreign_gpu_processes, host_note, listening_pid, read_proc_stat,
+from orchestrate.hostload import (HostLimits, HostLoadProbe, foreign_gpu_processes, host_note, listening_pid, read_proc_stat,
                                   summarize_host)
 
 TICK = os.sysconf("SC_CLK_TCK")
@@ -79,9 +79,17 @@ def test_a_busy_host_is_said(foreign, steal, gpu, said) -> None:
 
 
 def test_one_busy_second_is_not_a_busy_run_and_limits_are_kept() -> None:
-    host = summarize_host(readings([0.0, 0.0, 95.0], [0.0] * 3), foreign_limit_pct=20.0)
+    host = summarize_host(readings([0.0, 0.0, 95.0], [0.0] * 3), HostLimits(foreign_cpu_pct=20.0))
     assert host["busy"] is False and host["foreign_cpu_pct"]["max"] == 95.0  # judged on p50; max shown
     assert host["limits"] == {"foreign_cpu_pct": 20.0, "steal_pct": 5.0}
+
+
+def test_the_limits_are_the_users() -> None:
+    """The same readings are quiet under the default limits and busy under stricter ones."""
+    quiet = readings([6.0, 7.0, 8.0], [2.0] * 3)
+    assert summarize_host(quiet)["busy"] is False
+    strict = summarize_host(quiet, HostLimits(foreign_cpu_pct=5.0, steal_pct=1.0))
+    assert strict["busy"] is True and "7 % of a core" in host_note(strict) and "steal p50" in host_note(strict)
 
 
 def test_no_readings_no_block() -> None:
