@@ -26,12 +26,13 @@ import gevent
 from locust.env import Environment
 from locust.event import EventHook, Events
 from locust.runners import MasterRunner, WorkerRunner
+from locust.stats import RequestStats
 
 from locustfiles import arrivals, conversations, distributed, finalcsv, options, selfcheck, stages
 from locustfiles.arrivals import ArrivalClock
-from locustfiles.dataset import (Prompt, SamplingConfig, estimate_tokens, load_sharegpt, packaged_dataset,
-                                 sample_prompts)
+from locustfiles.dataset import DatasetError, Prompt
 from locustfiles.dispenser import PromptDispenser
+from locustfiles.promptsource import load_prompts
 from locustfiles.records import CANCELLED, METRIC, NO_CONTENT, OK, REQUEST_NAME, REQUEST_TYPE, RequestRecord
 from locustfiles.webui import install_webui
 
@@ -54,6 +55,8 @@ class LlmRun:
         """Open loop (``--rate``): when each prompt is due (``arrivals.py``); None in a closed loop."""
         self.records_file: IO[str] | None = None
         self.records_written = 0
+        self.prompts: list[Prompt] | None = None
+        """Read at init (a bad dataset stops Locust before any user spawns), sent at each test start."""
         self._next_id = 0
 
     @property
@@ -76,27 +79,6 @@ class LlmRun:
             except OSError:  # a full disk: the lines written so far are what there is
                 pass
             self.records_file = None
-
-
-def load_prompts(opts: Any) -> list[Prompt]:
-    """Prompts from ``--prompts-file`` (exact counts), else sampled from ``--dataset`` (estimated)."""
-    if opts.prompts_file:
-        with open(opts.prompts_file, encoding="utf-8") as f:
-            prompts = [Prompt.from_json(line) for line in f if line.strip()]
-        conversations.check_mode(prompts, opts.mode)
-        return prompts
-    if opts.dataset:
-        dataset = packaged_dataset(opts.dataset) or opts.dataset  # sharegpt-v3: the packaged file
-        data = load_sharegpt(dataset, allow_truncated=getattr(opts, "allow_truncated", False))
-        config = SamplingConfig(num_prompts=opts.num_prompts or 1000, seed=opts.seed,
-                                max_tokens_cap=opts.max_tokens)
-        log.warning("sampling %s with estimated token counts (chars/4); `tokenswarm run` measures "
-                    "them with the server's /tokenize", opts.dataset)
-        if opts.mode == conversations.MULTI_TURN:  # --num-prompts counts conversations
-            return conversations.sample_conversations(data, config, estimate_tokens,
-                                                      max_turns=opts.max_turns or None).prompts
-        return sample_prompts(data, config, estimate_tokens).prompts
-    raise SystemExit("tokenswarm: give --prompts-file or --dataset (a ShareGPT V3 JSON file)")
 
 
 def fire_locust_rows(environment: Environment, record: RequestRecord) -> None:
@@ -129,6 +111,21 @@ def fire_locust_rows(environment: Environment, record: RequestRecord) -> None:
              response_length=record.output_tokens or 0, context={}, exception=None)
 
 
+def count_requests_only(stats: RequestStats) -> None:
+    """Locust's "Aggregated" row counts requests: the METRIC rows (TTFT, TPOT, NO_CONTENT) are figures of
+    those same requests, so they stay out of its totals (300 requests, not 900) and in their own rows.
+    Workers report their totals to the master, so the master's are right too."""
+    log_request = stats.log_request
+
+    def log(method: str, name: str, response_time: int, content_length: int) -> None:
+        if method == METRIC:
+            stats.entries[(name, method)].log(response_time, content_length)
+        else:
+            log_request(method, name, response_time, content_length)
+
+    stats.log_request = log  # type: ignore[method-assign]
+
+
 def register(events: Events) -> None:
     """Called once by the locustfile at import: flags now, the rest when Locust inits."""
     events.init_command_line_parser.add_listener(options.add_arguments)
@@ -146,6 +143,13 @@ def install(environment: Environment, **_kwargs: Any) -> None:
     """
     run = LlmRun(environment)
     environment.tokenswarm = run  # type: ignore[attr-defined]
+    opts = environment.parsed_options
+    if opts is not None and not isinstance(environment.runner, WorkerRunner):
+        try:
+            run.prompts = load_prompts(opts)
+        except DatasetError as exc:  # one line and exit 2, before a user is spawned
+            raise SystemExit(f"tokenswarm: {exc}") from None
+    count_requests_only(environment.stats)
     environment.events.llm_record = EventHook()  # type: ignore[attr-defined]
     environment.events.llm_record_collected = EventHook()  # type: ignore[attr-defined]
     runner = environment.runner
@@ -172,9 +176,10 @@ def install(environment: Environment, **_kwargs: Any) -> None:
         opts = environment.parsed_options
         if opts is None or isinstance(environment.runner, WorkerRunner):
             return
-        prompts = load_prompts(opts)
+        if run.prompts is None:
+            run.prompts = load_prompts(opts)
         run.open_records(opts.records_file)
-        run.dispenser = PromptDispenser(prompts, opts.num_prompts, on_drained=_quit(environment))
+        run.dispenser = PromptDispenser(run.prompts, opts.num_prompts, on_drained=_quit(environment))
         log.info("tokenswarm: %d prompts to send, records -> %s", run.dispenser.limit, opts.records_file)
 
     def on_quitting(environment: Environment, **_kw: Any) -> None:

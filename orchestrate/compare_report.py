@@ -18,7 +18,7 @@ from orchestrate.errors import ResultsError
 from orchestrate.formats import fmt_ms, fmt_num
 from orchestrate.goodput import slo_text
 from orchestrate.matrix import FACTOR
-from orchestrate.results import compare_json, compare_md, compare_png, compare_sweep_png
+from orchestrate.results import compare_json, compare_md, compare_png, compare_sweep_png, variant_dirs
 
 METRIC_LABELS = dict((*EFFECT_METRICS, GOODPUT_EFFECT))
 PLOTTED = (("decode_tok_s", "decode tok/s"), ("prefill_tok_s", "prefill tok/s"), ("ttft_p50_ms", "TTFT p50 (ms)"),
@@ -242,7 +242,9 @@ def plot(data: dict[str, Any], path: Path) -> Path | None:
     fig, axes = plt.subplots(2, 2, figsize=(2 * (3 + 0.9 * len(rows)), 8.5))
     for ax, (key, title) in zip(axes.flat, PLOTTED):
         values = [r.get(key) if r["status"] == "completed" else None for r in rows]
-        ax.bar(range(len(rows)), [v or 0 for v in values], color="#4477aa")
+        bars = ax.bar(range(len(rows)), [v or 0 for v in values], color="#4477aa")
+        ax.bar_label(bars, labels=["" if v is None else _fmt(key, v) for v in values], fontsize=7, padding=2)
+        ax.margins(y=0.12)  # room for the values above the bars
         for i, (v, r) in enumerate(zip(values, rows)):
             if v is None:
                 ax.text(i, 0, r["status"], rotation=90, ha="center", va="bottom", fontsize=8, color="#aa3377")
@@ -252,6 +254,11 @@ def plot(data: dict[str, Any], path: Path) -> Path | None:
     fig.savefig(path, dpi=90)
     plt.close(fig)
     return path
+
+
+def comparable(run_dirs: list[Path]) -> bool:
+    """Whether the runs hold two variant results or more (two variants, or repeats of one)."""
+    return sum(len(variant_dirs(run)) for run in run_dirs if run.is_dir()) > 1
 
 
 def write_comparison(run_dirs: list[Path], baseline: str | None = None) -> Path:

@@ -32,6 +32,10 @@ STOP_GRACE_S = 30.0
 DEFAULT_MASTER_PORT = 5557
 """Locust's own default, for workers on other hosts; local workers get a free port."""
 EXPECT_WORKERS_WAIT_S = 60
+REMOTE_WORKERS_WAIT_S = 300.0
+"""How long a master waits for workers from other hosts by default (Locust's own waits forever)."""
+GAVE_UP_ON_WORKERS = "Gave up waiting for workers to connect"
+"""Locust's log line when ``--expect-workers-max-wait`` passed without enough workers."""
 WEB_UI_WAIT_S = 30.0
 """How long ``--ui`` waits for Locust's web UI to answer before printing its address anyway."""
 
@@ -47,6 +51,8 @@ class Swarm:
     master_bind_host: str = "127.0.0.1"
     master_bind_port: int = 0
     """0 picks a free port (local workers) or Locust's 5557 (remote workers)."""
+    workers_wait_s: float = REMOTE_WORKERS_WAIT_S
+    """``--expect-workers-max-wait``: how long the master waits for remote workers before giving up."""
 
     @property
     def distributed(self) -> bool:
@@ -124,7 +130,7 @@ def locust_command(plan: LoadPlan, paths: VariantPaths) -> list[str]:
     swarm = plan.swarm
     if swarm.distributed:
         cmd += ["--master", "--expect-workers", str(swarm.workers or swarm.remote_workers),
-                "--expect-workers-max-wait", str(EXPECT_WORKERS_WAIT_S if swarm.workers else 0),
+                "--expect-workers-max-wait", f"{EXPECT_WORKERS_WAIT_S if swarm.workers else swarm.workers_wait_s:g}",
                 "--master-bind-host", swarm.master_bind_host, "--master-bind-port", str(master_port(swarm)),
                 "--enable-rebalancing"]
     if plan.ui is not None:  # the web UI instead of headless; Stop (or the last prompt) ends Locust
@@ -170,13 +176,14 @@ def run_load(plan: LoadPlan, paths: VariantPaths, label: str,
     started = time.monotonic()
     counts, offset, last_print = [0, 0], 0, started
     stopped_by = "num_prompts"
+    waiting_said = False
     workers: list[subprocess.Popen[bytes]] = []
     with paths.locust_log.open("ab") as log:
         proc = _spawn(cmd, log)
         if plan.swarm.remote_workers:
-            print(f"[{label}] master waiting for {plan.swarm.remote_workers} worker(s): on each worker host run "
-                  f"`tokenswarm worker --master-host <this host> --master-port {master_port(plan.swarm)}`",
-                  flush=True)
+            print(f"[{label}] master waiting up to {plan.swarm.workers_wait_s:g} s for {plan.swarm.remote_workers} "
+                  f"worker(s) (--expect-workers-max-wait): on each worker host run `tokenswarm worker "
+                  f"--master-host <this host> --master-port {master_port(plan.swarm)}`", flush=True)
         for i in range(plan.swarm.workers):
             with paths.worker_log(i).open("ab") as worker_log:
                 workers.append(_spawn(worker_command("127.0.0.1", master_port(plan.swarm)), worker_log))
@@ -192,8 +199,13 @@ def run_load(plan: LoadPlan, paths: VariantPaths, label: str,
                     break
                 if now - last_print >= PROGRESS_INTERVAL_S:
                     offset = _progress(paths.records, offset, counts)
-                    print(f"[{label}] {counts[0]}/{plan.num_prompts} requests, {counts[1]} errors, "
-                          f"{now - started:.0f} s", flush=True)
+                    if plan.ui is not None and not counts[0]:  # nothing sent yet: the person has not pressed Start
+                        if not waiting_said:
+                            print(f"[{label}] waiting for START in the web UI ({plan.ui.url})", flush=True)
+                            waiting_said = True
+                    else:
+                        print(f"[{label}] {counts[0]}/{plan.num_prompts} requests, {counts[1]} errors, "
+                              f"{now - started:.0f} s", flush=True)
                     last_print = now
         except KeyboardInterrupt:
             stopped_by = "interrupted"

@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any
 
 import jinja2
@@ -70,6 +71,13 @@ class ServerFacts:
     props: dict[str, Any] = field(default_factory=dict)
     special_tokens: dict[str, str] = field(default_factory=dict)
     """``bos_token``/``eos_token`` from ``/props``, for rendering its chat template here."""
+
+    def reported(self) -> dict[str, Any]:
+        """Settings of a server tokenswarm did not start, as it reports them (``server.reported.*``)."""
+        model = Path(self.model_path).name if self.model_path else self.model_id
+        return {"server.reported.model": model, "server.reported.total_slots": self.total_slots,
+                "server.reported.per_slot_ctx": self.per_slot_ctx, "server.reported.build": self.build,
+                "server.reported.speculative": self.speculative}
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)

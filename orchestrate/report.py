@@ -12,7 +12,8 @@ from pathlib import Path
 from collections.abc import Sequence
 from typing import Any
 
-from orchestrate import goodput, loadreport, sweep_report, turns
+from orchestrate import goodput, loadreport, sweep_report, turns, uisteps
+from orchestrate.provenance import condition_lines
 from orchestrate.formats import GIB, MIB, fmt_bytes, fmt_ms, fmt_num, summary_numbers  # noqa: F401 (re-exported)
 from orchestrate.results import VariantPaths
 from orchestrate.summarize import metrics_timeline, output_tokens_per_second
@@ -35,6 +36,11 @@ def memory_line(summary: dict[str, Any]) -> str | None:
                      f"({MEMORY_SOURCES.get(mem['gpu_source'], mem['gpu_source'])})")
     return "memory: " + "; ".join(parts) if parts else None
 
+
+DIAGNOSTICS = ("_The headline's prefill and decode tok/s are the aggregate: tokens over the load's wall time "
+               "(the README's metric definitions). The figures below check it and explain it; they are not "
+               "rival numbers: llama.cpp's per-slot timings are one request's own speed (they do not add up "
+               "across slots), and its /metrics speed divides by the seconds it spent busy._")
 
 SERVER_TOKEN_LABELS = (("prefill_tokens", "prefill"), ("cached_tokens", "cached"), ("output_tokens", "output"))
 
@@ -60,23 +66,6 @@ def server_metrics_line(summary: dict[str, Any]) -> str | None:
 def _p50(summary: dict[str, Any], metric: str) -> float | None:
     stats = (summary.get("latency_ms") or {}).get(metric)
     return stats["p50"] if stats else None
-
-
-def conditions(summary: dict[str, Any]) -> str | None:
-    """One line of what was measured: the model (as named and its file), the server, the load."""
-    settings = summary.get("settings") or {}
-    if not settings:
-        return None
-    facts = (summary.get("server") or {}).get("facts") or {}
-    named, path = settings.get("server.model"), facts.get("model_path") or facts.get("model_id")
-    file_name = Path(path).name if path else None
-    model = f"model {named}" + (f" ({file_name})" if file_name and file_name != named else "")
-    server = f"{settings.get('server.launcher')} server"
-    if facts.get("total_slots"):
-        server += f", {facts['total_slots']} slots × {fmt_num(facts.get('per_slot_ctx'), 0)} ctx"
-    load = (f"{settings.get('load.users')} users, {settings.get('load.num_prompts')} prompts from "
-            f"{settings.get('load.dataset')}, max_tokens {settings.get('load.max_tokens')}")
-    return f"{model}; {server}; {load}"
 
 
 def headline(summary: dict[str, Any]) -> list[str]:
@@ -119,8 +108,7 @@ def host_line(summary: dict[str, Any]) -> str | None:
 
 def console_lines(summary: dict[str, Any]) -> list[str]:
     """What ``tokenswarm run`` and ``report`` print of a variant: conditions, headline, latencies."""
-    line = conditions(summary)
-    return ([line] if line else []) + headline(summary) + latency_table(summary)
+    return condition_lines(summary) + headline(summary) + latency_table(summary)
 
 
 LATENCY_ROWS = (("ttft", "TTFT"), ("tpot", "TPOT"), ("itl", "ITL (inter-chunk)"), ("e2e", "E2E"))
@@ -145,8 +133,8 @@ def markdown(summary: dict[str, Any], images: Sequence[str] = ()) -> str:
     :param images: plot file names next to ``summary.md``, linked in order.
     """
     out = [f"# {summary.get('scenario', '')} / {summary.get('variant', '')}", ""]
-    if conditions(summary):
-        out += [f"_{conditions(summary)}_", ""]
+    setup = condition_lines(summary)
+    out += [f"- {line}" for line in setup] + ([""] if setup else [])
     out += [f"**{line}**  " for line in headline(summary)] + [""]
     table = latency_table(summary)
     out += table + ([""] if table else [])
@@ -162,6 +150,7 @@ def markdown(summary: dict[str, Any], images: Sequence[str] = ()) -> str:
     if errors:
         out += ["| error class | count |", "|---|---|"] + [f"| {k} | {v} |" for k, v in errors.items()] + [""]
     st, spec = summary.get("server_timings"), summary.get("speculative")
+    out += ["### Diagnostics", "", DIAGNOSTICS, ""]
     if st:
         out.append(f"llama.cpp timings (per slot): prefill {fmt_num(st['prefill_tok_s'])} tok/s, "
                    f"decode {fmt_num(st['decode_tok_s'])} tok/s  ")
@@ -201,6 +190,8 @@ def markdown(summary: dict[str, Any], images: Sequence[str] = ()) -> str:
         out += ["", "server log tail:", "```", *server["log_tail"], "```"]
     if summary.get("sweep"):
         out += ["", *sweep_report.markdown(summary["sweep"])]
+    if summary.get("ui_steps"):
+        out += ["", *uisteps.markdown_intro(summary["ui_steps"]), *sweep_report.step_table(summary["ui_steps"])]
     if images:
         out += [""] + [f"![{Path(name).stem}]({name})" for name in images]
     if summary.get("notes"):
@@ -282,9 +273,10 @@ def plot_throughput(summary: dict[str, Any], metrics_path: Path, path: Path) -> 
 def write_reports(summary: dict[str, Any], paths: VariantPaths, records: Any = None) -> None:
     """Write ``summary.json`` (machine), the plots, then ``summary.md`` (person) linking them."""
     paths.summary_json.write_text(json.dumps(summary, indent=2, default=str) + "\n")
-    sweep = summary.get("sweep")
-    images = [p.name for p in (sweep_report.plot([(summary.get("variant", ""), sweep)], paths.sweep_png) if sweep
-                               else None, plot(summary, records, paths.plot_png),
+    sweep, steps, name = summary.get("sweep"), summary.get("ui_steps"), summary.get("variant", "")
+    images = [p.name for p in (sweep_report.plot([(name, sweep)], paths.sweep_png) if sweep else None,
+                               sweep_report.plot([(name, steps)], paths.ui_steps_png) if steps else None,
+                               plot(summary, records, paths.plot_png),
                                plot_throughput(summary, paths.metrics, paths.throughput_png)) if p is not None]
     paths.summary_md.write_text(markdown(summary, images))
     write_vllm_bench(summary, records, paths.vllm_bench_json)

@@ -69,6 +69,8 @@ class VariantPaths:
     locust_prefix = property(lambda self: self.dir / "locust")
     """``--csv`` prefix: locust_stats.csv, locust_stats_history.csv, locust_failures.csv, …"""
     locust_stats_csv = property(lambda self: self.dir / "locust_stats.csv")
+    locust_history_csv = property(lambda self: self.dir / "locust_stats_history.csv")
+    """Locust's history: every second, the user count and the aggregated rates (the web UI's charts)."""
     locust_json_stem = property(lambda self: self.dir / "locust_stats")
     """``--json-file`` takes the name without ``.json``."""
     locust_json = property(lambda self: self.dir / "locust_stats.json")
@@ -95,6 +97,8 @@ class VariantPaths:
     throughput_png = property(lambda self: self.dir / "throughput.png")
     """Server-side prefill/decode tok/s, requests in flight and memory over time."""
     sweep_png = property(lambda self: self.dir / "sweep.png")
+    ui_steps_png = property(lambda self: self.dir / "ui_steps.png")
+    """A web UI run's user levels as steps (``orchestrate.uisteps``)."""
     """A sweep's figures against the swept value (``orchestrate.sweep_report``)."""
 
     def step(self, label: str) -> "VariantPaths":

@@ -7,6 +7,9 @@ Imports: every other ``orchestrate`` stage.
 from __future__ import annotations
 
 import json
+import os
+import platform
+import socket
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -16,14 +19,14 @@ import yaml
 
 from locustfiles.conversations import planned_requests
 from locustfiles.dataset import Prompt
-from orchestrate.compare_report import write_comparison
+from orchestrate.compare_report import comparable, write_comparison
 from orchestrate.diagnose import diagnose
 from orchestrate.goodput import goodput
 from orchestrate.errors import ServerError, ServerExitedError, TokenswarmError
 from orchestrate.launchers import check_launchers, make_launcher
 from orchestrate.hostload import HostLimits, host_note, summarize_host
 from orchestrate.launchers.base import Launcher
-from orchestrate.loadrun import LoadOutcome, LoadPlan, Swarm, WebUi, run_load
+from orchestrate.loadrun import GAVE_UP_ON_WORKERS, LoadOutcome, LoadPlan, Swarm, WebUi, run_load
 from orchestrate.matrix import factor_record
 from orchestrate.preflight import TOKEN_COUNTERS, ServerFacts, fetch_facts
 from orchestrate.repeats import Repeat, interleaved, keep_host_floor, repeat_dir
@@ -35,6 +38,7 @@ from orchestrate.sampler import MetricsSampler
 from orchestrate.scenario import LoadSpec, Scenario, Variant
 from orchestrate.loadreport import load_mode_summary, notes as load_mode_notes
 from orchestrate.turns import summarize_turns
+from orchestrate.uisteps import ui_steps, user_levels, users_over_time
 from orchestrate.summarize import (crosscheck_agrees, jsonl_rows, load_records, locust_crosscheck, server_metrics,
                                    summarize_client, summarize_metrics, summarize_records)
 from orchestrate.sweep import Sweep, deal_prompts, sampling_load as sweep_sampling, warmup_load
@@ -68,6 +72,8 @@ class VariantRun:
     hint: str | None = None
     exit_code: int | None = None
     first_attempt: "VariantRun | None" = None
+    ui: bool = False
+    """Locust's web UI ran the load: a person set the users."""
 
     def server_info(self) -> dict[str, Any]:
         info: dict[str, Any] = {"status": self.status, "facts": self.facts.to_dict() if self.facts else None,
@@ -114,7 +120,8 @@ def run_scenario(scenario: Scenario, results_root: Path, swarm: Swarm = Swarm(),
         for line in console_lines(summary):
             print(f"   {line}")
         print(f"   results: {result.paths.dir}", flush=True)
-    print(f"\ncomparison: {write_comparison([run])}", flush=True)
+    if comparable([run]):
+        print(f"\ncomparison: {write_comparison([run])}", flush=True)
     return run
 
 
@@ -125,7 +132,7 @@ def run_variant(context: Context, variant: Variant, paths: VariantPaths,
 
     :param first_attempt: the failed run this one retries (``on_load_failure.retry_with``).
     """
-    result = VariantRun(context, variant, paths, first_attempt=first_attempt)
+    result = VariantRun(context, variant, paths, first_attempt=first_attempt, ui=ui is not None and variant.sweep is None)
     try:
         result.launcher = make_launcher(variant.server, paths.server_log)
         with result.launcher as launcher, preflight_session() as session:
@@ -158,6 +165,9 @@ def run_variant(context: Context, variant: Variant, paths: VariantPaths,
             if result.status == "completed" and (not paths.records.exists() or not paths.records.stat().st_size):
                 result.status = "error"
                 result.error = f"locust sent no request; see {paths.locust_log}"
+                if swarm.remote_workers and GAVE_UP_ON_WORKERS in paths.locust_log.read_text(errors="replace"):
+                    result.error = (f"no worker joined within {swarm.workers_wait_s:g} s (--expect-workers-max-wait); "
+                                    "start `tokenswarm worker --master-host <this host>` on each load host")
     except ServerExitedError as exc:
         result.status = "failed_to_load" if result.outcome is None else "crashed"
         result.error, result.cause, result.hint, result.exit_code = str(exc), exc.cause, exc.hint, exc.returncode
@@ -238,8 +248,12 @@ def run_steps(result: VariantRun, url: str, swarm: Swarm) -> LoadOutcome:
 def finish_variant(result: VariantRun) -> dict[str, Any]:
     """Write ``server.json``, then summarize whatever was measured, even after a failure."""
     result.paths.server_json.write_text(json.dumps(result.server_info(), indent=2, default=str) + "\n")
-    extra: dict[str, Any] = {"status": result.status, "error": result.error,
-                             "settings": result.variant.settings(), "factors": factor_record(result.variant.factors),
+    settings = result.variant.settings()
+    if result.variant.server.launcher == "external" and result.facts is not None:
+        settings.update(result.facts.reported())  # a server tokenswarm did not start: what it says it is
+    extra: dict[str, Any] = {"status": result.status, "error": result.error, "machine": machine(),
+                             "model": model_file(result.facts, result.variant.server.model),
+                             "settings": settings, "factors": factor_record(result.variant.factors),
                              "retried": result.first_attempt is not None}
     if result.first_attempt is not None:
         first = result.first_attempt
@@ -248,6 +262,8 @@ def finish_variant(result: VariantRun) -> dict[str, Any]:
                                   "log": result.paths.first_attempt_log.name}
     if result.outcome:
         extra["stopped_by"] = result.outcome.stopped_by
+    if result.ui:
+        extra["ui"] = True
     context = result.context
     if context.repeat is not None:
         extra["repeat"] = context.repeat.as_dict()
@@ -269,6 +285,19 @@ def finish_variant(result: VariantRun) -> dict[str, Any]:
     return build_summary(result.paths, context.scenario, result.variant.name, extra, context.host_limits)
 
 
+def machine() -> dict[str, Any]:
+    """The host a result was measured on (the load generator's; the server's too unless ``--url``)."""
+    return {"hostname": socket.gethostname(), "cpu_count": os.cpu_count(), "platform": platform.platform()}
+
+
+def model_file(facts: ServerFacts | None, named: str) -> dict[str, Any]:
+    """The model file's size, where this host can see it (the server's own path, else the scenario's)."""
+    for candidate in (facts.model_path if facts else None, named):
+        if candidate and Path(candidate).is_file():
+            return {"path": candidate, "bytes": Path(candidate).stat().st_size}
+    return {}
+
+
 def build_summary(paths: VariantPaths, scenario: str, variant: str, extra: dict[str, Any],
                   host_limits: HostLimits = HostLimits()) -> dict[str, Any]:
     """Summarize a variant's files (also used by ``tokenswarm report`` without a server)."""
@@ -287,6 +316,11 @@ def build_summary(paths: VariantPaths, scenario: str, variant: str, extra: dict[
     summary["client"] = summarize_client(read_json(paths.client_json))
     summary["workers_lost"] = (summary["workers"] or {}).get("workers_lost", 0)
     summary.update(load_mode_summary(paths, records))  # open loop: arrivals; ramp: stages
+    if summary.get("ui"):  # a person ramped the users: what they were, and each level held as a step
+        levels = user_levels(paths.locust_history_csv)
+        summary["users_over_time"], summary["ui_steps"] = users_over_time(levels), ui_steps(records, levels)
+        if summary["users_over_time"] and summary.get("settings"):  # the users the person set, not the form's prefill
+            summary["settings"] = {**summary["settings"], "load.users": summary["users_over_time"]["max"]}
     summary.update(summarize_turns(paths, records, conversations=not summary.get("sweep")))  # multi-turn
     summary["notes"] = notes(summary)
     write_reports(summary, paths, records)

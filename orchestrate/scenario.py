@@ -181,15 +181,16 @@ class Variant:
         server, load = self.server, self.load
         out: dict[str, Any] = {"server.launcher": server.launcher, "server.model": server.model,
                                "server.draft_model": server.draft_model}
-        if server.launcher == "docker":
+        if server.launcher == "external":  # nothing of a server section is applied to it: what it reports is
+            out = {"server.launcher": server.launcher, "server.url": server.url}  # added after pre-flight
+        elif server.launcher == "docker":
             out["server.image"] = server.image
             out.update({f"server.docker.{k}": v for k, v in server.docker.items()})
         elif server.launcher == "process":
             out["server.binary"] = server.binary
-        elif server.launcher == "external":
-            out["server.url"] = server.url
         from orchestrate.flags import canonical_flag  # flags.py imports this module
-        out.update({f"server.flags.{canonical_flag(flag)}": value for flag, value in _on_off(server.flags).items()})
+        if server.launcher != "external":
+            out.update({f"server.flags.{canonical_flag(flag)}": value for flag, value in _on_off(server.flags).items()})
         out.update({f"load.{key}": getattr(load, key) for key in SETTING_LOAD_KEYS})
         out.update(mode_settings(load))  # rate or stages, when set
         out.update(replay_settings(load))  # multi_turn's keys, when set

@@ -48,11 +48,16 @@ def collect_steps(paths: VariantPaths, sweep: Sweep) -> dict[str, Any]:
 
 def markdown(block: dict[str, Any]) -> list[str]:
     """The step table of ``summary.md``."""
+    return [f"## Sweep over `{block['key']}`", "",
+            f"Each step ran against the same server start after a warm-up of {block['warmup_prompts']} "
+            f"prompts (not counted), {block['settle_s']:g} s apart; each has its own folder under `steps/`.", "",
+            *step_table(block)]
+
+
+def step_table(block: dict[str, Any]) -> list[str]:
+    """One row per step: status, counts, decode and prefill tok/s, TTFT p50/p99, TPOT p50."""
     key = block["key"]
-    lines = [f"## Sweep over `{key}`", "",
-             f"Each step ran against the same server start after a warm-up of {block['warmup_prompts']} "
-             f"prompts (not counted), {block['settle_s']:g} s apart; each has its own folder under `steps/`.", "",
-             f"| {key} | status | completed / sent | errors | decode tok/s | prefill tok/s | TTFT p50 | TTFT p99 "
+    lines = [f"| {key} | status | completed / sent | errors | decode tok/s | prefill tok/s | TTFT p50 | TTFT p99 "
              "| TPOT p50 |", "|---" * 9 + "|"]
     for row in block["steps"]:
         if row["status"] == "not_run":

@@ -87,10 +87,15 @@ def check_launchers(specs: Iterable[ServerSpec]) -> None:
     """Before any variant starts, refuse what would fail every variant of a kind the same way.
 
     One line and exit 2 (``TokenswarmError``) instead of a run folder of identical ``failed_to_load``
-    results (and useless ``retry_with`` retries): bad ``server.docker`` options, no Docker engine,
+    results (and useless ``retry_with`` retries): an external server that does not answer, bad
+    ``server.docker`` options, no Docker engine,
     an image that is neither present nor pullable (pulled here, so no variant's readiness time
     includes a pull).
     """
+    specs = list(specs)
+    for url in dict.fromkeys(spec.url for spec in specs if spec.launcher == "external" and spec.url):
+        from orchestrate.launchers.external import probe
+        probe(url)  # an unreachable --url: one line, before a results folder is made
     docker_specs = [spec for spec in specs if spec.launcher == "docker"]
     if docker_specs:
         from orchestrate.launchers.docker import check_engine, docker_options

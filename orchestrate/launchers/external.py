@@ -24,6 +24,21 @@ def _reason(exc: BaseException) -> str:
     return text.rsplit("] ", 1)[-1] if "] " in text else text
 
 
+def probe(url: str) -> None:
+    """A refused connection, an unknown host or TLS on a plain-HTTP port is one line now (exit 2),
+    not a wait for the readiness timeout, nor a results folder of failed variants."""
+    url = url.rstrip("/")
+    try:
+        requests.get(f"{url}/health", timeout=PROBE_TIMEOUT_S)
+    except requests.exceptions.SSLError as exc:
+        raise ServerError(f"--url {url}: TLS handshake failed ({_reason(exc)}); is it an http:// server?") from None
+    except requests.ConnectionError as exc:
+        raise ServerError(f"--url {url}: cannot connect ({_reason(exc)}); is the server running "
+                          f"and the address right?") from None
+    except requests.Timeout:
+        raise ServerError(f"--url {url}: no answer to GET /health within {PROBE_TIMEOUT_S:g} s") from None
+
+
 class ExternalLauncher(Launcher):
     """Points at ``url``; ``stop()`` leaves the server alone."""
 
@@ -43,19 +58,9 @@ class ExternalLauncher(Launcher):
         pass
 
     def wait_ready(self, timeout_s: float) -> float:
-        """A server that is already running answers at once: a refused connection, an unknown host or
-        TLS on a plain-HTTP port is one line now, not a wait for the readiness timeout. A 503 while it
-        loads is waited for as usual."""
-        try:
-            requests.get(f"{self._url}/health", timeout=PROBE_TIMEOUT_S)
-        except requests.exceptions.SSLError as exc:
-            raise ServerError(f"--url {self._url}: TLS handshake failed ({_reason(exc)}); "
-                              f"is it an http:// server?") from None
-        except requests.ConnectionError as exc:
-            raise ServerError(f"--url {self._url}: cannot connect ({_reason(exc)}); is the server running "
-                              f"and the address right?") from None
-        except requests.Timeout:
-            raise ServerError(f"--url {self._url}: no answer to GET /health within {PROBE_TIMEOUT_S:g} s") from None
+        """A server that is already running answers at once (``probe``); a 503 while it loads is
+        waited for as usual."""
+        probe(self._url)
         return super().wait_ready(timeout_s)
 
     def describe(self) -> dict[str, object]:

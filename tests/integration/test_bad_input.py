@@ -56,7 +56,8 @@ def test_a_bad_dataset_is_one_line_before_any_server_starts(tmp_path: Path, cont
     ("http://no-such-host.invalid:8080", "cannot connect"),         # DNS failure
 ])
 def test_an_unreachable_url_is_one_line_at_once(tmp_path: Path, url: str, reason: str) -> None:
-    proc, run = tokenswarm_run(tmp_path, write_scenario(tmp_path), "--url", url)
-    summary = json.loads((run / "v" / "summary.json").read_text())
-    assert summary["status"] == "failed_to_load"
-    assert summary["error"].startswith(f"--url {url}: {reason}") and "\n" not in summary["error"]
+    """Bad input, exit 2: before a results folder is made, as for a bad dataset."""
+    proc = cli("run", str(write_scenario(tmp_path)), "--url", url, "--results-dir", str(tmp_path / "results"))
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert proc.stderr.startswith(f"tokenswarm: error: --url {url}: {reason}") and proc.stderr.count("\n") == 1
+    assert not (tmp_path / "results").exists()

@@ -79,7 +79,7 @@ def real_run(llama_server_binary: Path, gemma_model: Path,
              tmp_path_factory: pytest.TempPathFactory) -> tuple[subprocess.CompletedProcess[str], Path]:
     tmp_path = tmp_path_factory.mktemp("real-run")
     scenario = write_real_scenario(tmp_path, llama_server_binary, [
-        {"name": "fa-on", "server": {"flags": {"flash-attn": "on"}}},
+        {"name": "fa-on", "server": {"flags": {"flash-attn": "on"}}, "load": {"warmup_prompts": 2}},
         {"name": "fa-off", "server": {"flags": {"flash-attn": "off"}}},
         {"name": "self-draft", "server": {"draft_model": "gemma-3-270m",
                                           "flags": {"spec-type": "draft-simple", "spec-draft-n-max": 4}}},
@@ -117,6 +117,10 @@ def test_flash_attention_on_and_off_load_and_every_count_agrees(real_run, varian
     assert summary["requests"]["no_content"] == no_content == summary["locust_crosscheck"]["no_content"]
     flag = summary["server"]["launcher"]["argv"]
     assert flag[flag.index("--flash-attn") + 1] == variant.removeprefix("fa-")
+    if variant == "fa-on":  # its warm-up went to the same server first, and counts nowhere (the counters agree)
+        assert summary["warmup"]["prompts"] == 2
+        warmup = read_jsonl(run / variant / "steps" / "warmup" / "requests.jsonl")
+        assert len(warmup) == 2 and all(r["status"] == "ok" for r in warmup)
     # the real server's CPU is told apart from the host's other load
     host = summary["host"]
     assert host["server_processes"] == "launcher" and host["server_cpu_pct"]["max"] > 50, host

@@ -62,6 +62,9 @@ def test_exact_counts_tokens_and_locust_agreement(tmp_path: Path) -> None:
     assert "15/15 done, 0 errors" in proc.stdout
     bench = json.loads((variant / "vllm_bench.json").read_text())  # vllm bench serve's --save-result JSON
     assert (bench["completed"], bench["total_output_tokens"]) == (15, summary["tokens"]["output"])
+    # one variant: nothing to compare, so no comparison (not an empty table of single bars)
+    assert not any((run / name).exists() for name in ("compare.md", "compare.json", "compare.png"))
+    assert "comparison:" not in proc.stdout
 
 
 def test_more_users_than_prompts_sends_exactly_n(tmp_path: Path) -> None:

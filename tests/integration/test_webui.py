@@ -35,6 +35,8 @@ CHROMIUM_FLAGS = ["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-
 """With ``headless=True`` (Playwright adds ``--headless``): DESIGN.md "Facts about browser tests here"."""
 ARTIFACTS = Path(__file__).resolve().parents[1] / "artifacts"
 USERS = 8
+HOLD_S = 14.0
+"""Each user level is held this long: more than ``orchestrate.uisteps.HOLD_S``, so each is a step."""
 STARTUP_TIMEOUT_S = 120.0
 FIGURES_TIMEOUT_S = 60.0
 EXIT_TIMEOUT_S = 120.0
@@ -143,6 +145,7 @@ def test_web_ui_llm_tab_chart_page_and_stop(tmp_path: Path) -> None:
             page.fill("input[name=userCount]", str(USERS))
             page.fill("input[name=spawnRate]", str(USERS))
             page.get_by_role("button", name="Start").click()
+            ramp_started = time.monotonic()
             page.get_by_role("tab", name="LLM").click()
 
             def figures_in() -> dict[str, list[str]] | None:
@@ -169,6 +172,14 @@ def test_web_ui_llm_tab_chart_page_and_stop(tmp_path: Path) -> None:
             assert elsewhere == [], f"the pages fetched from elsewhere: {elsewhere}"
 
             page.bring_to_front()
+            # hold 8 users a while, then ramp down to 4 through the running test's Edit form, hold again
+            wait_until(lambda: time.monotonic() - ramp_started >= HOLD_S, HOLD_S + 5, "the first level held")
+            page.get_by_role("button", name="Edit").click()
+            dialog = page.get_by_role("dialog")
+            dialog.locator("input[name=userCount]").fill(str(USERS // 2))
+            dialog.locator("input[name=spawnRate]").fill(str(USERS))
+            dialog.get_by_role("button", name="Update").click()
+            time.sleep(HOLD_S)
             page.get_by_role("button", name="Stop").click()
             proc.wait(EXIT_TIMEOUT_S)  # --quit-on-stop: Locust quits, tokenswarm post-processes
             context.close()
@@ -188,3 +199,16 @@ def test_web_ui_llm_tab_chart_page_and_stop(tmp_path: Path) -> None:
     assert summary["crosscheck_agrees"] is True
     assert "stopped in the web UI" in " ".join(summary["notes"])
     assert "== t / v: completed" in out.text()
+    # what the person did is what was recorded: the users over time, and each level held as a step
+    assert summary["users_over_time"]["max"] == USERS and summary["settings"]["load.users"] == USERS
+    assert [x["users"] for x in summary["users_over_time"]["levels"]][:2] == [USERS, USERS // 2]
+    steps = summary["ui_steps"]["steps"]
+    assert [s["value"] for s in steps] == [USERS, USERS // 2], steps
+    assert all(s["completed"] > 0 and s["decode_tok_s"] > 0 and s["ttft_p50_ms"] > 0 for s in steps), steps
+    assert sum(s["sent"] for s in steps) <= summary["requests"]["sent"]
+    md = (summary_path.parent / "summary.md").read_text()
+    assert "## Steps of the web UI ramp" in md and "users set in the web UI: 8 → 4" in md
+    assert (summary_path.parent / "ui_steps.png").stat().st_size > 10_000
+    bench = json.loads((summary_path.parent / "vllm_bench.json").read_text())
+    assert bench["max_concurrency"] == USERS
+    assert out.text().count("waiting for START in the web UI") <= 1 and "0/1500 requests" not in out.text()

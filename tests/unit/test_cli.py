@@ -37,6 +37,7 @@ class FakeRunLoop:
         self.scenarios: list[Scenario] = []
         self.swarms: list[Swarm] = []
         self.uis: list[WebUi | None] = []
+        self.roots: list[Path] = []
         self.status = "completed"
 
     def __call__(self, scenario: Scenario, results_root: Path, swarm: Swarm = Swarm(),
@@ -44,6 +45,7 @@ class FakeRunLoop:
         self.scenarios.append(scenario)
         self.swarms.append(swarm)
         self.uis.append(ui)
+        self.roots.append(results_root)
         run = results_root / "run"
         for v in scenario.variants:
             paths = VariantPaths.create(run, v.name)
@@ -87,17 +89,58 @@ def test_validate_demo(capsys):
 
 
 @pytest.mark.parametrize("flag, value, message", [
-    ("--users", "0", "argument --users: must be > 0, got 0"),
-    ("--users", "two", "argument --users: must be an integer, got 'two'"),
-    ("--spawn-rate", "-1", "argument --spawn-rate: must be > 0, got -1"),
+    ("--users", "0", "argument -u/--users/--max-concurrency: must be > 0, got 0"),
+    ("-u", "two", "argument -u/--users/--max-concurrency: must be an integer, got 'two'"),
+    ("--spawn-rate", "-1", "argument -r/--spawn-rate: must be > 0, got -1"),
     ("--num-prompts", "1.5", "argument --num-prompts: must be an integer, got '1.5'"),
+    ("--max-tokens", "-1", "argument --max-tokens: must be > 0, got -1"),
+    ("-t", "3x", "argument -t/--run-time/--max-seconds: must be seconds or a duration like 30s, 5m, 1h30m; got '3x'"),
 ])
-def test_run_rejects_bad_numbers_with_argparse(capsys, no_run, flag: str, value: str, message: str):
+def test_run_rejects_bad_numbers_in_one_line(capsys, no_run, flag: str, value: str, message: str):
     with pytest.raises(SystemExit) as info:
         main(["run", str(DEMO), f"{flag}={value}"])
     assert info.value.code == 2
-    assert capsys.readouterr().err.splitlines()[-1] == f"tokenswarm run: error: {message}"
+    assert capsys.readouterr().err == f"tokenswarm: error: {message} (see tokenswarm run --help)\n"  # no usage dump
     assert no_run.scenarios == []
+
+
+def test_locust_and_vllm_habits_mean_the_same(no_run, tmp_path: Path):
+    assert main(["run", str(DEMO), "-u", "8", "-r", "2", "-t", "1m30s", "--seed", "7", "--request-rate", "3",
+                 "--result-dir", str(tmp_path), "--save-result"]) == 0
+    (scenario,) = no_run.scenarios
+    load = scenario.variants[0].load
+    assert (load.users, load.spawn_rate, load.max_seconds, load.seed, load.rate) == (8, 2.0, 90.0, 7, 3.0)
+    assert no_run.roots == [tmp_path]
+
+
+def test_a_url_without_a_scenario_runs_the_built_in_one(no_run, capsys, tmp_path: Path):
+    assert main(["run", "--base-url", "http://127.0.0.1:9", "--dataset", "synthetic:200", "-u", "8",
+                 "-t", "20s", "--results-dir", str(tmp_path)]) == 0
+    (scenario,) = no_run.scenarios
+    (variant,) = scenario.variants
+    assert variant.server.launcher == "external" and variant.server.url == "http://127.0.0.1:9"
+    assert (variant.load.dataset, variant.load.users, variant.load.max_seconds) == ("synthetic:200", 8, 20.0)
+    assert main(["run", "-u", "8"]) == 2
+    assert "give a scenario file" in one_error_line(capsys)
+
+
+def test_a_url_matrix_of_server_settings_is_refused(no_run, capsys):
+    matrix = Path(__file__).resolve().parents[2] / "scenarios" / "demo-matrix.yaml"
+    assert main(["run", str(matrix), "--url", "http://127.0.0.1:9"]) == 2
+    line = one_error_line(capsys)
+    assert line.startswith("tokenswarm: error: --url: variants flash-attn-on_drafter-none and ") and \
+        "cannot apply to a server it did not start" in line
+    assert no_run.scenarios == []
+
+
+def test_version_and_a_help_for_users(capsys):
+    with pytest.raises(SystemExit) as info:
+        main(["--version"])
+    assert info.value.code == 0 and capsys.readouterr().out.startswith("tokenswarm ")
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    text = capsys.readouterr().out
+    assert "Load-test llama.cpp's server" in text and "examples:" in text and "noise-floor" in text
 
 
 def test_run_rejects_a_non_http_url(capsys, no_run):
@@ -392,8 +435,13 @@ def test_compare_errors_are_one_line(tmp_path: Path, capsys):
     paths = VariantPaths.create(run, "base")
     paths.server_json.write_text("{}")
     paths.summary_json.write_text(json.dumps({"status": "completed"}))
+    assert main(["compare", str(run)]) == 2  # one variant result: nothing to compare with
+    assert one_error_line(capsys).startswith(f"tokenswarm: error: compare: {run} hold(s) one variant result")
+    other = VariantPaths.create(run, "other")
+    other.server_json.write_text("{}")
+    other.summary_json.write_text(json.dumps({"status": "completed"}))
     assert main(["compare", str(run), "--baseline", "x"]) == 2
-    assert one_error_line(capsys) == "tokenswarm: error: --baseline x: no such variant; available: base"
+    assert one_error_line(capsys) == "tokenswarm: error: --baseline x: no such variant; available: base, other"
 
 
 def test_no_command_is_an_argparse_error(capsys):

@@ -8,7 +8,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from orchestrate.report import conditions, console_lines, fmt_ms, fmt_num, headline, markdown, write_reports
+from orchestrate.provenance import condition_lines
+from orchestrate.report import console_lines, fmt_ms, fmt_num, headline, markdown, write_reports
 from orchestrate.results import VariantPaths
 from orchestrate.summarize import summarize_records
 
@@ -207,14 +208,47 @@ def test_write_reports_plots_the_records(tmp_path: Path):
     assert paths.plot_png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
-def test_conditions_name_the_model_server_and_load():
+def test_conditions_name_the_model_server_load_prompts_and_host():
     summary = reference_summary()
-    summary["settings"] = {"server.model": "gemma-3-270m", "server.launcher": "process", "load.users": 32,
-                           "load.num_prompts": 1000, "load.dataset": "sharegpt-v3", "load.max_tokens": 256}
+    summary["settings"] = {"server.model": "gemma-3-270m", "server.launcher": "process", "server.draft_model": None,
+                           "server.flags.flash-attn": "off", "load.users": 32, "load.num_prompts": 1000,
+                           "load.dataset": "sharegpt-v3", "load.max_tokens": 256, "load.seed": 0,
+                           "load.max_seconds": 900.0, "load.sampling.max_prompt_tokens": 1024}
     summary["server"]["facts"].update(model_path="/cache/models/gemma-3-270m-q4_k_m.gguf", per_slot_ctx=2048)
-    line = ("model gemma-3-270m (gemma-3-270m-q4_k_m.gguf); process server, 32 slots × 2,048 ctx; "
-            "32 users, 1000 prompts from sharegpt-v3, max_tokens 256")
-    assert conditions(summary) == line
-    assert console_lines(summary)[0] == line and f"_{line}_" in markdown(summary).splitlines()
-    del summary["settings"]  # a summary from before settings were kept: no line, nothing invented
-    assert conditions(summary) is None and console_lines(summary)[0] == headline(summary)[0]
+    summary.update(model={"bytes": 253_000_000}, machine={"hostname": "spark", "cpu_count": 20},
+                   host={"busy": False}, sampling={"dataset": "/site/ShareGPT_V3.json", "complete_conversations": 17671,
+                                                   "truncated": True})
+    lines = condition_lines(summary)
+    assert lines == [
+        "model: gemma-3-270m (gemma-3-270m-q4_k_m.gguf, 241.3 MiB)",
+        "server: process launcher, build b0-unknown, 32 slots × 2,048 ctx; flags flash-attn=off",
+        "load: 32 users (concurrency), closed loop, time cap 900 s",
+        "prompts: 1000 from sharegpt-v3 (ShareGPT_V3.json) of 17,671 conversations (a truncated file: its complete "
+        "ones), seed 0, prompt ≤ 1024 tokens, max_tokens 256",
+        "host: spark, 20 CPUs — quiet while it ran"]
+    assert console_lines(summary)[:5] == lines and "- " + lines[0] in markdown(summary).splitlines()
+    del summary["settings"]  # a summary from before settings were kept: no lines, nothing invented
+    assert condition_lines(summary) == [] and console_lines(summary)[0] == headline(summary)[0]
+
+
+def test_a_server_tokenswarm_did_not_start_is_described_as_it_reported_itself():
+    summary = reference_summary()
+    summary["settings"] = {"server.launcher": "external", "server.url": "http://10.0.0.5:8080",
+                           "server.reported.model": "gemma-4-E4B-Q4_K_M.gguf", "load.users": 32,
+                           "load.num_prompts": 1000, "load.dataset": "sharegpt-v3", "load.max_tokens": 256,
+                           "load.seed": 0}
+    summary["server"]["facts"].update(model_path="/models/gemma-4-E4B-Q4_K_M.gguf", per_slot_ctx=2048,
+                                      total_slots=256)
+    model, server = condition_lines(summary)[:2]
+    assert model == "model: gemma-4-E4B-Q4_K_M.gguf — as the server reported it"
+    assert server == ("server: at http://10.0.0.5:8080, not started by tokenswarm (its settings are unknown but for "
+                      "what it reports), build b0-unknown, 256 slots × 2,048 ctx")
+
+
+def test_a_web_ui_run_names_the_users_the_person_set():
+    summary = reference_summary()
+    summary["settings"] = {"server.launcher": "embedded", "server.model": "tiny", "load.users": 8,
+                           "load.num_prompts": 300, "load.dataset": "synthetic:2000", "load.max_tokens": 64,
+                           "load.seed": 0}
+    summary["users_over_time"] = {"max": 16, "levels": [{"users": 4}, {"users": 16}]}
+    assert condition_lines(summary)[2] == "load: users set in the web UI: 4 → 16 (at most 16), closed loop, no time cap"
