@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import logging
 import os
+import sys
 from pathlib import Path
 from typing import IO, Any
 
@@ -147,8 +148,9 @@ def install(environment: Environment, **_kwargs: Any) -> None:
     if opts is not None and not isinstance(environment.runner, WorkerRunner):
         try:
             run.prompts = load_prompts(opts)
-        except DatasetError as exc:  # one line and exit 2, before a user is spawned
-            raise SystemExit(f"tokenswarm: {exc}") from None
+        except DatasetError as exc:  # one line and exit 2 (bad input), before a user is spawned
+            print(f"tokenswarm: error: {exc}", file=sys.stderr, flush=True)
+            raise SystemExit(2) from None
     count_requests_only(environment.stats)
     environment.events.llm_record = EventHook()  # type: ignore[attr-defined]
     environment.events.llm_record_collected = EventHook()  # type: ignore[attr-defined]

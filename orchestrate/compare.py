@@ -235,21 +235,26 @@ def _reading(runs: list[dict[str, Any]], floors: dict[str, float]) -> dict[str, 
 
 
 def _floors(groups: list[_Group], known: dict[str, Any] | None) -> tuple[dict[str, float], str | None]:
-    """How far from 1.0 identical runs land, per metric: this host's measured floor, else the spread of
-    the steadiest variant's repeats in this comparison (a variant that varies more is itself what
-    ``repeats_disagree`` is about), else nothing known."""
-    if known:
-        return {k: float(v) for k, v in known["floor"].items() if v is not None}, "measured"
+    """How far from 1.0 identical runs land, per metric: the larger of this host's measured floor and the
+    spread of the steadiest variant's repeats here on a quiet host (a variant that varies more is
+    itself what ``repeats_disagree`` is about). Runs minutes apart drift more than the two adjacent
+    runs ``tokenswarm noise-floor`` makes (on the real CPU study: 4–6 % against 0.6 %)."""
     spreads: dict[str, list[float]] = {}
     for g in groups:
         own: dict[str, float] = {}
-        for x, y in combinations(g.members, 2):
+        for x, y in combinations([m for m in g.members if not (m.host or {}).get("busy")], 2):
             for key, r in _ratios(x.numbers, y.numbers).items():
                 if r:
                     own[key] = max(own.get(key, 0.0), abs(r - 1.0), abs(1.0 / r - 1.0))
         for key, deviation in own.items():
             spreads.setdefault(key, []).append(deviation)
-    return {k: min(v) for k, v in spreads.items()}, "repeats" if spreads else None
+    floors = {k: min(v) for k, v in spreads.items()}
+    measured = {k: float(v) for k, v in (known or {}).get("floor", {}).items() if v is not None}
+    for key, value in measured.items():
+        floors[key] = max(value, floors.get(key, 0.0))
+    source = "measured" if measured and not spreads else "measured+repeats" if measured else \
+        "repeats" if spreads else None
+    return floors, source
 
 
 def compare(variants: list[VariantResult], baseline: str | None = None,

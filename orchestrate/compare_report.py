@@ -58,10 +58,13 @@ def _floor_text(noise: dict[str, Any]) -> str | None:
     if not floor:
         return None
     figures = ", ".join(f"{METRIC_LABELS[k]} ±{100 * v:.1f} %" for k, v in floor.items())
-    if noise.get("source") == "measured":
+    source = noise.get("source")
+    if source in ("measured", "measured+repeats"):
         known = noise["measured"]
-        return (f"Noise floor of this host: {figures} (the largest deviation between identical runs, measured "
-                f"by `tokenswarm noise-floor` at {known.get('measured_at', '?')} on {known.get('variant', '?')}).")
+        also = " and the spread of this run's steadiest repeats, whichever is larger" if source != "measured" else ""
+        return (f"Noise floor: {figures} (the largest deviation between identical runs: measured on this host "
+                f"by `tokenswarm noise-floor` at {known.get('measured_at', '?')} on {known.get('variant', '?')}"
+                f"{also}).")
     return (f"Noise floor from this run's repeats (the steadiest variant's spread): {figures}; no `tokenswarm "
             "noise-floor` was measured on this host.")
 

@@ -38,6 +38,9 @@ BURST_SHARE = 0.5
 """Foreign CPU in bursts makes the host busy too, when its mean passes this share of the limit: on the
 real CPU study, 15 s of another job at 70–98 % of a core in a 2-minute variant left the p50 at 2 % but
 the mean at 9.7 % (quiet runs: 1.4–1.8 %), and that variant's decode 10 % below its other repeats."""
+BURST_MIN_S = 3
+"""...when the foreign CPU also passed the limit in at least this many readings (seconds): one reading
+over it is an artefact of a process of the run ending (or a short sweep step's), not a load."""
 
 
 @dataclass(frozen=True)
@@ -197,6 +200,8 @@ def summarize_host(samples: list[dict[str, Any]], limits: HostLimits = HostLimit
                            "foreign_gpu_processes": sorted({p for apps in gpu for p in apps}) if gpu else None,
                            "server_processes": readings[-1].get("server_processes"),
                            "limits": {"foreign_cpu_pct": limits.foreign_cpu_pct, "steal_pct": limits.steal_pct}}
+    limit = limits.foreign_cpu_pct
+    out["foreign_cpu_s_over_limit"] = sum(1 for r in readings if (r.get("foreign_cpu_pct") or 0) > limit)
     out["busy"] = bool(busy_reasons(out))
     return out
 
@@ -210,9 +215,11 @@ def busy_reasons(host: dict[str, Any] | None) -> list[str]:
     limit = limits.get("foreign_cpu_pct", FOREIGN_CPU_LIMIT_PCT)  # older summaries: the defaults
     if foreign and foreign["p50"] > limit:
         parts.append(f"other processes used {foreign['p50']:.0f} % of a core (p50, max {foreign['max']:.0f} %)")
-    elif foreign and (foreign.get("mean") or 0) > BURST_SHARE * limit:
-        parts.append(f"other processes used {foreign['mean']:.1f} % of a core on average, in bursts (p50 "
-                     f"{foreign['p50']:.0f} %, max {foreign['max']:.0f} %)")
+    elif foreign and (foreign.get("mean") or 0) > BURST_SHARE * limit and \
+            host.get("foreign_cpu_s_over_limit", BURST_MIN_S) >= BURST_MIN_S:
+        parts.append(f"other processes used {foreign['mean']:.1f} % of a core on average, in bursts "
+                     f"({host.get('foreign_cpu_s_over_limit')} s over {limit:g} %; p50 {foreign['p50']:.0f} %, max "
+                     f"{foreign['max']:.0f} %)")
     if steal and steal["p50"] > limits.get("steal_pct", STEAL_LIMIT_PCT):
         parts.append(f"the hypervisor took {steal['p50']:.0f} % of the CPU time (steal p50, max {steal['max']:.0f} %)")
     if host.get("foreign_gpu_processes"):

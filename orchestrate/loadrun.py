@@ -20,6 +20,8 @@ from pathlib import Path
 from typing import IO
 
 import locustfiles
+import requests
+
 from orchestrate import loadmodes, replay
 from orchestrate.errors import LoadRunError
 from orchestrate.launchers.base import free_port
@@ -66,6 +68,9 @@ class WebUi:
     host: str = "127.0.0.1"
     port: int = 0
     """The CLI picks a free port once per run, so every variant has the same address."""
+    quit_on_stop: bool = False
+    """``--ui-quit-on-stop``: Locust quits when the test stops; else its UI stays up for a look, and
+    Ctrl-C in the terminal writes the results and goes on."""
 
     @property
     def url(self) -> str:
@@ -135,7 +140,8 @@ def locust_command(plan: LoadPlan, paths: VariantPaths) -> list[str]:
                 "--enable-rebalancing"]
     if plan.ui is not None:  # the web UI instead of headless; Stop (or the last prompt) ends Locust
         cmd.remove("--headless")
-        cmd += ["--web-host", plan.ui.host, "--web-port", str(plan.ui.port), "--quit-on-stop"]
+        cmd += ["--web-host", plan.ui.host, "--web-port", str(plan.ui.port)]
+        cmd += ["--quit-on-stop"] * plan.ui.quit_on_stop
     return cmd
 
 
@@ -176,7 +182,7 @@ def run_load(plan: LoadPlan, paths: VariantPaths, label: str,
     started = time.monotonic()
     counts, offset, last_print = [0, 0], 0, started
     stopped_by = "num_prompts"
-    waiting_said = False
+    waiting_said = stopped_said = False
     workers: list[subprocess.Popen[bytes]] = []
     with paths.locust_log.open("ab") as log:
         proc = _spawn(cmd, log)
@@ -199,6 +205,11 @@ def run_load(plan: LoadPlan, paths: VariantPaths, label: str,
                     break
                 if now - last_print >= PROGRESS_INTERVAL_S:
                     offset = _progress(paths.records, offset, counts)
+                    if plan.ui is not None and not plan.ui.quit_on_stop and not stopped_said and \
+                            counts[0] and ui_state(plan.ui) == "stopped":
+                        print(f"[{label}] the test stopped; the web UI stays up to look at: press Ctrl-C here to "
+                              "write the results and go on", flush=True)
+                        stopped_said = True
                     if plan.ui is not None and not counts[0]:  # nothing sent yet: the person has not pressed Start
                         if not waiting_said:
                             print(f"[{label}] waiting for START in the web UI ({plan.ui.url})", flush=True)
@@ -208,9 +219,11 @@ def run_load(plan: LoadPlan, paths: VariantPaths, label: str,
                               f"{now - started:.0f} s", flush=True)
                     last_print = now
         except KeyboardInterrupt:
-            stopped_by = "interrupted"
             _stop(proc)
-            raise
+            if not (stopped_said or (plan.ui is not None and ui_state(plan.ui) == "stopped" and counts[0])):
+                stopped_by = "interrupted"
+                raise
+            stopped_by = "ui_stop"  # the person looked at a stopped test and quit: a finished run
         finally:
             for p in (proc, *workers):
                 if p.poll() is None:
@@ -227,6 +240,14 @@ def run_load(plan: LoadPlan, paths: VariantPaths, label: str,
     return LoadOutcome(exit_code=proc.returncode, wall_s=wall, stopped_by=stopped_by)
 
 
+def ui_state(ui: WebUi) -> str | None:
+    """Locust's test state as its web UI reports it (``running``, ``stopped``, ...); None without an answer."""
+    try:
+        return requests.get(f"{ui.url}/stats/requests", timeout=2).json().get("state")
+    except (requests.RequestException, ValueError, AttributeError):
+        return None
+
+
 def _announce_web_ui(ui: WebUi, proc: subprocess.Popen[bytes], label: str) -> None:
     """Print the web UI's address once it answers (or at once, if it does not within the wait)."""
     deadline = time.monotonic() + WEB_UI_WAIT_S
@@ -237,8 +258,10 @@ def _announce_web_ui(ui: WebUi, proc: subprocess.Popen[bytes], label: str) -> No
             break
         except OSError:
             time.sleep(0.2)
-    print(f"[{label}] web UI: {ui.url}\n[{label}]   open it, set the users and press START; STOP (or the last "
-          f"prompt answered) ends the test and tokenswarm writes the results", flush=True)
+    after = ("STOP (or the last prompt answered) ends the test and tokenswarm writes the results" if ui.quit_on_stop
+             else "after STOP the UI stays up to look at; Ctrl-C here then writes the results (the last prompt "
+             "answered ends it too)")
+    print(f"[{label}] web UI: {ui.url}\n[{label}]   open it, set the users and press START; {after}", flush=True)
 
 
 def _count_lines(path: Path) -> int:

@@ -111,11 +111,14 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
                        help="with --master: give up when the workers have not joined after this long "
                        "(default 300 s; the variant ends as an error, exit 1)")
     ui = p.add_argument_group("web UI", "Locust's web UI instead of headless: a person starts and ramps the "
-                              "users; Stop ends the variant and the results are written as usual")
+                              "users; after Stop the UI stays up until Ctrl-C here, then the results are written as usual")
     ui.add_argument("--ui", action="store_true", help="start Locust's web UI with tokenswarm's LLM tab and charts "
                     "(the scenario's users and spawn rate prefill its form)")
     ui.add_argument("--web-host", help="with --ui: the address the web UI listens on (default 127.0.0.1)")
     ui.add_argument("--web-port", type=positive(int), help="with --ui: its port (default: a free one)")
+    ui.add_argument("--ui-quit-on-stop", action="store_true",
+                    help="with --ui: end the variant when the test stops (default: the UI stays up to look at "
+                    "until Ctrl-C in this terminal, which writes the results and goes on)")
 
 
 def add_allow_truncated(p: argparse.ArgumentParser) -> None:
@@ -148,8 +151,8 @@ def swarm_of(args: argparse.Namespace) -> Swarm:
 def web_ui_of(args: argparse.Namespace) -> WebUi | None:
     """The web UI ``--ui`` asks for (one address for every variant of the run), or None."""
     if not args.ui:
-        if args.web_host or args.web_port:
-            raise ScenarioError("--web-host/--web-port only apply with --ui")
+        if args.web_host or args.web_port or args.ui_quit_on_stop:
+            raise ScenarioError("--web-host/--web-port/--ui-quit-on-stop only apply with --ui")
         return None
     from orchestrate.launchers.base import free_port
     host = args.web_host or "127.0.0.1"
@@ -157,7 +160,7 @@ def web_ui_of(args: argparse.Namespace) -> WebUi | None:
         print(f"tokenswarm: warning: the web UI listens on {host}: anyone who reaches it can start and stop "
               "load against your server (the default, 127.0.0.1, is reachable from this host only)",
               file=sys.stderr, flush=True)
-    return WebUi(host=host, port=args.web_port or free_port(host))
+    return WebUi(host=host, port=args.web_port or free_port(host), quit_on_stop=args.ui_quit_on_stop)
 
 
 DEFAULT_SCENARIO = """\

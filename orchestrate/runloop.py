@@ -136,7 +136,9 @@ def run_variant(context: Context, variant: Variant, paths: VariantPaths,
     try:
         result.launcher = make_launcher(variant.server, paths.server_log)
         with result.launcher as launcher, preflight_session() as session:
-            print(f"[{variant.name}] starting {launcher.kind} server ...", flush=True)
+            what = (f"using the server at {variant.server.url} (not started by tokenswarm)"
+                    if launcher.kind == "external" else f"starting {launcher.kind} server ...")
+            print(f"[{variant.name}] {what}", flush=True)
             url = launcher.start()
             launcher.wait_ready(variant.server.ready_timeout_s)
             print(f"[{variant.name}] ready at {url} after {launcher.ready_s:.1f} s", flush=True)

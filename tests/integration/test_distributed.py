@@ -101,3 +101,31 @@ def test_a_remote_worker_serves_every_variant_and_sweep_step(tmp_path: Path) -> 
         worker.terminate()
         out, _ = worker.communicate(timeout=20)
     assert out.count("finished; waiting for the next one") >= 4  # a, b's warm-up, b's two steps
+
+
+def test_a_master_that_no_worker_joins_gives_up_in_one_line(tmp_path: Path) -> None:
+    """Waiting states end: Locust's --expect-workers-max-wait, said at the start and in the result."""
+    from orchestrate.launchers.base import free_port
+    started = time.monotonic()
+    proc, run = tokenswarm_run(tmp_path, write_scenario(tmp_path), "--master", "--expect-workers", "1",
+                               "--expect-workers-max-wait", "4s", "--master-bind-host", "127.0.0.1",
+                               "--master-bind-port", str(free_port()), timeout_s=120)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert time.monotonic() - started < 90
+    assert "master waiting up to 4 s for 1 worker(s)" in proc.stdout
+    summary = json.loads((run / "v" / "summary.json").read_text())
+    assert summary["status"] == "error" and summary["error"].startswith("no worker joined within 4 s")
+
+
+def test_an_interrupted_worker_says_what_a_worker_does(tmp_path: Path) -> None:
+    import signal
+    from orchestrate.launchers.base import free_port
+    worker = subprocess.Popen([sys.executable, "-m", "orchestrate.cli", "worker", "--master-host", "127.0.0.1",
+                               "--master-port", str(free_port())], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              text=True)
+    time.sleep(3)
+    worker.send_signal(signal.SIGINT)
+    _, err = worker.communicate(timeout=60)
+    assert worker.returncode == 130
+    assert err.strip().splitlines()[-1].startswith("tokenswarm: worker interrupted; it left its master")
+    assert "servers stopped" not in err

@@ -149,7 +149,7 @@ def test_web_ui_start_runs_the_multi_turn_user(tmp_path: Path) -> None:
     scenario = write_scenario(tmp_path, server=SERVER, load={**LOAD, "num_prompts": 6, "dataset": str(dataset)})
     results, port = tmp_path / "results", free_port()
     proc = subprocess.Popen([sys.executable, "-m", "orchestrate.cli", "run", str(scenario), "--results-dir",
-                             str(results), "--ui", "--web-port", str(port)],
+                             str(results), "--ui", "--ui-quit-on-stop", "--web-port", str(port)],
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
         url, deadline = f"http://127.0.0.1:{port}", time.monotonic() + 60

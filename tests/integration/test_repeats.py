@@ -76,7 +76,7 @@ def test_noise_floor_measures_identical_runs_and_later_runs_quote_it(tmp_path: P
     proc, run = tokenswarm_run(tmp_path, scenario, "--num-prompts", "4")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert json.loads((run / "noise_floor.json").read_text()) == record
-    assert "Noise floor of this host: decode ±" in (run / "compare.md").read_text()
+    assert "Noise floor: decode ±" in (run / "compare.md").read_text()
     bad = subprocess.run([sys.executable, "-m", "orchestrate.cli", "noise-floor", str(scenario), "--variant", "nope",
                           "--results-dir", str(floor_dir)], capture_output=True, text=True, timeout=60, env=env)
     assert bad.returncode == 2 and bad.stderr.strip().endswith("available: on, off"), bad.stderr

@@ -98,6 +98,14 @@ def test_url_runs_against_a_server_already_running(tmp_path: Path,
     assert max(r["output_tokens"] for r in read_jsonl(run / "v" / "requests.jsonl")) <= 8
     assert summary["server"]["launcher"] == {"kind": "external", "url": server.url}
     assert server.exit_status() is None  # tokenswarm did not stop a server it did not start
+    # provenance: what the server reported, nothing of the scenario's server section
+    settings = summary["settings"]
+    assert not any(k.startswith(("server.model", "server.flags", "server.draft_model")) for k in settings), settings
+    assert settings["server.reported.total_slots"] == 4 and settings["server.reported.model"].startswith("tiny")
+    md = (run / "v" / "summary.md").read_text()
+    assert "/nonexistent.gguf" not in md and "parallel" not in md.split("###")[0]
+    assert "— as the server reported it" in md and "4 slots ×" in md and "not started by tokenswarm" in md
+    assert "using the server at" in proc.stdout and "starting external" not in proc.stdout
 
 
 def test_time_cap_ends_the_run_early_and_says_so(tmp_path: Path) -> None:

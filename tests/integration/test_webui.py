@@ -1,8 +1,9 @@
 """`tokenswarm run --ui` in a real browser: Debian's headless Chromium driven by Playwright.
 
 A person's session, step by step: open the web UI, start 8 users from the form, watch the LLM tab
-until decode tok/s is non-zero and TTFT p50 is filled in, open the chart page, press Stop; then
-Locust quits by itself (``--quit-on-stop``) and the run is post-processed as a headless one.
+until decode tok/s is non-zero and TTFT p50 is filled in, open the chart page, ramp down to 4 users
+with Edit, press Stop, look at the stopped test (the UI stays up), then Ctrl-C in the terminal: the
+run is post-processed as a headless one, each user level a step.
 Screenshots of the LLM tab and the chart page are kept under ``tests/artifacts/`` (git-ignored).
 
 Playwright never downloads a browser here (``playwright install`` cannot work on this network):
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import json
 import re
+import signal
 import subprocess
 import sys
 import threading
@@ -181,7 +183,13 @@ def test_web_ui_llm_tab_chart_page_and_stop(tmp_path: Path) -> None:
             dialog.get_by_role("button", name="Update").click()
             time.sleep(HOLD_S)
             page.get_by_role("button", name="Stop").click()
-            proc.wait(EXIT_TIMEOUT_S)  # --quit-on-stop: Locust quits, tokenswarm post-processes
+            # the UI stays up for a look at the stopped test; Ctrl-C in the terminal writes the results
+            out.wait_for(r"the test stopped; the web UI stays up", 30, lambda: proc.poll() is None)
+            page.reload()
+            page.get_by_role("tab", name="LLM").click()
+            assert number(wait_until(lambda: llm_rows(page), 20, "the LLM tab after Stop")["Requests completed"][1])
+            proc.send_signal(signal.SIGINT)
+            proc.wait(EXIT_TIMEOUT_S)
             context.close()
     finally:
         if proc.poll() is None:

@@ -501,7 +501,9 @@ def test_locust_command_with_the_web_ui(tmp_path: Path):
     assert "--headless" in headless and "--web-port" not in headless and "--quit-on-stop" not in headless
     ui = locust_command(replace(plan, ui=WebUi("127.0.0.1", 8099)), paths)
     assert "--headless" not in ui
-    assert ui[-5:] == ["--web-host", "127.0.0.1", "--web-port", "8099", "--quit-on-stop"]
+    assert ui[-4:] == ["--web-host", "127.0.0.1", "--web-port", "8099"]  # the UI stays up after Stop
+    quitting = locust_command(replace(plan, ui=WebUi("127.0.0.1", 8099, quit_on_stop=True)), paths)
+    assert quitting[-1] == "--quit-on-stop"
     assert ui[ui.index("-u") + 1] == "32" and ui[ui.index("--run-time") + 1] == "300s"  # prefill the form
     assert WebUi("::1", 8099).url == "http://[::1]:8099"
 

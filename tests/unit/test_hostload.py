@@ -104,3 +104,5 @@ def test_bursts_that_add_up_make_the_host_busy_though_the_median_is_low() -> Non
     assert host["foreign_cpu_pct"]["p50"] == 2.0 and host["foreign_cpu_pct"]["mean"] > 5.0
     assert host["busy"] is True and "on average, in bursts" in host_note(host)
     assert summarize_host(readings([2.0] * 110 + [85.0] * 2, [0.0] * 112))["busy"] is False  # a blip is not
+    short = summarize_host(readings([0.0, 2.0, 0.0, 12.0, 0.0, 0.0, 73.0], [0.0] * 7))  # a sweep step's artefacts
+    assert short["foreign_cpu_pct"]["mean"] > 5.0 and short["busy"] is False
