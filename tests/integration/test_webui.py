@@ -176,11 +176,10 @@ def test_web_ui_llm_tab_chart_page_and_stop(tmp_path: Path) -> None:
             page.bring_to_front()
             # hold 8 users a while, then ramp down to 4 through the running test's Edit form, hold again
             wait_until(lambda: time.monotonic() - ramp_started >= HOLD_S, HOLD_S + 5, "the first level held")
-            page.get_by_role("button", name="Edit").click()
-            dialog = page.get_by_role("dialog")
-            dialog.locator("input[name=userCount]").fill(str(USERS // 2))
-            dialog.locator("input[name=spawnRate]").fill(str(USERS))
-            dialog.get_by_role("button", name="Update").click()
+            page.get_by_role("button", name="Edit").click()  # Locust's "Edit running load test" form
+            page.locator("input[name=userCount]").fill(str(USERS // 2))
+            page.locator("input[name=spawnRate]").fill(str(USERS))
+            page.get_by_role("button", name="Update").click()
             time.sleep(HOLD_S)
             page.get_by_role("button", name="Stop").click()
             # the UI stays up for a look at the stopped test; Ctrl-C in the terminal writes the results
@@ -219,4 +218,4 @@ def test_web_ui_llm_tab_chart_page_and_stop(tmp_path: Path) -> None:
     assert (summary_path.parent / "ui_steps.png").stat().st_size > 10_000
     bench = json.loads((summary_path.parent / "vllm_bench.json").read_text())
     assert bench["max_concurrency"] == USERS
-    assert out.text().count("waiting for START in the web UI") <= 1 and "0/1500 requests" not in out.text()
+    assert out.text().count("waiting for START in the web UI") <= 1 and "] 0/1500 requests" not in out.text()

@@ -490,7 +490,7 @@ def test_run_ui_flags(tmp_path: Path, no_run, capsys):
 
 def test_web_flags_need_ui(tmp_path: Path, capsys, no_run):
     assert main(["run", str(DEMO), "--results-dir", str(tmp_path), "--web-port", "8099"]) == 2
-    assert one_error_line(capsys) == "tokenswarm: error: --web-host/--web-port only apply with --ui"
+    assert one_error_line(capsys) == "tokenswarm: error: --web-host/--web-port/--ui-quit-on-stop only apply with --ui"
 
 
 def test_locust_command_with_the_web_ui(tmp_path: Path):
