@@ -23,6 +23,7 @@ import csv
 import io
 import json
 import logging
+from pathlib import Path
 from typing import Any
 
 import gevent
@@ -39,6 +40,8 @@ CHARTS_PATH = "/tokenswarm/charts"
 LIVE_PATH = "/tokenswarm/live"
 CSV_PATH = "/tokenswarm/llm.csv"
 HISTORY_CSV_PATH = "/tokenswarm/llm_history.csv"
+HISTORY_FILE = "llm_history.csv"
+"""The chart page's points, saved beside the records file when Locust quits (the live history of a UI run)."""
 SAMPLE_INTERVAL_S = 1.0
 """One chart point a second."""
 QUIT_DELAY_S = 1.0
@@ -99,18 +102,33 @@ def install_webui(environment: Environment) -> LiveStats:
         return _csv_response(figures_csv_rows(stats.snapshot()), "tokenswarm_llm.csv")
 
     def history_csv() -> Response:
-        points = list(stats.history)
-        rows = [list(points[0])] + [list(p.values()) for p in points] if points else [["t"]]
-        return _csv_response(rows, "tokenswarm_llm_history.csv")
+        return _csv_response(_history_rows(stats), "tokenswarm_llm_history.csv")
+
+    def save_history(**_kw: Any) -> None:
+        opts = environment.parsed_options
+        if opts is None or not getattr(opts, "records_file", ""):
+            return
+        try:
+            with open(Path(opts.records_file).with_name(HISTORY_FILE), "w", newline="", encoding="utf-8") as f:
+                csv.writer(f).writerows(_history_rows(stats))
+        except OSError as exc:  # a full disk: the records matter more
+            log.error("tokenswarm: cannot save the live chart history (%s)", exc.strerror or exc)
 
     for path, view in ((LIVE_PATH, live), (CHARTS_PATH, charts), (CSV_PATH, figures_csv),
                        (HISTORY_CSV_PATH, history_csv)):
         app.add_url_rule(path, endpoint=f"tokenswarm_{view.__name__}", view_func=auth(view))
+    events.quitting.add_listener(save_history)
     gevent.spawn(_sample_forever, environment, stats)
     opts = environment.parsed_options
     if opts is not None and getattr(opts, "quit_on_stop", False):
         events.test_stop.add_listener(lambda **_kw: gevent.spawn_later(QUIT_DELAY_S, _quit, environment))
     return stats
+
+
+def _history_rows(stats: LiveStats) -> list[list[Any]]:
+    """The chart's points as CSV rows, a header first."""
+    points = list(stats.history)
+    return [list(points[0])] + [list(p.values()) for p in points] if points else [["t"]]
 
 
 def _in_flight(environment: Environment) -> int | None:

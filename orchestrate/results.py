@@ -70,6 +70,8 @@ class VariantPaths:
     """``--csv`` prefix: locust_stats.csv, locust_stats_history.csv, locust_failures.csv, …"""
     locust_stats_csv = property(lambda self: self.dir / "locust_stats.csv")
     locust_history_csv = property(lambda self: self.dir / "locust_stats_history.csv")
+    llm_history_csv = property(lambda self: self.dir / "llm_history.csv")
+    """``--ui``: the LLM chart page's points, one a second (``locustfiles/webui.py`` saves it at quit)."""
     """Locust's history: every second, the user count and the aggregated rates (the web UI's charts)."""
     locust_json_stem = property(lambda self: self.dir / "locust_stats")
     """``--json-file`` takes the name without ``.json``."""

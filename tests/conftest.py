@@ -28,6 +28,12 @@ from orchestrate.repeats import NOISE_FLOOR_ENV
 from orchestrate.tinymodel import tiny_draft_spec, tiny_model_path
 
 
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    # started in the background of a non-interactive shell (CI scripts, `cmd &`): SIGINT is ignored and
+    # every process the tests start would inherit that, so the Ctrl-C tests could not press Ctrl-C
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
 @pytest.fixture(autouse=True, scope="session")
 def no_host_noise_floor(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     """No test judges effects against a noise floor measured on this host before (``tokenswarm noise-floor``)."""

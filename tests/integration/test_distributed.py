@@ -123,7 +123,9 @@ def test_an_interrupted_worker_says_what_a_worker_does(tmp_path: Path) -> None:
     worker = subprocess.Popen([sys.executable, "-m", "orchestrate.cli", "worker", "--master-host", "127.0.0.1",
                                "--master-port", str(free_port())], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                               text=True)
-    time.sleep(3)
+    assert worker.stdout is not None
+    assert worker.stdout.readline().startswith("tokenswarm: locust")  # its Locust worker is starting
+    time.sleep(1)
     worker.send_signal(signal.SIGINT)
     _, err = worker.communicate(timeout=60)
     assert worker.returncode == 130

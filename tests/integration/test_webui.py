@@ -216,6 +216,8 @@ def test_web_ui_llm_tab_chart_page_and_stop(tmp_path: Path) -> None:
     md = (summary_path.parent / "summary.md").read_text()
     assert "## Steps of the web UI ramp" in md and "users set in the web UI: 8 → 4" in md
     assert (summary_path.parent / "ui_steps.png").stat().st_size > 10_000
+    history = (summary_path.parent / "llm_history.csv").read_text().splitlines()  # the live charts, kept
+    assert history[0].startswith("t,users,") and len(history) > 2 * HOLD_S
     bench = json.loads((summary_path.parent / "vllm_bench.json").read_text())
     assert bench["max_concurrency"] == USERS
     assert out.text().count("waiting for START in the web UI") <= 1 and "] 0/1500 requests" not in out.text()
