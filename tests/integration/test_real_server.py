@@ -143,11 +143,16 @@ def test_drafters_report_acceptance_from_the_real_timings(real_run, variant: str
     summary = summary_of(run, variant)
     assert summary["status"] == "completed", proc.stdout + proc.stderr
     spec = summary["speculative"]
+    records = read_jsonl(run / variant / "requests.jsonl")
+    counters = summary["server_metrics"]["counters"]
+    if variant == "ngram" and not (spec and spec["draft_tokens"]):
+        # the n-gram drafter drafts only from repeats in the context: 8 short unseeded replies may have
+        # none; then the records and the server's own counter must both say nothing was drafted
+        assert not any(r["draft_tokens"] for r in records) and not counters.get("draft_tokens"), counters
+        return
     assert spec is not None and spec["draft_tokens"] > 0, spec
     assert 0 <= spec["accepted_tokens"] <= spec["draft_tokens"]
-    records = read_jsonl(run / variant / "requests.jsonl")
     assert sum(r["draft_tokens"] or 0 for r in records) == spec["draft_tokens"]
-    counters = summary["server_metrics"]["counters"]
     assert counters["draft_tokens"] >= spec["draft_tokens"]  # /metrics counts drafts in flight too
 
 
