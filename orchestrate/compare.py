@@ -38,7 +38,7 @@ from orchestrate.formats import summary_numbers
 from orchestrate.conditions import busy_text, common_prompts, conditions, numbers_over
 from orchestrate.matrix import fold, folded_factors
 from orchestrate import sweep_report
-from orchestrate.repeats import disagree, read_floor, repeat_index, spread
+from orchestrate.repeats import deviation, disagree, read_floor, repeat_index, spread
 from orchestrate.results import scenario_copy, variant_dirs
 
 COLUMNS = (("prefill_tok_s", "prefill tok/s"), ("decode_tok_s", "decode tok/s"), ("ttft_p50_ms", "TTFT p50"),
@@ -245,9 +245,9 @@ def _floors(groups: list[_Group], known: dict[str, Any] | None) -> tuple[dict[st
         for x, y in combinations([m for m in g.members if not (m.host or {}).get("busy")], 2):
             for key, r in _ratios(x.numbers, y.numbers).items():
                 if r:
-                    own[key] = max(own.get(key, 0.0), abs(r - 1.0), abs(1.0 / r - 1.0))
-        for key, deviation in own.items():
-            spreads.setdefault(key, []).append(deviation)
+                    own[key] = max(own.get(key, 0.0), deviation(r))
+        for key, spread_of_group in own.items():
+            spreads.setdefault(key, []).append(spread_of_group)
     floors = {k: min(v) for k, v in spreads.items()}
     measured = {k: float(v) for k, v in (known or {}).get("floor", {}).items() if v is not None}
     for key, value in measured.items():
@@ -294,21 +294,22 @@ def compare(variants: list[VariantResult], baseline: str | None = None,
     for a, b, d in pairs:
         if not d:
             continue
+        key: str | None = None
+        x = y = None
         if len(d) == 1:
             (key, (x, y)), = d.items()
             if first_seen[key].index(x) > first_seen[key].index(y):
                 a, b, x, y = b, a, y, x
-        runs_of_pair = [_pair_run(va, vb) for va, vb in _matched(a, b)]
-        effect = {"factor": key if len(d) == 1 else None, "from": x if len(d) == 1 else None,
-                  "to": y if len(d) == 1 else None, "pair": [a.label, b.label],
+        matched = _matched(a, b)
+        effect = {"factor": key, "from": x, "to": y, "pair": [a.label, b.label],
                   "with": {k: a.view.get(k, UNSET) for k in varying if k not in d},
-                  **_reading(runs_of_pair, floors)}
+                  **_reading([_pair_run(va, vb) for va, vb in matched], floors)}
         if "prompt_set" in effect["confounded_by"]:
-            effect["over_common_prompts"] = _over_common(*_matched(a, b)[0])
+            effect["over_common_prompts"] = _over_common(*matched[0])
         if len(d) > 1:
             confounded.append({**effect, "differs": d, "confounded_by": sorted(d) + effect["confounded_by"]})
             continue
-        pair_a, pair_b = _matched(a, b)[0]
+        pair_a, pair_b = matched[0]
         if not effect["confounded_by"] and pair_a.sweep and pair_b.sweep:  # the effect step by step, and where it turns
             effect["sweep"] = sweep_report.speedups(pair_a.sweep, pair_b.sweep)
         effects.append(effect)

@@ -3,8 +3,8 @@
 Stage: a tool beside the pipeline (it runs the pipeline). Imports: stdlib, ``orchestrate.runloop``,
 ``orchestrate.compare``, ``orchestrate.compare_report``, ``orchestrate.repeats``. One variant of a
 scenario runs ``--repeats`` times (2 by default) as any run does; every pair of its runs gives a
-ratio per metric, and the floor of a metric is the largest deviation from 1.0 among them (either
-way: max(|r − 1|, |1/r − 1|)). It is saved for this host (``repeats.host_floor_file``): every later
+ratio per metric, and the floor of a metric is the largest deviation from 1.0 among them
+(``repeats.deviation``). It is saved for this host (``repeats.host_floor_file``): every later
 run here copies it into its folder, and its ``compare.md`` judges effects against it.
 """
 
@@ -22,7 +22,7 @@ from orchestrate.compare import EFFECT_METRICS, compare, read_variants
 from orchestrate.compare_report import write_comparison
 from orchestrate.errors import ScenarioError
 from orchestrate.loadrun import Swarm
-from orchestrate.repeats import NOISE_FLOOR_JSON, host_floor_file
+from orchestrate.repeats import NOISE_FLOOR_JSON, deviation, host_floor_file
 from orchestrate.runloop import run_scenario
 from orchestrate.scenario import Scenario
 
@@ -32,7 +32,7 @@ def floor_of(pairs: list[dict[str, Any]]) -> dict[str, float | None]:
     out: dict[str, float | None] = {}
     for key, _ in EFFECT_METRICS:
         found = [r["ratios"][key] for r in pairs if r["ratios"].get(key)]
-        out[key] = max((max(abs(r - 1.0), abs(1.0 / r - 1.0)) for r in found), default=None)
+        out[key] = max((deviation(r) for r in found), default=None)
     return out
 
 

@@ -54,6 +54,12 @@ def interleaved(variants: int, repeats: int) -> list[tuple[int, int]]:
     return [(r, v) for r in range(1, repeats + 1) for v in range(variants)]
 
 
+def deviation(ratio: float) -> float:
+    """How far a ratio of identical runs is from 1.0, either way: max(|r − 1|, |1/r − 1|), so 0.8 and
+    1.25 are the same distance."""
+    return max(abs(ratio - 1.0), abs(1.0 / ratio - 1.0))
+
+
 def spread(ratios: list[float], floor: float | None = None) -> dict[str, Any]:
     """The median ratio, its min–max over repeats, and whether it is within noise.
 
