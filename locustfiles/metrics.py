@@ -37,6 +37,7 @@ def build_record(record: RequestRecord, send_t: float, stream: StreamResult) -> 
     """Fill ``record`` from a finished stream; ``send_t`` is the ``perf_counter()`` at send."""
     times = stream.content_times
     record.n_chunks = len(times)
+    record.bytes_received = stream.bytes_read
     record.chunk_offsets_ms = [round((t - send_t) * MS, 4) for t in times]
     record.e2e_ms = (stream.end_time - send_t) * MS
     record.ttft_ms = ttft_ms(send_t, times)

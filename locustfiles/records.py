@@ -50,6 +50,8 @@ class RequestRecord:
     chunk_offsets_ms: list[float] = field(default_factory=list)
     """Arrival of every content chunk, ms after send; ITL gaps are their differences."""
     n_chunks: int = 0
+    bytes_received: int | None = None
+    """Body bytes the stream delivered (what a ``stream_cut`` request got before the cut)."""
     tokens_per_chunk: float | None = None
     requested_max_tokens: int | None = None
     expected_prompt_tokens: int | None = None

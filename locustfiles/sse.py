@@ -10,6 +10,7 @@ llama.cpp event (measured here), so one process ingests about 2.5× more chunks 
 
 from __future__ import annotations
 
+import http.client
 import json
 import socket
 import time
@@ -40,7 +41,7 @@ class StreamResult:
     timings: dict | None = None
     finish_reason: str | None = None
     error_class: str | None = None
-    """None for a complete stream; else a fixed class name (see ``classify_exception``)."""
+    """None for a complete stream; else a fixed class name (``classify_exception``, ``classify_stream_exception``)."""
     error_detail: str | None = None
     bytes_read: int = 0
     content: list[str] | None = None
@@ -52,17 +53,31 @@ class StreamResult:
         return None if self.content is None else "".join(self.content)
 
 
-def classify_exception(exc: BaseException, bytes_read: int) -> str:
-    """A fixed class name for a transport failure, so Locust groups failures by kind."""
+def classify_exception(exc: BaseException) -> str:
+    """A fixed class name for a request that got no response at all (before any header)."""
     name = type(exc).__name__
     if isinstance(exc, (socket.timeout, TimeoutError)) or "Timeout" in name:
         return "timeout"
     if isinstance(exc, ConnectionRefusedError):
         return "connection_refused"
     if isinstance(exc, (ConnectionResetError, BrokenPipeError)):
-        return "connection_reset" if bytes_read == 0 else "stream_cut"
+        return "connection_reset"
     if "Closed" in name or isinstance(exc, ConnectionError):
-        return "connection_closed" if bytes_read == 0 else "stream_cut"
+        return "connection_closed"
+    return "client_error"
+
+
+def classify_stream_exception(exc: BaseException) -> str:
+    """A failure after the response's headers: the server (or the network) cut the stream.
+
+    Once headers have arrived, a reset, a close or an HTTP framing error (geventhttpclient's
+    ``HTTPParseError: Incomplete response`` when the connection ends inside a chunked body) is the
+    server's cut, not a client bug; only a read that waited too long is a ``timeout``.
+    """
+    if isinstance(exc, (socket.timeout, TimeoutError)) or "Timeout" in type(exc).__name__:
+        return "timeout"
+    if isinstance(exc, (OSError, http.client.HTTPException)):
+        return "stream_cut"
     return "client_error"
 
 
@@ -153,7 +168,7 @@ def read_stream(recv: Callable[[], bytes], clock: Callable[[], float] = time.per
     except (ValueError, KeyError, TypeError, AttributeError, IndexError) as exc:
         result.error_class, result.error_detail = "bad_chunk", f"{type(exc).__name__}: {exc}"[:200]
     except Exception as exc:  # transport: timeouts, resets, closed connections
-        result.error_class = classify_exception(exc, result.bytes_read)
+        result.error_class = classify_stream_exception(exc)
         result.error_detail = f"{type(exc).__name__}: {exc}"[:200]
     result.end_time = clock()
     if result.error_class is None:

@@ -149,7 +149,7 @@ class ChatStreamUser(FastHttpUser):
             status = resp.status_code
             if status == 0:  # no response at all: refused, reset, timed out before headers
                 error = getattr(resp, "error", None) or ConnectionError("no response")
-                error_class = classify_exception(error, 0)
+                error_class = classify_exception(error)
                 if attempt == 0 and error_class in RECONNECT_CLASSES:
                     continue
                 self._fail(record, send_t, error_class, f"{type(error).__name__}: {error}")

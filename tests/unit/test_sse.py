@@ -115,15 +115,31 @@ def test_unparsable_chunk_and_chunk_without_choices():
     assert run([ROLE, b'data: {"object":"x"}\n']).error_class == "bad_chunk"
 
 
-@pytest.mark.parametrize("exc, bytes_read, expected", [
-    (ConnectionRefusedError(111, "refused"), 0, "connection_refused"),
-    (ConnectionResetError(104, "reset"), 0, "connection_reset"),
-    (ConnectionResetError(104, "reset"), 10, "stream_cut"),
-    (socket.timeout("x"), 0, "timeout"),
-    (RuntimeError("x"), 0, "client_error"),
+@pytest.mark.parametrize("exc, expected", [
+    (ConnectionRefusedError(111, "refused"), "connection_refused"),
+    (ConnectionResetError(104, "reset"), "connection_reset"),
+    (socket.timeout("x"), "timeout"),
+    (RuntimeError("x"), "client_error"),
 ])
-def test_classify_exception(exc, bytes_read, expected):
-    assert classify_exception(exc, bytes_read) == expected
+def test_classify_exception(exc, expected):
+    assert classify_exception(exc) == expected
+
+
+def test_incomplete_chunked_body_is_the_servers_cut_not_a_client_error():
+    """geventhttpclient's HTTPParseError when the connection ends inside a chunked body (a killed server)."""
+    from geventhttpclient.response import HTTPParseError
+    result = run([ROLE, chunk("a")], fail_with=HTTPParseError("Incomplete response."))
+    assert result.error_class == "stream_cut" and "Incomplete response" in result.error_detail
+    assert result.bytes_read > 0 and len(result.content_times) == 1
+
+
+def test_headers_then_close_is_stream_cut():
+    from geventhttpclient.response import HTTPConnectionClosed
+    assert run([], fail_with=HTTPConnectionClosed("connection closed.")).error_class == "stream_cut"
+
+
+def test_a_bug_while_reading_stays_a_client_error():
+    assert run([ROLE], fail_with=RuntimeError("bug")).error_class == "client_error"
 
 
 def test_classify_http_error_bodies():
