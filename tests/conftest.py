@@ -26,6 +26,7 @@ from orchestrate.launchers.base import Launcher
 from orchestrate.launchers.embedded import EmbeddedConfig, EmbeddedLauncher
 from orchestrate.repeats import NOISE_FLOOR_ENV
 from orchestrate.tinymodel import tiny_draft_spec, tiny_model_path
+from tests.fixtures.fault_proxy import FaultProxy
 
 
 if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
@@ -109,6 +110,14 @@ def real_server(llama_server_binary: Path, gemma_model: Path,
     """One real server with Gemma for a module's tests (4 slots of 2,048 tokens)."""
     with start_real_server(tmp_path_factory.mktemp("real-server"), llama_server_binary) as launcher:
         yield launcher
+
+
+@pytest.fixture
+def fault_proxy(real_server: Launcher) -> Iterator[FaultProxy]:
+    """The fault proxy (``tests/fixtures/fault_proxy.py``) in front of the module's real server: a chat
+    completion whose prompt holds ``FAULT:<mode>`` gets that fault, every other request passes."""
+    with FaultProxy(real_server.url or "") as proxy:
+        yield proxy
 
 
 @contextmanager
