@@ -4,7 +4,7 @@
 
 One run mixes the five faulted requests (each prompt names its fault) with clean ones: each fault
 gets its class, counted apart; each faulted record holds exactly what the proxy delivered; every
-clean request completes; nothing is lost and the run goes on (about 40 s on 2 cores).
+clean request completes; nothing is lost and the run goes on (about 20 s on 2 cores, with the server's start).
 """
 
 from __future__ import annotations
