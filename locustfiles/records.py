@@ -50,6 +50,8 @@ class RequestRecord:
     chunk_offsets_ms: list[float] = field(default_factory=list)
     """Arrival of every content chunk, ms after send; ITL gaps are their differences."""
     n_chunks: int = 0
+    refused_retries: int = 0
+    """Connections refused before this request got through (retried after a back-off, not errors)."""
     bytes_received: int | None = None
     """Body bytes the stream delivered (what a ``stream_cut`` request got before the cut)."""
     tokens_per_chunk: float | None = None

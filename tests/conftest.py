@@ -111,6 +111,13 @@ def real_server(llama_server_binary: Path, gemma_model: Path,
         yield launcher
 
 
+@pytest.fixture
+def own_real_server(llama_server_binary: Path, gemma_model: Path, tmp_path: Path) -> Iterator[Launcher]:
+    """A real server of the test's own (4 slots of 2,048 tokens), for a test that kills or breaks it."""
+    with start_real_server(tmp_path / "own-real-server", llama_server_binary) as launcher:
+        yield launcher
+
+
 @contextmanager
 def reference_server(folder: Path, *flags: str) -> Iterator[str]:
     """``tokenswarm serve-synthetic`` with ``flags`` (truth file ``folder/truth.csv``); yields its URL.
