@@ -55,3 +55,6 @@ def add_arguments(parser: Any) -> None:
     group.add_argument("--stages", default="",
                        help='ramp stages as JSON, e.g. \'[{"duration_s": 10, "users": 4, "spawn_rate": 4}]\': '
                        "users per stage instead of -u/-r; the run ends with the last stage")
+    group.add_argument("--join-token-file", default="", metavar="FILE",
+                       help="distributed runs: the file holding the join token a worker proves to its master "
+                       "(default: $TOKENSWARM_JOIN_TOKEN); a master with a token admits only workers that hold it")

@@ -3,7 +3,8 @@ and web UI they make.
 
 Stage: entry point. Imports: stdlib, ``orchestrate.errors``, ``orchestrate.launchers.base`` (local
 addresses), ``orchestrate.loadrun`` (Swarm, WebUi), ``orchestrate.preflight`` (the API key),
-``orchestrate.results``, ``orchestrate.scenario``. Conflicting or impossible flags are one line each.
+``orchestrate.results``, ``orchestrate.scenario``, ``orchestrate.jointoken``. Conflicting or impossible flags
+are one line each.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from orchestrate.errors import ScenarioError
+from orchestrate.jointoken import token_file_of
 from orchestrate.launchers.base import LOCAL_HOSTS
 from orchestrate.loadrun import REMOTE_WORKERS_WAIT_S, Swarm, WebUi
 from orchestrate.preflight import API_KEY_ENV
@@ -114,6 +116,9 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
     swarm.add_argument("--expect-workers-max-wait", type=duration, metavar="DURATION",
                        help="with --master: give up when the workers have not joined after this long "
                        "(default 300 s; the variant ends as an error, exit 1)")
+    add_join_token_file(swarm, "with --master or --workers: the file holding the join token workers must prove "
+                        "(default: TOKENSWARM_JOIN_TOKEN; else --master makes one in ~/.cache/tokenswarm/secrets/"
+                        "join-token, and --workers one for the run)")
     ui = p.add_argument_group("web UI", "Locust's web UI instead of headless: a person starts and ramps the "
                               "users; after Stop the UI stays up until Ctrl-C here, then the results are written as usual")
     ui.add_argument("--ui", action="store_true", help="start Locust's web UI with tokenswarm's LLM tab and charts "
@@ -131,6 +136,10 @@ def add_allow_truncated(p: argparse.ArgumentParser) -> None:
                    "(overrides load.allow_truncated)")
 
 
+def add_join_token_file(p: argparse._ActionsContainer, help_text: str) -> None:
+    p.add_argument("--join-token-file", type=Path, metavar="FILE", help=help_text)
+
+
 def swarm_of(args: argparse.Namespace) -> Swarm:
     """The load generators the flags ask for; conflicting flags are one-line errors."""
     if args.workers and args.master:
@@ -140,16 +149,19 @@ def swarm_of(args: argparse.Namespace) -> Swarm:
         raise ScenarioError("--master needs --expect-workers N (and --expect-workers needs --master)")
     if not args.master and (args.master_bind_host or args.master_bind_port or args.expect_workers_max_wait):
         raise ScenarioError("--master-bind-host/--master-bind-port/--expect-workers-max-wait only apply with --master")
+    if args.join_token_file and not (args.master or args.workers):
+        raise ScenarioError("--join-token-file only applies with --master or --workers")
+    token_file = token_file_of(args.join_token_file, remote=args.master)
     if args.master:
         host = args.master_bind_host or "0.0.0.0"
         if host not in LOCAL_HOSTS:
-            print(f"tokenswarm: warning: the Locust master listens on {host}:{args.master_bind_port or 5557} "
-                  f"so that workers on other hosts can join; anyone who reaches it can join",
-                  file=sys.stderr, flush=True)
+            print(f"tokenswarm: warning: the Locust master binds {host}:{args.master_bind_port or 5557}, so other "
+                  "machines can reach it (--master-bind-host); it admits only workers that prove the join token, "
+                  "but prompts and records cross the network unencrypted", file=sys.stderr, flush=True)
         return Swarm(remote_workers=args.expect_workers, master_bind_host=host,
                      master_bind_port=args.master_bind_port or 0,
-                     workers_wait_s=args.expect_workers_max_wait or REMOTE_WORKERS_WAIT_S)
-    return Swarm(workers=args.workers or 0)
+                     workers_wait_s=args.expect_workers_max_wait or REMOTE_WORKERS_WAIT_S, join_token_file=token_file)
+    return Swarm(workers=args.workers or 0, join_token_file=token_file)
 
 
 def web_ui_of(args: argparse.Namespace) -> WebUi | None:
