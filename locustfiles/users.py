@@ -20,6 +20,7 @@ from locust.exception import StopUser
 
 from locustfiles import arrivals
 from locustfiles.dataset import Prompt
+from locustfiles.connection import Connection
 from locustfiles.metrics import build_record
 from locustfiles.records import CANCELLED, ERROR, RequestRecord
 from locustfiles.serverwatch import ServerLost, backoff_s
@@ -93,6 +94,7 @@ class ChatStreamUser(FastHttpUser):
                         "Accept-Encoding": "identity"}
         if key:
             self.headers["Authorization"] = f"Bearer {key}"
+        self.connection = Connection(self.client, (self.host or "") + self.path)
 
     def request_body(self, prompt: Prompt) -> dict[str, Any]:
         """The chat completion request; override to add sampling parameters."""
@@ -157,16 +159,28 @@ class ChatStreamUser(FastHttpUser):
         A kept-alive connection the server had closed is reopened once.
         """
         body = self.request_body(prompt)
+        headers = {**self.headers, "X-Request-Id": record.request_id}  # to match server and proxy logs
         watch = self.llm.server_watch
         reconnected = False
         while True:
-            record.send_ts = time.time()
-            send_t = time.perf_counter()
-            resp = self.client.request("POST", self.path, json=body, headers=self.headers,
-                                       stream=True, catch_response=True)
-            status = resp.status_code
+            try:
+                connect_ms = self.connection.ensure()  # outside the clock
+                error: BaseException | None = None
+            except OSError as exc:
+                connect_ms, error = None, exc
+            if connect_ms is not None:
+                record.connect_ms = round(connect_ms, 4)
+                record.reconnect = self.connection.opened > 1
+            if error is None:
+                record.send_ts = time.time()
+                send_t = time.perf_counter()
+                resp = self.client.request("POST", self.path, json=body, headers=headers,
+                                           stream=True, catch_response=True)
+                status = resp.status_code
+            else:
+                send_t, status = time.perf_counter(), 0
             if status == 0:  # no response at all: refused, reset, timed out before headers
-                error = getattr(resp, "error", None) or ConnectionError("no response")
+                error = error or getattr(resp, "error", None) or ConnectionError("no response")
                 error_class = classify_exception(error)
                 if error_class == "connection_refused":
                     if watch.refused():

@@ -1,4 +1,4 @@
-"""What became of every prompt asked for, and when the server went down.
+"""What became of every prompt asked for, the connections they used, and when the server went down.
 
 Stage: records → report. The headline's counts must add up to the prompts asked:
 completed + errors (by class, ``stream_cut`` among them) + cancelled + unsent. A prompt that was
@@ -15,6 +15,7 @@ from typing import Any
 import pandas as pd
 
 from locustfiles.records import OK
+from orchestrate.summarize import weighted_stats
 
 CUT = "stream_cut"
 DROPPED = ("connection_closed", "connection_reset")
@@ -24,6 +25,19 @@ DROPPED = ("connection_closed", "connection_reset")
 def unsent(planned: int | None, sent: int) -> int:
     """Requests planned and never sent (0 when the plan is unknown)."""
     return max(0, planned - sent) if planned else 0
+
+
+def connections(records: pd.DataFrame) -> dict[str, Any] | None:
+    """Connections the users opened (each before its request's clock started) and how many of them were
+    reopened mid-run after the server closed the last one; None for records that do not say."""
+    if records.empty or "connect_ms" not in records:
+        return None
+    connect = pd.to_numeric(records["connect_ms"], errors="coerce").dropna()
+    reconnects = int(records["reconnect"].fillna(False).astype(bool).sum()) if "reconnect" in records else 0
+    return {"opened": int(connect.size), "reconnects": reconnects,
+            "connect_ms": weighted_stats(connect.to_numpy()),
+            "refused_retries": int(pd.to_numeric(records.get("refused_retries"), errors="coerce").fillna(0).sum())
+            if "refused_retries" in records else 0}
 
 
 def down_at(records: pd.DataFrame, watched_at: float | None) -> float | None:

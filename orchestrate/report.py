@@ -187,6 +187,12 @@ def markdown(summary: dict[str, Any], images: Sequence[str] = ()) -> str:
                    + ("**saturated: add workers**" if client["saturated"] else
                       "**host busy: the client waited for a CPU**" if client.get("host_busy") else
                       "not saturated") + "  ")
+    conn = summary.get("connections")
+    if conn and conn["opened"]:
+        refused = f", {conn['refused_retries']:,} refused connection(s) retried" if conn["refused_retries"] else ""
+        out.append(f"connections: {conn['opened']:,} opened, each before its request's clock started (connect p50 "
+                   f"{fmt_ms(conn['connect_ms']['p50'])}, max {fmt_ms(conn['connect_ms']['max'])}); "
+                   f"{conn['reconnects']:,} reopened mid-run after the server closed one{refused}  ")
     out.append("speculative decoding: " + (
         f"{spec['accepted_tokens']:,}/{spec['draft_tokens']:,} draft tokens accepted "
         f"({fmt_num(100 * spec['acceptance_rate'] if spec['acceptance_rate'] is not None else None)} %)"

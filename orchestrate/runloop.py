@@ -20,7 +20,7 @@ import yaml
 from locustfiles.conversations import planned_requests
 from locustfiles.dataset import Prompt
 from orchestrate.compare_report import comparable, write_comparison
-from orchestrate.accounting import server_down, unsent
+from orchestrate.accounting import connections, server_down, unsent
 from orchestrate.diagnose import diagnose
 from orchestrate.goodput import goodput
 from orchestrate.errors import ServerError, ServerExitedError, TokenswarmError
@@ -323,6 +323,7 @@ def build_summary(paths: VariantPaths, scenario: str, variant: str, extra: dict[
     summary["locust_crosscheck"] = locust_crosscheck(paths.locust_json, paths.locust_stats_csv)
     summary["crosscheck_agrees"] = crosscheck_agrees(summary, summary["locust_crosscheck"])
     summary["requests"]["unsent"] = unsent(summary.get("planned_prompts"), summary["requests"]["sent"])
+    summary["connections"] = connections(records)
     metrics = summarize_metrics(paths.metrics)
     summary["memory"] = metrics["memory"]
     samples = jsonl_rows(paths.metrics)

@@ -123,7 +123,7 @@ def test_connections_are_reused_and_reopened_when_the_server_closes_them(tmp_pat
     if close_after:
         assert counts["connections"] >= 40, counts
     else:
-        assert counts["connections"] <= 4 + 5, counts  # the users' 4, the pre-flight's own, the start's probe
+        assert counts["connections"] <= 4 + 6, counts  # the users' 4, the pre-flight's own, the start's probe, the liveness watch's
 
 
 def test_events_already_due_go_out_in_one_write(tmp_path: Path) -> None:

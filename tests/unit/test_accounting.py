@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from orchestrate.accounting import down_at, server_down, unsent
+from orchestrate.accounting import connections, down_at, server_down, unsent
 
 
 def frame(*rows: tuple[float, float, str, str | None]) -> pd.DataFrame:
@@ -37,3 +37,15 @@ def test_server_down_block_names_the_last_metrics_sample_before_it() -> None:
     assert block is not None and block["dropped_before_response"] == 0
     assert block["at_ts"] == 11.5 and block["at_s"] == 1.5 and block["streams_cut"] == 1
     assert block["last_metrics_sample"]["server_memory_bytes"] == 2 and block["last_metrics_sample"]["t"] == 11.4
+
+
+def test_connections_count_the_opened_and_the_reopened() -> None:
+    records = pd.DataFrame([{"connect_ms": 0.5, "reconnect": False, "refused_retries": 0},
+                            {"connect_ms": None, "reconnect": False, "refused_retries": 0},
+                            {"connect_ms": 1.5, "reconnect": True, "refused_retries": 3},
+                            {"connect_ms": 0.25, "reconnect": True, "refused_retries": 0}])
+    block = connections(records)
+    assert block is not None
+    assert block["opened"] == 3 and block["reconnects"] == 2 and block["refused_retries"] == 3
+    assert block["connect_ms"]["max"] == 1.5 and block["connect_ms"]["p50"] == 0.5
+    assert connections(pd.DataFrame([{"send_ts": 1.0}])) is None, "records from before connect_ms say nothing"
