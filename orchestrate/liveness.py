@@ -16,6 +16,7 @@ from types import TracebackType
 
 import requests
 
+from orchestrate.background import lower_this_thread
 from orchestrate.launchers.base import Launcher
 
 POLL_S = 0.5
@@ -61,6 +62,7 @@ class ServerWatch:
             return False
 
     def _loop(self) -> None:
+        lower_this_thread()
         with requests.Session() as session:
             while not self._stop.is_set() and self.state is None:
                 if self.launcher.exit_status() is not None:

@@ -26,6 +26,7 @@ from typing import IO, TypedDict
 
 import requests
 
+from orchestrate.background import lower_this_thread
 from orchestrate.hostload import HostLoadProbe
 from orchestrate.launchers.base import Launcher
 
@@ -255,6 +256,7 @@ class MetricsSampler:
             self._session.close()
 
     def _loop(self) -> None:
+        lower_this_thread()
         next_at = self._t0 + self.interval_s
         while not self._stop.wait(max(0.0, next_at - time.monotonic())):
             self._sample_and_write()
