@@ -23,7 +23,8 @@ DROPPED = ("connection_closed", "connection_reset")
 
 
 def unsent(planned: int | None, sent: int) -> int:
-    """Requests planned and never sent (0 when the plan is unknown)."""
+    """Requests planned and never sent (0 when the plan is unknown); ``sent`` counts those a lost
+    worker took too (they went out, their records did not come back)."""
     return max(0, planned - sent) if planned else 0
 
 

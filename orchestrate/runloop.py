@@ -322,7 +322,6 @@ def build_summary(paths: VariantPaths, scenario: str, variant: str, extra: dict[
     summary["goodput"] = goodput(records, summary.get("slo"), summary["duration_s"])
     summary["locust_crosscheck"] = locust_crosscheck(paths.locust_json, paths.locust_stats_csv)
     summary["crosscheck_agrees"] = crosscheck_agrees(summary, summary["locust_crosscheck"])
-    summary["requests"]["unsent"] = unsent(summary.get("planned_prompts"), summary["requests"]["sent"])
     summary["connections"] = connections(records)
     metrics = summarize_metrics(paths.metrics)
     summary["memory"] = metrics["memory"]
@@ -335,6 +334,8 @@ def build_summary(paths: VariantPaths, scenario: str, variant: str, extra: dict[
     summary["workers"] = read_json(paths.workers_json)
     summary["client"] = summarize_client(read_json(paths.client_json))
     summary["workers_lost"] = (summary["workers"] or {}).get("workers_lost", 0)
+    summary["requests"]["unsent"] = unsent(summary.get("planned_prompts"), summary["requests"]["sent"]
+                                           + (summary["workers"] or {}).get("lost_in_flight", 0))
     summary.update(load_mode_summary(paths, records))  # open loop: arrivals; ramp: stages
     if summary.get("ui"):  # a person ramped the users: what they were, and each level held as a step
         levels = user_levels(paths.locust_history_csv)
