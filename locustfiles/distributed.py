@@ -6,7 +6,8 @@ users (``tokenswarm_prompts``), and ships every finished record back (``tokenswa
 batched, at most ``FLUSH_INTERVAL_S`` late). The master fires ``llm_record_collected`` for each, so
 the one ``requests.jsonl`` is written there, and counts what each worker was handed and returned:
 a worker that goes missing is reported, with the requests it took but never returned
-(``workers.json``), and the run still ends when every other prompt is answered.
+(``workers.json``), and the run still ends when every other prompt is answered. Only workers that
+proved the run's join token take part (``joingate.py``); ``workers.json`` names the others.
 """
 
 from __future__ import annotations
@@ -22,6 +23,8 @@ from gevent.event import AsyncResult
 from locust.env import Environment
 from locust.runners import MasterRunner, WorkerRunner
 
+from locustfiles import joingate
+from locustfiles.admission import Gate
 from locustfiles.arrivals import is_open_loop
 from locustfiles.dataset import Prompt
 from locustfiles.records import RequestRecord
@@ -135,12 +138,14 @@ def workers_file(records_file: str) -> Path:
 
 
 def install(environment: Environment, run: LlmRun) -> None:
-    """Register the master's or the worker's side of the protocol."""
+    """Register the master's or the worker's side of the protocol, behind the join gate."""
     runner = environment.runner
+    token = joingate.read_token(environment)
     if isinstance(runner, WorkerRunner):
+        joingate.install_worker(environment, runner, token)
         _install_worker(environment, runner, run)
     elif isinstance(runner, MasterRunner):
-        _install_master(environment, runner, run)
+        _install_master(environment, runner, run, joingate.install_master(runner, token))
 
 
 def _install_worker(environment: Environment, runner: WorkerRunner, run: LlmRun) -> None:
@@ -177,7 +182,7 @@ def _install_worker(environment: Environment, runner: WorkerRunner, run: LlmRun)
     gevent.spawn(flusher)
 
 
-def _install_master(environment: Environment, runner: MasterRunner, run: LlmRun) -> None:
+def _install_master(environment: Environment, runner: MasterRunner, run: LlmRun, gate: Gate) -> None:
     ledger = WorkerLedger()
     collected = environment.events.llm_record_collected  # type: ignore[attr-defined]
 
@@ -221,7 +226,8 @@ def _install_master(environment: Environment, runner: MasterRunner, run: LlmRun)
     def on_quitting(**_kw: Any) -> None:
         opts = environment.parsed_options
         if opts is not None and run.records_written:
-            workers_file(opts.records_file).write_text(json.dumps(ledger.to_json(), indent=2) + "\n")
+            ledger_json = {**ledger.to_json(), **gate.to_json()}
+            workers_file(opts.records_file).write_text(json.dumps(ledger_json, indent=2) + "\n")
 
     runner.register_message(MSG_TAKE, on_take)
     runner.register_message(MSG_RECORDS, on_records)

@@ -26,7 +26,7 @@ from typing import IO, Any
 import gevent
 from locust.env import Environment
 from locust.event import EventHook, Events
-from locust.runners import MasterRunner, WorkerRunner
+from locust.runners import STATE_STOPPED, STATE_STOPPING, LocalRunner, MasterRunner, WorkerRunner
 from locust.stats import RequestStats
 
 from locustfiles import arrivals, conversations, distributed, finalcsv, options, selfcheck, stages
@@ -34,6 +34,7 @@ from locustfiles.arrivals import ArrivalClock
 from locustfiles.dataset import DatasetError, Prompt
 from locustfiles.dispenser import PromptDispenser
 from locustfiles.promptsource import load_prompts
+from locustfiles.serverwatch import ServerWatch
 from locustfiles.records import CANCELLED, METRIC, NO_CONTENT, OK, REQUEST_NAME, REQUEST_TYPE, RequestRecord
 from locustfiles.webui import install_webui
 
@@ -58,6 +59,8 @@ class LlmRun:
         self.records_written = 0
         self.prompts: list[Prompt] | None = None
         """Read at init (a bad dataset stops Locust before any user spawns), sent at each test start."""
+        self.server_watch = ServerWatch(on_lost=self.on_server_lost)
+        """Refused connections are retried until the server counts as lost (``serverwatch.py``)."""
         self._next_id = 0
 
     @property
@@ -68,6 +71,14 @@ class LlmRun:
     def next_request_id(self) -> str:
         self._next_id += 1
         return f"{self.worker}-{self._next_id}"
+
+    def on_server_lost(self, refused_s: float) -> None:
+        """Every connection refused for the window: stop sending (a worker's users stop one by one)."""
+        log.error("tokenswarm: the server refused every connection for %.1f s: server lost; stopping, "
+                  "the prompts not sent yet are counted as unsent", refused_s)
+        runner = self.environment.runner
+        if runner is not None and not isinstance(runner, WorkerRunner):
+            gevent.spawn(runner.quit)
 
     def open_records(self, path: str) -> None:
         Path(path).parent.mkdir(parents=True, exist_ok=True)
@@ -176,6 +187,8 @@ def install(environment: Environment, **_kwargs: Any) -> None:
 
     def on_test_start(environment: Environment, **_kw: Any) -> None:
         opts = environment.parsed_options
+        if opts is not None:  # a worker's options arrive with the test: the window is read here
+            run.server_watch = ServerWatch(opts.server_lost_after, on_lost=run.on_server_lost)
         if opts is None or isinstance(environment.runner, WorkerRunner):
             return
         if run.prompts is None:
@@ -185,8 +198,12 @@ def install(environment: Environment, **_kwargs: Any) -> None:
         log.info("tokenswarm: %d prompts to send, records -> %s", run.dispenser.limit, opts.records_file)
 
     def on_quitting(environment: Environment, **_kw: Any) -> None:
-        # Users stopped by the time cap or Ctrl-C are killed without waiting; let them run their
-        # `finally` (the cancelled record) before the file closes.
+        # Locust fires `quitting` before it stops the users on SIGTERM (the orchestrator's stop): stop
+        # them first, so the requests in flight are written as cancelled. Users stopped by the time cap
+        # or Ctrl-C are killed without waiting; let them run their `finally` before the file closes.
+        local = environment.runner
+        if isinstance(local, LocalRunner) and local.state not in (STATE_STOPPED, STATE_STOPPING):
+            local.stop()
         gevent.sleep(CANCEL_GRACE_S)
         run.close_records()
 

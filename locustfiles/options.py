@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from locustfiles.loadshape import ARRIVALS, DEFAULT_LATE_MS
+from locustfiles.serverwatch import DEFAULT_LOST_AFTER_S
 
 
 def add_arguments(parser: Any) -> None:
@@ -34,6 +35,9 @@ def add_arguments(parser: Any) -> None:
                        help="send cache_prompt: false so llama.cpp reprocesses every prompt")
     group.add_argument("--read-timeout", type=float, default=600.0,
                        help="seconds a read may wait (long prefills need more than Locust's 60 s)")
+    group.add_argument("--server-lost-after", type=float, default=DEFAULT_LOST_AFTER_S, metavar="SECONDS",
+                       help="a refused connection is retried, not counted; once every connection has been "
+                       "refused this long the server is lost: stop, and leave the remaining prompts unsent")
     group.add_argument("--exit-with-parent", type=int, default=0, metavar="PID",
                        help="quit when process PID (the orchestrator) is gone, so nothing is left running")
     group.add_argument("--quit-on-stop", action="store_true", default=False,
@@ -51,3 +55,6 @@ def add_arguments(parser: Any) -> None:
     group.add_argument("--stages", default="",
                        help='ramp stages as JSON, e.g. \'[{"duration_s": 10, "users": 4, "spawn_rate": 4}]\': '
                        "users per stage instead of -u/-r; the run ends with the last stage")
+    group.add_argument("--join-token-file", default="", metavar="FILE",
+                       help="distributed runs: the file holding the join token a worker proves to its master "
+                       "(default: $TOKENSWARM_JOIN_TOKEN); a master with a token admits only workers that hold it")

@@ -50,6 +50,13 @@ class RequestRecord:
     chunk_offsets_ms: list[float] = field(default_factory=list)
     """Arrival of every content chunk, ms after send; ITL gaps are their differences."""
     n_chunks: int = 0
+    connect_ms: float | None = None
+    """Time to open the connection this request used, taken before its clock started; None when it
+    reused a kept-alive one."""
+    reconnect: bool = False
+    """The user had to open a new connection mid-run (the server closed the last one)."""
+    refused_retries: int = 0
+    """Connections refused before this request got through (retried after a back-off, not errors)."""
     bytes_received: int | None = None
     """Body bytes the stream delivered (what a ``stream_cut`` request got before the cut)."""
     tokens_per_chunk: float | None = None

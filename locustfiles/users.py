@@ -11,6 +11,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+import gevent
 from gevent import GreenletExit
 from geventhttpclient.response import HTTPConnectionClosed
 from locust import constant, task
@@ -19,8 +20,10 @@ from locust.exception import StopUser
 
 from locustfiles import arrivals
 from locustfiles.dataset import Prompt
+from locustfiles.connection import Connection
 from locustfiles.metrics import build_record
 from locustfiles.records import CANCELLED, ERROR, RequestRecord
+from locustfiles.serverwatch import ServerLost, backoff_s
 from locustfiles.sse import StreamResult, classify_exception, classify_http_error, read_stream
 
 RECV_BYTES = 65536
@@ -78,6 +81,8 @@ class ChatStreamUser(FastHttpUser):
     def __init__(self, environment: Any) -> None:
         self._reading: tuple[float, StreamResult] | None = None
         """The stream being read and its send time, while it is read (for a cancelled record)."""
+        self._waiting = False
+        """Pausing before retrying a refused connection: the request has not been sent yet."""
         opts = environment.parsed_options
         if opts is not None:
             self.network_timeout = opts.read_timeout
@@ -89,6 +94,7 @@ class ChatStreamUser(FastHttpUser):
                         "Accept-Encoding": "identity"}
         if key:
             self.headers["Authorization"] = f"Bearer {key}"
+        self.connection = Connection(self.client, (self.host or "") + self.path)
 
     def request_body(self, prompt: Prompt) -> dict[str, Any]:
         """The chat completion request; override to add sampling parameters."""
@@ -125,9 +131,15 @@ class ChatStreamUser(FastHttpUser):
                                requested_max_tokens=prompt.output_tokens,
                                expected_prompt_tokens=prompt.prompt_tokens)
         self._reading = None
+        self._waiting = False
+        sent = True
         try:
             self.stream_chat(prompt, record)
+        except ServerLost:
+            sent = False  # never reached the server: no record, the prompt counts as unsent
+            raise StopUser() from None
         except GreenletExit:
+            sent = not self._waiting  # stopped while waiting for a refused connection: never sent
             if self._reading is not None:  # killed mid-stream: keep what had arrived
                 send_t, partial = self._reading
                 partial.end_time = time.perf_counter()
@@ -135,25 +147,55 @@ class ChatStreamUser(FastHttpUser):
             record.status, record.error_class = CANCELLED, "cancelled"
             raise
         finally:
-            arrivals.stamp(record, scheduled)
-            self.environment.events.llm_record.fire(record=record)
+            if sent:
+                arrivals.stamp(record, scheduled)
+                self.environment.events.llm_record.fire(record=record)
 
     def stream_chat(self, prompt: Prompt, record: RequestRecord) -> StreamResult | None:
-        """Send one request and fill ``record``; the stream read, or None when no body came."""
+        """Send one request and fill ``record``; the stream read, or None when no body came.
+
+        A refused connection never reached the server: the same request is sent again after a
+        back-off until the run's ``ServerWatch`` judges the server lost (then ``ServerLost``).
+        A kept-alive connection the server had closed is reopened once.
+        """
         body = self.request_body(prompt)
-        for attempt in (0, 1):
-            record.send_ts = time.time()
-            send_t = time.perf_counter()
-            resp = self.client.request("POST", self.path, json=body, headers=self.headers,
-                                       stream=True, catch_response=True)
-            status = resp.status_code
+        headers = {**self.headers, "X-Request-Id": record.request_id}  # to match server and proxy logs
+        watch = self.llm.server_watch
+        reconnected = False
+        while True:
+            try:
+                connect_ms = self.connection.ensure()  # outside the clock
+                error: BaseException | None = None
+            except OSError as exc:
+                connect_ms, error = None, exc
+            if connect_ms is not None:
+                record.connect_ms = round(connect_ms, 4)
+                record.reconnect = self.connection.opened > 1
+            if error is None:
+                record.send_ts = time.time()
+                send_t = time.perf_counter()
+                resp = self.client.request("POST", self.path, json=body, headers=headers,
+                                           stream=True, catch_response=True)
+                status = resp.status_code
+            else:
+                send_t, status = time.perf_counter(), 0
             if status == 0:  # no response at all: refused, reset, timed out before headers
-                error = getattr(resp, "error", None) or ConnectionError("no response")
+                error = error or getattr(resp, "error", None) or ConnectionError("no response")
                 error_class = classify_exception(error)
-                if attempt == 0 and error_class in RECONNECT_CLASSES:
+                if error_class == "connection_refused":
+                    if watch.refused():
+                        raise ServerLost()
+                    self._waiting = True
+                    gevent.sleep(backoff_s(record.refused_retries))
+                    self._waiting = False
+                    record.refused_retries += 1
+                    continue
+                if not reconnected and error_class in RECONNECT_CLASSES:
+                    reconnected = True
                     continue
                 self._fail(record, send_t, error_class, f"{type(error).__name__}: {error}")
                 return None
+            watch.answered()
             record.http_status = status
             if status >= 400:
                 error_class, message = classify_http_error(status, resp.content or b"")
@@ -165,7 +207,6 @@ class ChatStreamUser(FastHttpUser):
             self._reading = None
             build_record(record, send_t, stream)
             return stream
-        return None
 
     @staticmethod
     def _fail(record: RequestRecord, send_t: float, error_class: str, detail: str) -> None:

@@ -219,7 +219,7 @@ def run_step(out: Path, users: int, itl_ms: float, rounds: int, server_core: int
     tpot_err: list[float] = []
     first_send, last_chunk = math.inf, 0.0
     for rec in recs:
-        true = truth_chunks.get(f"p{rec['prompt_index']}")
+        true = truth_chunks.get(rec["request_id"]) or truth_chunks.get(f"p{rec['prompt_index']}")  # X-Request-Id, else the marker
         if rec["status"] != "ok" or not true:
             step.errors += rec["status"] != "ok"
             continue

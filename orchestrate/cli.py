@@ -22,8 +22,8 @@ from typing import Any
 from orchestrate import loadmodes
 from orchestrate.errors import ResultsError, ScenarioError, TokenswarmError
 from orchestrate.results import VariantPaths, variant_dirs
-from orchestrate.run_options import (positive, add_allow_truncated, add_run_arguments, scenario_of, swarm_of,
-                                     web_ui_of)
+from orchestrate.run_options import (positive, add_allow_truncated, add_join_token_file, add_run_arguments,
+                                     scenario_of, swarm_of, web_ui_of)
 from orchestrate.scenario import ServerSpec, Variant
 
 
@@ -196,6 +196,8 @@ def add_worker_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--master-port", type=positive(int), default=5557)
     p.add_argument("--once", action="store_true",
                    help="serve one master and exit (default: serve each variant's and each step's master in turn)")
+    add_join_token_file(p, "the file holding the master's join token (a copy of the file `tokenswarm run --master` "
+                        "names); default: TOKENSWARM_JOIN_TOKEN. Never pass the token itself on a command line")
 
 
 def worker_main(args: argparse.Namespace) -> int:
@@ -203,10 +205,14 @@ def worker_main(args: argparse.Namespace) -> int:
 
     The master of ``tokenswarm run --master`` quits after each variant (and each sweep step), and a
     Locust worker quits with it; so this joins the next one, until Ctrl-C, a failure, or ``--once``.
-    A worker waits up to five minutes for a master to appear (Locust's connect retries).
+    A worker waits up to five minutes for a master to appear (Locust's connect retries). A master that
+    rejects its join token ends it (exit 2).
     """
+    from orchestrate.jointoken import check_token_file
     from orchestrate.loadrun import worker_command
-    cmd = worker_command(args.master_host, args.master_port)
+    if args.join_token_file:
+        check_token_file(args.join_token_file)
+    cmd = worker_command(args.master_host, args.master_port, args.join_token_file)
     served = 0
     while True:
         print("tokenswarm: " + " ".join(cmd[2:]) + (f"  (master {served + 1})" if not args.once else ""), flush=True)

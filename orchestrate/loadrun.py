@@ -22,7 +22,8 @@ from typing import IO
 import locustfiles
 import requests
 
-from orchestrate import loadmodes, replay
+from locustfiles.serverwatch import DEFAULT_LOST_AFTER_S
+from orchestrate import jointoken, loadmodes, replay
 from orchestrate.errors import LoadRunError
 from orchestrate.launchers.base import free_port
 from orchestrate.results import VariantPaths
@@ -55,6 +56,9 @@ class Swarm:
     """0 picks a free port (local workers) or Locust's 5557 (remote workers)."""
     workers_wait_s: float = REMOTE_WORKERS_WAIT_S
     """``--expect-workers-max-wait``: how long the master waits for remote workers before giving up."""
+    join_token_file: Path | None = None
+    """Where the master and local workers read the join token (``jointoken.py``); None: they inherit
+    ``TOKENSWARM_JOIN_TOKEN``, or local workers get one made for the run."""
 
     @property
     def distributed(self) -> bool:
@@ -95,6 +99,7 @@ class LoadPlan:
     """Locust's web UI (``-u``/``-r`` then only prefill its form), and ``--quit-on-stop``."""
     load: LoadSpec | None = None
     """The scenario's load section: its request rate or ramp stages (``loadmodes.py``), when it has one."""
+    server_lost_after_s: float = DEFAULT_LOST_AFTER_S
 
     @classmethod
     def for_load(cls, load: LoadSpec, url: str, num_prompts: int, model: str | None, swarm: Swarm = Swarm(),
@@ -102,7 +107,8 @@ class LoadPlan:
         """The plan for a scenario's load section, once its ``num_prompts`` prompts are written."""
         return cls(url=url, users=load.users, spawn_rate=load.spawn_rate, num_prompts=num_prompts,
                    max_tokens=load.max_tokens, max_seconds=load.max_seconds, read_timeout_s=load.read_timeout_s,
-                   cache_prompt=load.cache_prompt, model=model, swarm=swarm, ui=ui, load=load)
+                   cache_prompt=load.cache_prompt, model=model, swarm=swarm, ui=ui, load=load,
+                   server_lost_after_s=load.server_lost_after_s)
 
 
 @dataclass(frozen=True)
@@ -110,7 +116,8 @@ class LoadOutcome:
     exit_code: int
     wall_s: float
     stopped_by: str
-    """``num_prompts`` (all sent), ``time_cap``, ``server_died``, ``interrupted``, or ``ui_stop`` (stopped
+    """``num_prompts`` (all sent), ``time_cap``, ``server_died`` (its process exited), ``server_lost`` (it
+    stopped answering for ``server_lost_after_s``), ``interrupted``, or ``ui_stop`` (stopped
     in the web UI before every prompt was sent: the Stop button or the form's run time)."""
 
 
@@ -120,7 +127,7 @@ def locust_command(plan: LoadPlan, paths: VariantPaths) -> list[str]:
            "-u", str(plan.users), "-r", f"{plan.spawn_rate:g}", "--host", plan.url,
            "--prompts-file", str(paths.prompts), "--num-prompts", str(plan.num_prompts),
            "--max-tokens", str(plan.max_tokens), "--records-file", str(paths.records),
-           "--read-timeout", f"{plan.read_timeout_s:g}",
+           "--read-timeout", f"{plan.read_timeout_s:g}", "--server-lost-after", f"{plan.server_lost_after_s:g}",
            "--csv", str(paths.locust_prefix), "--csv-full-history", "--json-file", str(paths.locust_json_stem),
            "--only-summary", "--loglevel", "INFO", "--exit-with-parent", str(os.getpid())]
     if plan.max_seconds:
@@ -138,6 +145,7 @@ def locust_command(plan: LoadPlan, paths: VariantPaths) -> list[str]:
                 "--expect-workers-max-wait", f"{EXPECT_WORKERS_WAIT_S if swarm.workers else swarm.workers_wait_s:g}",
                 "--master-bind-host", swarm.master_bind_host, "--master-bind-port", str(master_port(swarm)),
                 "--enable-rebalancing"]
+        cmd += _token_file_args(swarm.join_token_file)
     if plan.ui is not None:  # the web UI instead of headless; Stop (or the last prompt) ends Locust
         cmd.remove("--headless")
         cmd += ["--web-host", plan.ui.host, "--web-port", str(plan.ui.port)]
@@ -149,10 +157,16 @@ def master_port(swarm: Swarm) -> int:
     return swarm.master_bind_port or DEFAULT_MASTER_PORT
 
 
-def worker_command(master_host: str, master_port: int) -> list[str]:
+def worker_command(master_host: str, master_port: int, join_token_file: Path | None = None) -> list[str]:
     """A worker: needs only the project installed (no dataset, no orchestrator, no Docker)."""
     return [sys.executable, "-m", "locust", "-f", str(LOCUSTFILE), "--worker", "--master-host", master_host,
-            "--master-port", str(master_port), "--loglevel", "INFO"]  # a worker quits when its master does
+            "--master-port", str(master_port), "--loglevel", "INFO",
+            *_token_file_args(join_token_file)]  # a worker quits when its master does
+
+
+def _token_file_args(join_token_file: Path | None) -> list[str]:
+    """The token's file by path: the token itself never goes on a command line."""
+    return ["--join-token-file", str(join_token_file)] if join_token_file else []
 
 
 def _progress(records: Path, offset: int, counts: list[int]) -> int:
@@ -170,8 +184,11 @@ def _progress(records: Path, offset: int, counts: list[int]) -> int:
 
 
 def run_load(plan: LoadPlan, paths: VariantPaths, label: str,
-             server_alive: Callable[[], bool] = lambda: True) -> LoadOutcome:
+             server_down: Callable[[], str | None] = lambda: None) -> LoadOutcome:
     """Run Locust to the end; print ``[label] n/N requests`` every few seconds.
+
+    ``server_down`` (``liveness.ServerWatch.down``) names a server that died or was lost: Locust is
+    stopped then, and that is how the load ended.
 
     With ``plan.swarm.workers`` the master and that many local worker processes run; with
     ``remote_workers`` the master waits for workers started elsewhere (``tokenswarm worker``).
@@ -184,23 +201,27 @@ def run_load(plan: LoadPlan, paths: VariantPaths, label: str,
     stopped_by = "num_prompts"
     waiting_said = stopped_said = False
     workers: list[subprocess.Popen[bytes]] = []
+    swarm = plan.swarm
+    env = jointoken.locust_env(bool(swarm.workers), swarm.join_token_file)
     with paths.locust_log.open("ab") as log:
-        proc = _spawn(cmd, log)
-        if plan.swarm.remote_workers:
-            print(f"[{label}] master waiting up to {plan.swarm.workers_wait_s:g} s for {plan.swarm.remote_workers} "
-                  f"worker(s) (--expect-workers-max-wait): on each worker host run `tokenswarm worker "
-                  f"--master-host <this host> --master-port {master_port(plan.swarm)}`", flush=True)
-        for i in range(plan.swarm.workers):
+        proc = _spawn(cmd, log, env)
+        if swarm.remote_workers:
+            print(f"[{label}] master waiting up to {swarm.workers_wait_s:g} s for {swarm.remote_workers} "
+                  f"worker(s) (--expect-workers-max-wait): on each worker host run "
+                  f"{jointoken.how_to_join(master_port(swarm), swarm.join_token_file)}", flush=True)
+        for i in range(swarm.workers):
             with paths.worker_log(i).open("ab") as worker_log:
-                workers.append(_spawn(worker_command("127.0.0.1", master_port(plan.swarm)), worker_log))
+                workers.append(_spawn(worker_command("127.0.0.1", master_port(swarm), swarm.join_token_file),
+                                      worker_log, env))
         try:
             if plan.ui is not None:  # inside the try: Ctrl-C while waiting for the UI still stops Locust
                 _announce_web_ui(plan.ui, proc, label)
             while proc.poll() is None:
                 time.sleep(0.2)
                 now = time.monotonic()
-                if not server_alive():
-                    stopped_by = "server_died"
+                down = server_down()
+                if down is not None:
+                    stopped_by = down
                     _stop(proc)
                     break
                 if now - last_print >= PROGRESS_INTERVAL_S:
@@ -272,10 +293,10 @@ def _count_lines(path: Path) -> int:
         return 0
 
 
-def _spawn(cmd: list[str], log: IO[bytes]) -> subprocess.Popen[bytes]:
+def _spawn(cmd: list[str], log: IO[bytes], env: dict[str, str]) -> subprocess.Popen[bytes]:
     try:
         return subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-                                env={**os.environ, "PYTHONUNBUFFERED": "1"})
+                                env={**os.environ, "PYTHONUNBUFFERED": "1", **env})
     except OSError as exc:
         raise LoadRunError(f"cannot start locust ({exc}); is the project installed?") from None
 

@@ -80,16 +80,41 @@ def headline(summary: dict[str, Any]) -> list[str]:
             return lines
     else:
         lines = []
-    req, thr = summary["requests"], summary["throughput"]
-    planned = summary.get("planned_prompts") or req["sent"]
-    no_content = f" ({req['no_content']} without content)" if req.get("no_content") else ""
-    lines.append(f"{req['completed']}/{planned} done{no_content}, {req['errors']} errors in {summary['duration_s']:.1f} s"
-                 + (f" (stopped by {summary['stopped_by']})" if summary.get("stopped_by") not in
-                    (None, "num_prompts") else ""))
+    thr = summary["throughput"]
+    lines.append(outcome_line(summary))
     lines.append(f"prefill {fmt_num(thr['prefill_tok_s'])} tok/s, decode {fmt_num(thr['decode_tok_s'])} tok/s, "
                  f"{fmt_num(thr['requests_per_s'], 2)} req/s")
     lines.append(f"TTFT median {fmt_ms(_p50(summary, 'ttft'))}, TPOT median {fmt_ms(_p50(summary, 'tpot'))}")
     return lines
+
+
+def outcome_line(summary: dict[str, Any]) -> str:
+    """What became of the prompts asked: "52/1,674 done, 16 cut when the server died at 6.1 s,
+    1,606 not sent in 12.0 s" (counts from ``summarize``/``accounting``; they add up to the plan)."""
+    req = summary["requests"]
+    planned = summary.get("planned_prompts") or req["sent"]
+    no_content = f" ({req['no_content']} without content)" if req.get("no_content") else ""
+    parts = [f"{req['completed']}/{planned} done{no_content}"]  # the reference study's phrasing
+    down, errors = summary.get("server_down"), req["errors"]
+    if down:
+        mid, before = down["streams_cut"], down.get("dropped_before_response", 0)
+        cut = mid + before
+        gone = "died" if summary.get("status") == "crashed" else "was lost"
+        split = f" ({mid:,} mid-stream, {before:,} before a response)" if mid and before else ""
+        parts.append(f"{cut:,} cut when the server {gone} at {down['at_s']:.1f} s{split}" if cut
+                     else f"the server {gone} at {down['at_s']:.1f} s")
+        errors -= cut
+        if errors:
+            parts.append(f"{errors:,} other errors")
+    else:
+        parts.append(f"{errors:,} errors")
+    if req.get("cancelled"):
+        parts.append(f"{req['cancelled']:,} cancelled at the stop")
+    if req.get("unsent"):
+        parts.append(f"{req['unsent']:,} not sent")
+    stopped = summary.get("stopped_by")
+    return (", ".join(parts) + f" in {summary['duration_s']:.1f} s"
+            + (f" (stopped by {stopped})" if stopped not in (None, "num_prompts") else ""))
 
 
 def host_line(summary: dict[str, Any]) -> str | None:
@@ -162,6 +187,12 @@ def markdown(summary: dict[str, Any], images: Sequence[str] = ()) -> str:
                    + ("**saturated: add workers**" if client["saturated"] else
                       "**host busy: the client waited for a CPU**" if client.get("host_busy") else
                       "not saturated") + "  ")
+    conn = summary.get("connections")
+    if conn and conn["opened"]:
+        refused = f", {conn['refused_retries']:,} refused connection(s) retried" if conn["refused_retries"] else ""
+        out.append(f"connections: {conn['opened']:,} opened, each before its request's clock started (connect p50 "
+                   f"{fmt_ms(conn['connect_ms']['p50'])}, max {fmt_ms(conn['connect_ms']['max'])}); "
+                   f"{conn['reconnects']:,} reopened mid-run after the server closed one{refused}  ")
     out.append("speculative decoding: " + (
         f"{spec['accepted_tokens']:,}/{spec['draft_tokens']:,} draft tokens accepted "
         f"({fmt_num(100 * spec['acceptance_rate'] if spec['acceptance_rate'] is not None else None)} %)"

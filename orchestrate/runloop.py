@@ -20,12 +20,14 @@ import yaml
 from locustfiles.conversations import planned_requests
 from locustfiles.dataset import Prompt
 from orchestrate.compare_report import comparable, write_comparison
+from orchestrate.accounting import connections, server_down, unsent
 from orchestrate.diagnose import diagnose
 from orchestrate.goodput import goodput
 from orchestrate.errors import ServerError, ServerExitedError, TokenswarmError
 from orchestrate.launchers import check_launchers, make_launcher
 from orchestrate.hostload import HostLimits, host_note, summarize_host
 from orchestrate.launchers.base import Launcher
+from orchestrate.liveness import DIED, LOST, ServerWatch
 from orchestrate.loadrun import GAVE_UP_ON_WORKERS, LoadOutcome, LoadPlan, Swarm, WebUi, run_load
 from orchestrate.matrix import factor_record
 from orchestrate.preflight import TOKEN_COUNTERS, ServerFacts, fetch_facts
@@ -62,8 +64,10 @@ class VariantRun:
     variant: Variant
     paths: VariantPaths
     status: str = "pending"
-    """``completed``, ``failed_to_load``, ``crashed``, ``error`` or ``interrupted``."""
+    """``completed``, ``failed_to_load``, ``crashed``, ``server_lost``, ``error`` or ``interrupted``."""
     launcher: Launcher | None = None
+    watch: ServerWatch | None = None
+    """The server's liveness while the load ran: when it died or was lost (``liveness.py``)."""
     facts: ServerFacts | None = None
     prompts: PreparedPrompts | None = None
     outcome: LoadOutcome | None = None
@@ -78,10 +82,11 @@ class VariantRun:
     def server_info(self) -> dict[str, Any]:
         info: dict[str, Any] = {"status": self.status, "facts": self.facts.to_dict() if self.facts else None,
                                 "ready_s": self.launcher.ready_s if self.launcher else None,
-                                "exit_code": self.exit_code, "cause": self.cause, "hint": self.hint}
+                                "exit_code": self.exit_code, "cause": self.cause, "hint": self.hint,
+                                "down_at": self.watch.down_at if self.watch else None}
         if self.launcher:
             info["launcher"] = self.launcher.describe()
-            if self.status in ("failed_to_load", "crashed"):
+            if self.status in ("failed_to_load", "crashed", "server_lost"):
                 info["log_tail"] = self.launcher.log_tail(30)
         return info
 
@@ -153,17 +158,24 @@ def run_variant(context: Context, variant: Variant, paths: VariantPaths,
             if variant.sweep is not None and ui is not None:
                 print(f"[{variant.name}] a sweep runs headless, step by step: --ui is not used for it", flush=True)
             run_warmup(result, url, swarm)  # before the sampler: the server's counters then match the measured load
-            with MetricsSampler(url, launcher, paths.metrics, session_factory=preflight_session):
+            result.watch = ServerWatch(url, launcher, variant.load.server_lost_after_s)
+            watch = result.watch
+            with MetricsSampler(url, launcher, paths.metrics, session_factory=preflight_session,
+                                server_gone=lambda: watch.down() is not None), watch:
                 if variant.sweep is None:
                     plan = LoadPlan.for_load(variant.load, url, planned_requests(sample.prompts),
                                              result.facts.model_id, swarm, ui)
-                    result.outcome = run_load(plan, paths, variant.name,
-                                              server_alive=lambda: launcher.exit_status() is None)
+                    result.outcome = run_load(plan, paths, variant.name, server_down=result.watch.down)
                 else:
                     result.outcome = run_steps(result, url, swarm)
                     collect_steps(paths, variant.sweep)  # the variant's records: its steps' 
+                down = result.watch.settle()
             result.exit_code = launcher.exit_status()
-            result.status = "crashed" if result.exit_code is not None else "completed"
+            result.status = ("crashed" if result.exit_code is not None or down == DIED
+                             else "server_lost" if down == LOST else "completed")
+            if result.status == "server_lost":
+                result.cause = (f"the server stopped answering (no connection accepted, no /health answer) for "
+                                f"{variant.load.server_lost_after_s:g} s")
             if result.status == "completed" and (not paths.records.exists() or not paths.records.stat().st_size):
                 result.status = "error"
                 result.error = f"locust sent no request; see {paths.locust_log}"
@@ -204,8 +216,8 @@ def _run_step(result: VariantRun, url: str, swarm: Swarm, label: str, load: Load
     paths.prompts.write_text("".join(p.to_json() + "\n" for p in prompts), encoding="utf-8")
     print(f"[{result.variant.name}] {label}: {len(prompts)} prompts, {load.users} users", flush=True)
     plan = LoadPlan.for_load(load, url, planned_requests(prompts), result.facts.model_id, swarm)
-    return paths, run_load(plan, paths, f"{result.variant.name} {label}",
-                           server_alive=lambda: launcher.exit_status() is None)
+    down = result.watch.down if result.watch else (lambda: DIED if launcher.exit_status() is not None else None)
+    return paths, run_load(plan, paths, f"{result.variant.name} {label}", server_down=down)
 
 
 def run_warmup(result: VariantRun, url: str, swarm: Swarm) -> None:
@@ -232,10 +244,11 @@ def run_steps(result: VariantRun, url: str, swarm: Swarm) -> LoadOutcome:
         if i:
             time.sleep(sweep.settle_s)
         paths, outcome = _run_step(result, url, swarm, label, load, prompts)
-        crashed = result.launcher.exit_status() is not None
+        died = result.launcher.exit_status() is not None or outcome.stopped_by == DIED
+        crashed = died or outcome.stopped_by == LOST
         sent = paths.records.exists() and paths.records.stat().st_size > 0
         build_summary(paths, result.context.scenario, result.variant.name, {
-            "status": "crashed" if crashed else "completed" if sent else "error",
+            "status": "crashed" if died else "server_lost" if crashed else "completed" if sent else "error",
             "error": None if sent or crashed else f"locust sent no request; see {paths.locust_log}",
             "stopped_by": outcome.stopped_by,
             "step": {"key": sweep.key, "value": sweep.values[i]}, "planned_prompts": planned_requests(prompts),
@@ -309,14 +322,20 @@ def build_summary(paths: VariantPaths, scenario: str, variant: str, extra: dict[
     summary["goodput"] = goodput(records, summary.get("slo"), summary["duration_s"])
     summary["locust_crosscheck"] = locust_crosscheck(paths.locust_json, paths.locust_stats_csv)
     summary["crosscheck_agrees"] = crosscheck_agrees(summary, summary["locust_crosscheck"])
+    summary["connections"] = connections(records)
     metrics = summarize_metrics(paths.metrics)
     summary["memory"] = metrics["memory"]
-    summary["host"] = summarize_host(jsonl_rows(paths.metrics), host_limits)
+    samples = jsonl_rows(paths.metrics)
+    summary["host"] = summarize_host(samples, host_limits)
     summary["server_metrics"] = server_metrics(metrics, records)
     summary["server"] = read_json(paths.server_json) or {}
+    if summary.get("status") in ("crashed", "server_lost"):
+        summary["server_down"] = server_down(records, summary["server"].get("down_at"), samples)
     summary["workers"] = read_json(paths.workers_json)
     summary["client"] = summarize_client(read_json(paths.client_json))
     summary["workers_lost"] = (summary["workers"] or {}).get("workers_lost", 0)
+    summary["requests"]["unsent"] = unsent(summary.get("planned_prompts"), summary["requests"]["sent"]
+                                           + (summary["workers"] or {}).get("lost_in_flight", 0))
     summary.update(load_mode_summary(paths, records))  # open loop: arrivals; ramp: stages
     if summary.get("ui"):  # a person ramped the users: what they were, and each level held as a step
         levels = user_levels(paths.locust_history_csv)
@@ -362,8 +381,11 @@ def notes(summary: dict[str, Any]) -> list[str]:
         workers = summary["workers"]
         out.append(f"{workers['workers_lost']} load-generating worker(s) went missing during the run with "
                    f"{workers['lost_in_flight']} request(s) in flight; those requests are not in the records")
-    if summary.get("stopped_by") == "server_died":
-        out.append("the server died during the load: requests in flight then are counted as errors")
+    if summary.get("status") in ("crashed", "server_lost"):
+        gone = "died" if summary["status"] == "crashed" else "stopped answering"
+        out.append(f"the server {gone} during the load: the streams it cut are `stream_cut` errors; the "
+                   f"{summary['requests'].get('unsent', 0):,} prompts not sent after that are counted apart (unsent), "
+                   "not as errors")
     if summary.get("stopped_by") == "ui_stop":
         out.append("the test was stopped in the web UI (Stop, or the form's run time) before every prompt was sent")
     if summary.get("stopped_by") == "time_cap":

@@ -26,6 +26,7 @@ from typing import IO, TypedDict
 
 import requests
 
+from orchestrate.background import lower_this_thread
 from orchestrate.hostload import HostLoadProbe
 from orchestrate.launchers.base import Launcher
 
@@ -190,8 +191,11 @@ class MetricsSampler:
     """
 
     def __init__(self, url: str, launcher: Launcher, out: Path, interval_s: float = 1.0,
-                 session_factory: Callable[[], requests.Session] = requests.Session) -> None:
+                 session_factory: Callable[[], requests.Session] = requests.Session,
+                 server_gone: Callable[[], bool] = lambda: False) -> None:
         self.url = url.rstrip("/")
+        self.server_gone = server_gone
+        """True once the server died or was lost (``liveness``): stop without waiting on a scrape it won't answer."""
         self.launcher = launcher
         self.out = out
         self.interval_s = interval_s
@@ -237,8 +241,9 @@ class MetricsSampler:
         if thread is None:
             return
         self._stop.set()
-        thread.join(timeout=SCRAPE_TIMEOUT_S + NVIDIA_SMI_TIMEOUT_S + 1.0)
-        if not thread.is_alive():  # else a stuck scrape still holds the session: skip the last sample
+        gone = self.server_gone()
+        thread.join(timeout=1.0 if gone else SCRAPE_TIMEOUT_S + NVIDIA_SMI_TIMEOUT_S + 1.0)
+        if not thread.is_alive() and not gone:  # else a stuck scrape still holds the session: skip the last sample
             self._sample_and_write()
         with self._lock:
             if self._file is not None:
@@ -251,6 +256,7 @@ class MetricsSampler:
             self._session.close()
 
     def _loop(self) -> None:
+        lower_this_thread()
         next_at = self._t0 + self.interval_s
         while not self._stop.wait(max(0.0, next_at - time.monotonic())):
             self._sample_and_write()

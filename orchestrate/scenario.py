@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from locustfiles.loadshape import Stage
+from locustfiles.serverwatch import DEFAULT_LOST_AFTER_S
 from orchestrate.datasets import DATASET_KEYS, parse_dataset
 from orchestrate.errors import ScenarioError
 from orchestrate.hostload import HostLimits, parse_host_limits
@@ -37,7 +38,7 @@ LAUNCHER_KINDS = ("embedded", "process", "docker", "external")
 SERVER_KEYS = {"launcher", "model", "draft_model", "flags", "ready_timeout_s", "url", "binary", "image",
                "docker", "host", "port"}
 LOAD_KEYS = {*DATASET_KEYS, "users", "spawn_rate", "num_prompts", "max_seconds", "max_tokens", "seed",
-             "sampling", "cache_prompt", "read_timeout_s", *SWEEP_SETTINGS, *MODE_KEYS,
+             "sampling", "cache_prompt", "read_timeout_s", "server_lost_after_s", *SWEEP_SETTINGS, *MODE_KEYS,
              *REPLAY_KEYS}
 SAMPLING_KEYS = {"min_prompt_tokens", "min_output_tokens", "max_prompt_tokens", "max_total_tokens",
                  "fixed_output_tokens"}
@@ -98,6 +99,8 @@ class LoadSpec:
     sampling: dict[str, int | None] = field(default_factory=dict)
     cache_prompt: bool = True
     read_timeout_s: float = 600.0
+    server_lost_after_s: float = DEFAULT_LOST_AFTER_S
+    """Every connection refused (or ``/health`` unanswered) this long: the server is lost, the run stops."""
     rate: float | None = None
     """Open loop: requests/s on a schedule fixed in advance; ``users`` is then the cap in flight (``loadmodes.py``)."""
     arrival: str = "poisson"
@@ -275,6 +278,8 @@ def _load(check: Checker, raw: dict[str, Any], at: Origin) -> LoadSpec:
                     seed=n(raw.get("seed", 0), at("seed"), int, 0),
                     sampling=dict(sampling), cache_prompt=cache_prompt,
                     read_timeout_s=n(raw.get("read_timeout_s", 600.0), at("read_timeout_s"), float, 0.1),
+                    server_lost_after_s=n(raw.get("server_lost_after_s", DEFAULT_LOST_AFTER_S),
+                                          at("server_lost_after_s"), float, 0.5),
                     warmup_prompts=n(raw.get("warmup_prompts", 0), at("warmup_prompts"), int, 0),
                     **parse_replay(check, raw, at)))
 

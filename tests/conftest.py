@@ -113,6 +113,13 @@ def real_server(llama_server_binary: Path, gemma_model: Path,
 
 
 @pytest.fixture
+def own_real_server(llama_server_binary: Path, gemma_model: Path, tmp_path: Path) -> Iterator[Launcher]:
+    """A real server of the test's own (4 slots of 2,048 tokens), for a test that kills or breaks it."""
+    with start_real_server(tmp_path / "own-real-server", llama_server_binary) as launcher:
+        yield launcher
+
+
+@pytest.fixture
 def fault_proxy(real_server: Launcher) -> Iterator[FaultProxy]:
     """The fault proxy (``tests/fixtures/fault_proxy.py``) in front of the module's real server: a chat
     completion whose prompt holds ``FAULT:<mode>`` gets that fault, every other request passes."""

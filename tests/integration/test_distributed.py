@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import time
@@ -11,9 +12,19 @@ from pathlib import Path
 import psutil
 import pytest
 
+from locustfiles.admission import JOIN_TOKEN_ENV, MSG_CHALLENGE, MSG_VERDICT, NO_TOKEN, WRONG_TOKEN
 from tests.helpers import read_jsonl, tokenswarm_run, write_scenario
 
 pytestmark = pytest.mark.integration
+
+ROGUE = Path(__file__).resolve().parents[1] / "fixtures" / "rogue_worker.py"
+
+
+def token_file(tmp_path: Path, token: str = "a-token-for-this-test", name: str = "join-token") -> Path:
+    """A join token's file, as a worker host would hold it (the token never goes on a command line)."""
+    path = tmp_path / name
+    path.write_text(token + "\n")
+    return path
 
 
 def test_master_and_two_workers_send_exactly_n(tmp_path: Path) -> None:
@@ -81,16 +92,18 @@ def test_a_remote_worker_serves_every_variant_and_sweep_step(tmp_path: Path) -> 
     worker` joins each in turn (a Locust worker quits with its master)."""
     from orchestrate.launchers.base import free_port
     port = free_port("127.0.0.1")
+    token = token_file(tmp_path)
     worker = subprocess.Popen([sys.executable, "-m", "orchestrate.cli", "worker", "--master-host", "127.0.0.1",
-                               "--master-port", str(port)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                              text=True)
+                               "--master-port", str(port), "--join-token-file", str(token)],
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
         scenario = write_scenario(tmp_path, load={"users": 2, "num_prompts": 4, "max_tokens": 8},
                                   variants=[{"name": "a"},
                                             {"name": "b", "load": {"users": [1, 2], "warmup_prompts": 1,
                                                                     "settle_s": 0.2}}])
         proc, run = tokenswarm_run(tmp_path, scenario, "--master", "--expect-workers", "1",
-                                   "--master-bind-host", "127.0.0.1", "--master-bind-port", str(port))
+                                   "--master-bind-host", "127.0.0.1", "--master-bind-port", str(port),
+                                   "--join-token-file", str(token))
         assert proc.returncode == 0, proc.stdout + proc.stderr
         for variant, sent in (("a", 4), ("b", 8)):
             summary = json.loads((run / variant / "summary.json").read_text())
@@ -109,7 +122,8 @@ def test_a_master_that_no_worker_joins_gives_up_in_one_line(tmp_path: Path) -> N
     started = time.monotonic()
     proc, run = tokenswarm_run(tmp_path, write_scenario(tmp_path), "--master", "--expect-workers", "1",
                                "--expect-workers-max-wait", "4s", "--master-bind-host", "127.0.0.1",
-                               "--master-bind-port", str(free_port()), timeout_s=120)
+                               "--master-bind-port", str(free_port()), "--join-token-file", str(token_file(tmp_path)),
+                               timeout_s=120)
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert time.monotonic() - started < 90
     assert "master waiting up to 4 s for 1 worker(s)" in proc.stdout
@@ -131,3 +145,68 @@ def test_an_interrupted_worker_says_what_a_worker_does(tmp_path: Path) -> None:
     assert worker.returncode == 130
     assert err.strip().splitlines()[-1].startswith("tokenswarm: worker interrupted; it left its master")
     assert "servers stopped" not in err
+
+
+def test_only_workers_that_prove_the_join_token_take_part(tmp_path: Path) -> None:
+    """Two workers hold the master's join token; a worker with a wrong one, a worker with none, and a rogue
+    that ignores its rejection (forging records and Locust stats) get no prompt and no user, do not count
+    toward --expect-workers, and nothing they send counts: exactly N records, all from the admitted two."""
+    from orchestrate.launchers.base import free_port
+    port, token = free_port("127.0.0.1"), "the-join-token-of-this-test"
+    good, wrong = token_file(tmp_path, token), token_file(tmp_path, "not-the-join-token", "wrong-token")
+    env = {k: v for k, v in os.environ.items() if k != JOIN_TOKEN_ENV}
+    worker = [sys.executable, "-m", "orchestrate.cli", "worker", "--master-host", "127.0.0.1", "--master-port",
+              str(port)]
+    out = {"stdout": subprocess.PIPE, "stderr": subprocess.STDOUT, "text": True}
+    scenario = write_scenario(tmp_path, load={"users": 4, "num_prompts": 20, "max_tokens": 8})
+    rogue_seen = tmp_path / "rogue.json"
+    rogue = subprocess.Popen([sys.executable, str(ROGUE), "127.0.0.1", str(port), "rogue_1", str(rogue_seen)],
+                             env=env, **out)
+    outsiders = [subprocess.Popen([*worker, "--join-token-file", str(wrong)], env=env, **out),
+                 subprocess.Popen(worker, env=env, **out)]
+    master = subprocess.Popen([sys.executable, "-m", "orchestrate.cli", "run", str(scenario), "--master",
+                               "--expect-workers", "2", "--master-bind-host", "127.0.0.1", "--master-bind-port",
+                               str(port), "--join-token-file", str(good), "--results-dir", str(tmp_path / "results")],
+                              env=env, **out)
+    admitted: list[subprocess.Popen[str]] = []
+    try:
+        said = [p.communicate(timeout=180)[0] for p in outsiders]  # rejected: they end, the rogue stays
+        admitted = [subprocess.Popen([*worker, "--once"], env={**env, JOIN_TOKEN_ENV: token}, **out)
+                    for _ in range(2)]
+        argv_with_token = []
+        while master.poll() is None:
+            argv_with_token += [p.info["cmdline"] for p in psutil.process_iter(["cmdline"])
+                                if token in " ".join(p.info["cmdline"] or [])]
+            time.sleep(0.5)
+        master_out = master.communicate(timeout=240)[0]
+        admitted_out = [p.communicate(timeout=60)[0] for p in admitted]
+    finally:
+        for p in (rogue, master, *outsiders, *admitted):
+            if p.poll() is None:
+                p.kill()
+    assert master.returncode == 0, master_out + "\n".join(said + admitted_out)
+    assert [p.returncode for p in (*outsiders, *admitted)] == [2, 2, 0, 0], "\n".join(said + admitted_out)
+    for text, reason in zip(said, (WRONG_TOKEN, NO_TOKEN)):
+        line = next(line for line in text.splitlines() if "rejected this worker" in line)
+        assert f"({reason})" in line and JOIN_TOKEN_ENV in line and "--join-token-file" in line
+    assert argv_with_token == []  # the token is never on a command line, only its file's path
+    variant = next((tmp_path / "results").glob("*/v"))
+    records = read_jsonl(variant / "requests.jsonl")
+    assert sorted(r["prompt_index"] for r in records) == list(range(20))
+    ledger = json.loads((variant / "workers.json").read_text())
+    rejected = ledger["rejected_workers"]
+    assert len(rejected) == 3 and rejected["rogue_1"]["reason"] == WRONG_TOKEN
+    assert sorted(r["reason"] for r in rejected.values()) == sorted([WRONG_TOKEN, WRONG_TOKEN, NO_TOKEN])
+    dropped = rejected["rogue_1"]["dropped"]  # it asked for prompts, sent records and Locust stats: all dropped
+    assert all(dropped.get(kind, 0) > 0 for kind in ("tokenswarm_take", "tokenswarm_records", "stats"))
+    workers = {r["worker"] for r in records}
+    assert len(workers) == 2 and not workers & {*rejected, *(f"w{w}" for w in rejected)}
+    assert sum(ledger["records_by_worker"].values()) == 20
+    seen = set(json.loads(rogue_seen.read_text()))
+    assert seen <= {"ack", MSG_CHALLENGE, MSG_VERDICT, "quit"}  # no tokenswarm_prompts, no spawn: no prompt, no user
+    summary = json.loads((variant / "summary.json").read_text())
+    assert summary["requests"]["completed"] == 20 and summary["locust_crosscheck"]["requests"] == 20
+    assert summary["crosscheck_agrees"] is True  # the rogue's forged Locust stats never reached the counts
+    log = (variant / "locust.log").read_text()
+    assert all(f"worker {w} rejected" in log for w in rejected)
+    assert not [p for p in variant.parent.rglob("*") if p.is_file() and token in p.read_text(errors="replace")]

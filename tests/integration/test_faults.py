@@ -6,15 +6,19 @@ Real processes throughout: `tokenswarm run` as a subprocess, the embedded server
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import psutil
 import pytest
 
+from orchestrate.launchers.base import Launcher
 from tests.helpers import read_jsonl, write_scenario
 
 pytestmark = pytest.mark.integration
@@ -71,12 +75,75 @@ def test_server_killed_mid_run_is_crashed_and_completed_requests_are_kept(tmp_pa
     completed = [r for r in records if r["status"] == "ok"]
     assert len(completed) >= 5 and summary["requests"]["completed"] == len(completed)
     assert all(r["output_tokens"] == r["requested_max_tokens"] for r in completed)
-    # requests after the kill fail fast (refused), so all 300 may be sent before the run stops
-    assert summary["requests"]["sent"] == len(records) <= 300
-    assert summary["requests"]["errors"] == sum(r["status"] == "error" for r in records)
+    req = summary["requests"]
+    assert req["sent"] == len(records) and req["errors"] == sum(r["status"] == "error" for r in records)
+    # refused connections are retried, not sent again and again: the prompts left are unsent, not errors
+    assert set(req["errors_by_class"]) <= {"stream_cut"}, req
+    assert req["completed"] + req["errors"] + req["cancelled"] + req["unsent"] == summary["planned_prompts"] == 300
+    assert req["unsent"] > 200, req
+    assert all(r["bytes_received"] is not None for r in records if r["error_class"] == "stream_cut")
+    assert summary["server_down"]["at_s"] > 0 and "cut when the server died at" in out and "not sent" in out
     assert "crashed" in out
     assert summary["server"]["exit_code"] == -signal.SIGKILL
     assert_all_gone(children)
+
+
+def break_mid_run_under_url(tmp_path: Path, server: Launcher, load: dict[str, Any],
+                            signum: int = signal.SIGKILL) -> tuple[str, dict[str, Any]]:
+    """``tokenswarm run --url`` against ``server``, sent ``signum`` once 6 requests are recorded (SIGKILL: it
+    dies and cuts its streams; SIGSTOP: it hangs, accepting connections and answering nothing); asserts the
+    run ends ``server_lost`` (exit 1) soon after, with every prompt accounted for; returns its output and summary."""
+    results = tmp_path / "results"
+    proc = subprocess.Popen([sys.executable, "-m", "orchestrate.cli", "run", str(write_scenario(tmp_path, load=load)),
+                             "--url", str(server.url), "--server-lost-after", "3s", "--results-dir", str(results)],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    variant = wait_for_records(proc, results, 6, timeout_s=240)
+    pid = server.pid()
+    assert pid is not None
+    os.kill(pid, signum)
+    broken = time.monotonic()
+    try:
+        out, _ = proc.communicate(timeout=120)
+    finally:
+        os.kill(pid, signal.SIGCONT)  # a stopped server must be able to die at the fixture's stop
+    assert proc.returncode == 1, out
+    assert time.monotonic() - broken < 3 + 20, "ends a few seconds after the server-lost window"
+    summary = json.loads((variant / "summary.json").read_text())
+    assert summary["status"] == "server_lost" and summary["stopped_by"] == "server_lost", out
+    req, records = summary["requests"], read_jsonl(variant / "requests.jsonl")
+    assert req["sent"] == len(records) and req["completed"] >= 6
+    assert req["completed"] + req["errors"] + req["cancelled"] + req["unsent"] == summary["planned_prompts"]
+    assert req["unsent"] >= summary["planned_prompts"] - len(records) > 0
+    assert f"{req['unsent']:,} not sent" in out
+    cut = [r for r in records if r["error_class"] == "stream_cut"]
+    dropped = [r for r in records if r["error_class"] in ("connection_closed", "connection_reset")]
+    down = summary["server_down"]
+    assert down["streams_cut"] == len(cut) and down["dropped_before_response"] == len(dropped)
+    assert 0 < down["at_s"] <= summary["duration_s"] + 1
+    if signum == signal.SIGKILL:  # its streams cut, then every connection refused: retried, never errors
+        # a request it had taken and not answered yet is dropped: closed before a response
+        assert set(req["errors_by_class"]) <= {"stream_cut", "connection_closed", "connection_reset"}, req
+        assert all(r["http_status"] == 200 and r["bytes_received"] is not None for r in cut)  # after its headers
+        assert f"{len(cut) + len(dropped)} cut when the server was lost at {down['at_s']:.1f} s" in out
+    else:  # hung: nothing cut, the requests it holds are cancelled at the stop
+        assert not req["errors_by_class"] and req["cancelled"] >= 1, req
+        assert f"the server was lost at {down['at_s']:.1f} s" in out
+    return out, summary
+
+
+@pytest.mark.parametrize("signum", [signal.SIGKILL, signal.SIGSTOP], ids=["killed", "hung"])
+def test_a_server_gone_under_url_is_server_lost_with_every_prompt_accounted_for(
+        tmp_path: Path, embedded: Callable[..., Launcher], signum: int) -> None:
+    break_mid_run_under_url(tmp_path, embedded(parallel=4), {"users": 4, "num_prompts": 400, "max_tokens": 400,
+                                                               "dataset": "synthetic:800"}, signum)
+
+
+@pytest.mark.timeout(600)
+def test_the_real_llama_server_killed_under_url_is_server_lost(tmp_path: Path, own_real_server: Launcher) -> None:
+    out, summary = break_mid_run_under_url(tmp_path, own_real_server, {
+        "dataset": "sharegpt-v3", "allow_truncated": True, "users": 4, "num_prompts": 200, "max_tokens": 96,
+        "sampling": {"max_prompt_tokens": 160}})
+    assert summary["requests"]["errors_by_class"]["stream_cut"] >= 1
 
 
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])

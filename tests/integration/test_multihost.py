@@ -84,12 +84,16 @@ def test_master_and_workers_on_different_hosts(tmp_path: Path, hosts: dict[str, 
     scenario = write_scenario(tmp_path, server={"host": HOSTS["master"], "flags": {"parallel": 4}},
                               load={"users": 4, "num_prompts": 24, "max_tokens": 16})
     results = tmp_path / "results"
+    token = tmp_path / "join-token"
+    token.write_text("the-join-token-of-this-test\n")
     master = subprocess.Popen(
         ["ip", "netns", "exec", hosts["master"], sys.executable, "-m", "orchestrate.cli", "run", str(scenario),
-         "--master", "--expect-workers", "2", "--master-bind-host", HOSTS["master"], "--results-dir", str(results)],
+         "--master", "--expect-workers", "2", "--master-bind-host", HOSTS["master"], "--results-dir", str(results),
+         "--join-token-file", str(token)],
         cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     folder = worker_host_folder(tmp_path)
-    env = {"PATH": os.environ["PATH"], "PYTHONPATH": str(folder), "HOME": str(folder)}
+    env = {"PATH": os.environ["PATH"], "PYTHONPATH": str(folder), "HOME": str(folder),
+           "TOKENSWARM_JOIN_TOKEN": token.read_text().strip()}  # how a worker host gets the token: its environment
     workers = [subprocess.Popen(
         ["ip", "netns", "exec", hosts[w], sys.executable, "-m", "locust", "-f", "locustfiles/locustfile.py",
          "--worker", "--master-host", HOSTS["master"], "--master-port", "5557"],

@@ -20,7 +20,7 @@ import pytest
 import requests
 
 from tests.conftest import reference_server
-from tests.helpers import tokenswarm_run, write_scenario
+from tests.helpers import read_jsonl, tokenswarm_run, write_scenario
 
 pytestmark = pytest.mark.integration
 
@@ -120,10 +120,20 @@ def test_connections_are_reused_and_reopened_when_the_server_closes_them(tmp_pat
     assert summary["requests"]["completed"] == 40 and summary["requests"]["errors"] == 0, summary["requests"]
     counts = served(tmp_path / "server" / "server.log")
     assert counts["requests"] >= 40
+    records = read_jsonl(next(run.glob("*/requests.jsonl")))
+    opened = [r for r in records if r["connect_ms"] is not None]
+    assert summary["connections"]["opened"] == len(opened) and all(r["connect_ms"] > 0 for r in opened)
+    assert summary["connections"]["reconnects"] == sum(r["reconnect"] for r in records)
+    # every request is named in the server's log by the record's own id (X-Request-Id)
+    arrived = {r["request_id"] for r in csv.DictReader(open(tmp_path / "server" / "truth.csv")) if r["kind"] == "arrive"}
+    assert {r["request_id"] for r in records} <= arrived
     if close_after:
         assert counts["connections"] >= 40, counts
+        # each reopened connection is opened before the request's clock: every request after a user's first
+        assert summary["connections"]["reconnects"] == 40 - 4 and len(opened) == 40, summary["connections"]
     else:
-        assert counts["connections"] <= 4 + 5, counts  # the users' 4, the pre-flight's own, the start's probe
+        assert summary["connections"] == {**summary["connections"], "opened": 4, "reconnects": 0}
+        assert counts["connections"] <= 4 + 6, counts  # the users' 4, the pre-flight's own, the start's probe, the liveness watch's
 
 
 def test_events_already_due_go_out_in_one_write(tmp_path: Path) -> None:

@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 import orchestrate.report
 import orchestrate.runloop
+from locustfiles.admission import JOIN_TOKEN_ENV
 from locustfiles.records import RequestRecord
 from orchestrate.cli import main, server_command
 from orchestrate.loadrun import LoadPlan, Swarm, WebUi, locust_command
@@ -457,9 +458,26 @@ def test_no_command_is_an_argparse_error(capsys):
     (["--master", "--expect-workers", "1", "--master-bind-host", "127.0.0.1", "--master-bind-port", "6000"],
      Swarm(remote_workers=1, master_bind_host="127.0.0.1", master_bind_port=6000)),
 ])
-def test_run_swarm_flags(tmp_path: Path, no_run, flags, swarm):
+def test_run_swarm_flags(tmp_path: Path, no_run, monkeypatch, flags, swarm):
+    monkeypatch.setenv("TOKENSWARM_CACHE", str(tmp_path / "cache"))
+    monkeypatch.delenv(JOIN_TOKEN_ENV, raising=False)
     assert main(["run", str(DEMO), "--results-dir", str(tmp_path), *flags]) == 0
-    assert no_run.swarms == [swarm]
+    kept = tmp_path / "cache" / "secrets" / "join-token"  # --master without a token: one made and kept
+    assert no_run.swarms == [replace(swarm, join_token_file=kept) if swarm.remote_workers else swarm]
+
+
+def test_run_join_token_flags(tmp_path: Path, no_run, monkeypatch, capsys):
+    monkeypatch.setenv("TOKENSWARM_CACHE", str(tmp_path / "cache"))
+    master = ["run", str(DEMO), "--results-dir", str(tmp_path), "--master", "--expect-workers", "1"]
+    monkeypatch.setenv(JOIN_TOKEN_ENV, "from-the-environment")
+    assert main(master) == 0 and no_run.swarms[-1].join_token_file is None  # Locust inherits the variable
+    given = tmp_path / "token"
+    given.write_text("from-a-file\n")
+    assert main([*master, "--join-token-file", str(given)]) == 0 and no_run.swarms[-1].join_token_file == given
+    assert main(["run", str(DEMO), "--results-dir", str(tmp_path), "--workers", "2", "--join-token-file",
+                 str(given)]) == 0 and no_run.swarms[-1].join_token_file == given
+    assert "warning: the Locust master binds 0.0.0.0:5557, so other machines can reach it" in capsys.readouterr().err
+    assert not (tmp_path / "cache").exists()
 
 
 @pytest.mark.parametrize("flags, message", [
@@ -467,6 +485,9 @@ def test_run_swarm_flags(tmp_path: Path, no_run, flags, swarm):
     (["--master"], "--master needs --expect-workers N"),
     (["--expect-workers", "2"], "--master needs --expect-workers N"),
     (["--master-bind-port", "6000"], "only apply with --master"),
+    (["--join-token-file", "t"], "--join-token-file only applies with --master or --workers"),
+    (["--workers", "2", "--join-token-file", "/nonexistent/t"],
+     "--join-token-file: cannot read /nonexistent/t (No such file or directory)"),
 ])
 def test_run_swarm_conflicts_are_one_line(tmp_path: Path, capsys, no_run, flags, message):
     assert main(["run", str(DEMO), "--results-dir", str(tmp_path), *flags]) == 2

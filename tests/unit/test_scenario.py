@@ -174,7 +174,7 @@ def test_demo_scenario_is_valid():
           users: 2
           bogus: 3
      """, "study.yaml:4 load.bogus: unknown key; allowed: allow_truncated, arrival, burstiness, cache_prompt, dataset, history, "
-          "late_ms, max_seconds, max_tokens, max_turns, mode, num_prompts, rate, read_timeout_s, sampling, seed, "
+          "late_ms, max_seconds, max_tokens, max_turns, mode, num_prompts, rate, read_timeout_s, sampling, seed, server_lost_after_s, "
           "settle_s, spawn_rate, stages, think_time_s, users, warmup_prompts",
      id="unknown_load_key"),
     pytest.param("""\
