@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import logging
+from array import array
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -39,8 +40,8 @@ class LoopMonitor:
 
     def __init__(self, interval_s: float = INTERVAL_S) -> None:
         self.interval_s = interval_s
-        self.lags_ms: list[float] = []
-        self.own_ms: list[float] = []
+        self.lags_ms = array("d")  # 8 bytes a sample, not a Python float's 32: a long run stays small
+        self.own_ms = array("d")
         """Per sample, how much of the lag the process surely spent running: its CPU time in the
         interval beyond the interval itself, capped at the lag. The rest it may have waited for a core
         that another process held (a busy host, which more workers would not fix)."""
