@@ -179,6 +179,6 @@ def _value(key: int) -> float:
 
 
 def _keys(values: np.ndarray) -> np.ndarray:
-    """float64 → uint64 in the same order (negatives flipped, positives above them)."""
-    bits = np.ascontiguousarray(values, dtype=np.float64).view(np.uint64)
-    return np.where(bits & _SIGN, ~bits, bits | _SIGN)
+    """float64 → uint64 in the same order: a negative's other bits flipped, then the sign bit."""
+    bits = np.ascontiguousarray(values, dtype=np.float64).view(np.int64)
+    return (bits ^ ((bits >> 63) & np.int64(0x7FFFFFFFFFFFFFFF))).view(np.uint64) ^ _SIGN

@@ -48,10 +48,19 @@ class ChunkOffsets:
             first = last
 
     def gather(self, rows: slice = slice(None)) -> np.ndarray:
-        """The offsets of ``rows`` back to back: a view when they lie so in the buffer, else a copy."""
+        """The offsets of ``rows`` back to back: a view when they lie so in the buffer; picked out of
+        the span they cover when they lie in its order, a few rows missing (a filter of the records);
+        else gathered by index (a sort)."""
         starts, counts = self.starts[rows], self.counts[rows]
         if len(starts) and np.array_equal(starts[1:], starts[:-1] + counts[:-1]):
             return self.values[starts[0]:starts[0] + counts.sum()]
+        starts, counts = starts[counts > 0], counts[counts > 0]
+        ends = starts + counts
+        if len(starts) and (starts[1:] >= ends[:-1]).all() and ends[-1] - starts[0] <= 2 * counts.sum():
+            edges = np.zeros(ends[-1] - starts[0] + 1, dtype=np.int8)
+            edges[starts - starts[0]] += 1  # starts are distinct, so are ends: no lost increments
+            edges[ends - starts[0]] -= 1
+            return self.values[starts[0]:ends[-1]][np.cumsum(edges[:-1], dtype=np.int8).view(bool)]
         shift = np.repeat(starts - (np.cumsum(counts) - counts), counts)
         return self.values[np.arange(shift.size) + shift]
 

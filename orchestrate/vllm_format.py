@@ -106,7 +106,8 @@ class RequestGaps:
     def _blocks(self) -> Iterator[list[np.ndarray]]:
         for _, flat, counts in self.offsets.blocks():
             gaps = np.round(within_row_diffs(flat, counts) / 1000, RESOLUTION_DECIMALS)
-            yield np.split(gaps, np.cumsum(np.maximum(counts - 1, 0))[:-1])
+            ends = np.cumsum(np.maximum(counts - 1, 0)).tolist()
+            yield [gaps[a:b] for a, b in zip([0] + ends[:-1], ends)]
 
     def write_json(self, f: Any) -> None:
         """The list of lists as JSON, a block at a time."""

@@ -80,3 +80,11 @@ def test_within_row_diffs_are_each_rows_gaps_back_to_back() -> None:
     expected = [g for row in rows for g in itl_gaps_ms(row)]
     assert within_row_diffs(flat, counts).tolist() == expected == [3.0, 0.5, 1.0]
     assert within_row_diffs(np.array([1.0]), np.array([1])).size == 0
+
+
+def test_gather_in_every_layout() -> None:
+    """Whole (a view), a filter (picked from its span), sparse or out of order (by index)."""
+    df = frame()
+    for picked in (df, df[df["i"] != 3], df.iloc[[3, 5]], df.iloc[[5, 0, 4]], df.iloc[[1, 2]]):
+        expected = [x for row in picked["chunk_offsets_ms"] if row for x in row]
+        assert chunk_offsets(picked).gather().tolist() == expected
