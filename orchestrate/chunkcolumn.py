@@ -164,6 +164,8 @@ class ChunkOffsetsArray(ExtensionArray):
         if (index < -1).any():
             raise ValueError("take: indices below -1 with allow_fill")
         fill = index == -1
+        if not len(self) and fill.all():  # nothing to take from: every row a fill
+            return type(self)(self._values, np.zeros(index.size), np.full(index.size, _MISSING))
         starts, lengths = self._starts.take(np.where(fill, 0, index)), self._lengths.take(np.where(fill, 0, index))
         lengths[fill] = _MISSING
         return type(self)(self._values, starts, lengths)

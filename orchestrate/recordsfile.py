@@ -50,10 +50,11 @@ def read_records(path: Path, block_bytes: int = BLOCK_BYTES) -> pd.DataFrame:
     offsets, scalars = _Offsets(path.stat().st_size if path.exists() else 0), []
     for block in _blocks(path, block_bytes):
         table = _parse(block)
-        offsets.add(table.column(COLUMN), len(block))
-        scalars.append(table.drop_columns([COLUMN]))
+        if table.num_rows:
+            offsets.add(table.column(COLUMN), len(block))
+            scalars.append(table.drop_columns([COLUMN]))
         del table
-    if not offsets.lengths:
+    if not scalars:
         return pd.DataFrame()
     joined = pa.concat_tables(scalars)
     del scalars

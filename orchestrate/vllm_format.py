@@ -43,6 +43,9 @@ Where the per-request definitions coincide and where not (tokenswarm's are in DE
 - ``start_times``: wall-clock send times (``time.time()``); vLLM's are ``perf_counter()`` values, so
   only their differences mean anything in either.
 - ``generated_texts``: empty strings; tokenswarm does not keep the text.
+- ``itls`` are written to 0.1 µs, the records' own resolution (chunk offsets carry 4 decimals of ms), so a
+  gap reads as the exact difference of its offsets rather than with the float subtraction's last digits;
+  a long run's million lists are written block by block, never held as Python lists.
 - ``request_rate``: the open-loop ``load.rate``, else ``"inf"`` (vLLM's spelling) for closed-loop
   users; ``burstiness``: ``load.burstiness`` (poisson), ``"inf"`` for constant arrivals (vLLM's limit
   of constant gaps; a string to stay strict JSON, where vLLM would write ``Infinity``), 1.0 (vLLM's
@@ -82,8 +85,6 @@ USED = frozenset({"send_ts", "status", "error_class", "error_detail", "prompt_to
 """The record fields a ``vllm_bench.json`` is made of."""
 DATE_FORMAT = "%Y%m%d-%H%M%S"
 """vLLM's ``date`` (``datetime.now().strftime``), local time."""
-
-
 RESOLUTION_DECIMALS = 7
 """Seconds are written to 0.1 µs, the records' resolution (offsets carry 4 decimals of ms): a gap is
 then the exact difference of its two offsets, without the float subtraction's noise in the last digits."""
@@ -136,16 +137,18 @@ def _stats(name: str, blocks: Blocks, count: int) -> dict[str, Any]:
         arr = values if values.size else np.zeros(1)
         mean, median, std = float(np.mean(arr)), float(np.median(arr)), float(np.std(arr))
         pairs = [[float(p), float(np.percentile(arr, p))] for p in PERCENTILES]
-    else:
-        virtual = [(count - 1) * (p / 100) for p in PERCENTILES]
-        ranks = sorted({max(count // 2 - 1, 0), count // 2} | {min(math.floor(v) + k, count - 1) for v in virtual for k in (0, 1)})
+    else:  # the k-th smallest value is the first whose count of values at or below it reaches k + 1
+        virtual = [(count - 1) * (p / 100) for p in PERCENTILES]  # np.percentile's index, then its neighbour
+        ranks = sorted({count // 2 - 1, count // 2} | {min(math.floor(v) + k, count - 1)
+                                                         for v in virtual for k in (0, 1)})
         found = select(blocks, lambda _: [r + 1.0 for r in ranks])
-        assert found is not None
+        assert found is not None  # count > 0 values
         total, at = found[0], dict(zip(ranks, found[1]))
         mean, std = total.mean, math.sqrt(total.m2 / count)
         median = at[count // 2] if count % 2 else (at[count // 2 - 1] + at[count // 2]) / 2
-        pairs = [[float(p), at[count - 1] if v >= count - 1 else
-                  _lerp(at[math.floor(v)], at[math.floor(v) + 1], v - math.floor(v))] for p, v in zip(PERCENTILES, virtual)]
+        pairs = [[float(p), at[count - 1] if v >= count - 1 else _lerp(at[math.floor(v)], at[math.floor(v) + 1],
+                                                                         v - math.floor(v))]
+                 for p, v in zip(PERCENTILES, virtual)]
     out: dict[str, Any] = {f"mean_{name}_ms": mean, f"median_{name}_ms": median, f"std_{name}_ms": std}
     out.update({f"p{int(p)}_{name}_ms": value for p, value in pairs})
     out[f"percentiles_{name}_ms"] = pairs

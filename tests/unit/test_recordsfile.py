@@ -91,7 +91,8 @@ def reference(rows: list[dict[str, Any]]) -> dict[str, Any]:
         gaps += [b - a for a, b in zip(offsets, offsets[1:])]
         weights += [r.get("tokens_per_chunk") or 1.0] * max(len(offsets) - 1, 0)
     return {
-        "counts": (len(rows), len(ok), sum(r["status"] == ERROR for r in rows), sum(r["status"] == CANCELLED for r in rows)),
+        "counts": (len(rows), len(ok), sum(r["status"] == ERROR for r in rows),
+                   sum(r["status"] == CANCELLED for r in rows)),
         "errors_by_class": dict(sorted(Counter(r["error_class"] for r in rows if r["status"] == ERROR).items())),
         "tokens": {key: sum(r.get(field) or 0 for r in ok) for key, field in
                    (("prompt", "prompt_tokens"), ("cached", "cached_tokens"), ("output", "output_tokens"))},
