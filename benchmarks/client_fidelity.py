@@ -37,6 +37,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 import numpy as np  # noqa: E402
+from docsection import write_section  # noqa: E402
 
 from orchestrate.calibrate import CpuSampler, cores, pin, read_truth, run_step, start_server, stop  # noqa: E402
 from orchestrate.summarize import weighted_stats  # noqa: E402
@@ -161,20 +162,6 @@ def table(rows: list[dict[str, Any]]) -> list[str]:
                      f"{fmt(c.get('chunks_per_s'))} | {fmt(c.get('cpu_us_per_chunk'))} | "
                      f"{fmt(g.get('chunks_per_s'))} | {fmt(us)} | {fmt(round(1e6 / us) if us else None)} |")
     return lines
-
-
-def write_section(path: Path, name: str, lines: list[str]) -> None:
-    """Replace the text between ``<!-- begin NAME -->`` and ``<!-- end NAME -->`` (appended when
-    absent), so the hand-written analysis around a generated table survives a re-run."""
-    begin, end = f"<!-- begin {name} (generated) -->", f"<!-- end {name} -->"
-    text = path.read_text() if path.exists() else ""
-    block = "\n".join([begin, *lines, end])
-    if begin in text and end in text:
-        text = text[:text.index(begin)] + block + text[text.index(end) + len(end):]
-    else:
-        text = text.rstrip("\n") + ("\n\n" if text else "") + block + "\n"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text)
 
 
 def main() -> int:

@@ -1,6 +1,7 @@
 """The figures of an open-loop run (``arrivals``) and of a staged ramp (``stages``), from the run's files.
 
-Stage: records → report. Imports: stdlib, numpy, pandas, ``orchestrate.summarize`` (percentiles),
+Stage: records → report. Imports: stdlib, numpy, pandas, ``orchestrate.summarize`` (percentiles, tokens
+received in a window, requests in flight),
 ``orchestrate.formats``, ``orchestrate.results``. Everything is computed from ``requests.jsonl``
 and the two small files the Locust side writes: ``arrivals.json`` (the schedule: its parameters,
 start, every prompt's offset and when the run ended) and ``stages.json`` (the stages and when each
@@ -21,7 +22,7 @@ import pandas as pd
 
 from orchestrate.formats import fmt_ms, fmt_num
 from orchestrate.results import VariantPaths, read_json
-from orchestrate.summarize import numeric_column, weighted_stats
+from orchestrate.summarize import numeric_column, peak_in_flight, tokens_received, weighted_stats
 
 LATENCY_KEYS = (("ttft_from_schedule_ms", "TTFT"), ("e2e_from_schedule_ms", "E2E"))
 
@@ -83,31 +84,6 @@ def summarize_arrivals(records: pd.DataFrame, info: dict[str, Any], lost: set[in
     return out
 
 
-def _chunk_arrivals(records: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
-    """Wall-clock arrival of every content chunk of every record, and the tokens it carried."""
-    times: list[float] = []
-    weights: list[float] = []
-    if records.empty or "chunk_offsets_ms" not in records:
-        return np.array(times), np.array(weights)
-    tpc = numeric_column(records, "tokens_per_chunk")
-    for send, offsets, k in zip(records["send_ts"], records["chunk_offsets_ms"], tpc):
-        if isinstance(offsets, list) and offsets:
-            times.extend(send + np.asarray(offsets, dtype=float) / 1000.0)
-            weights.extend([k if k == k and k else 1.0] * len(offsets))
-    return np.array(times), np.array(weights)
-
-
-def _peak_in_flight(starts: np.ndarray, ends: np.ndarray, lo: float, hi: float) -> int:
-    """The most requests in flight at once within [lo, hi) (a request is in flight from send to end)."""
-    keep = (starts < hi) & (ends > lo)
-    if not keep.any():
-        return 0
-    events = np.concatenate([np.maximum(starts[keep], lo), np.minimum(ends[keep], hi)])
-    steps = np.concatenate([np.ones(keep.sum()), -np.ones(keep.sum())])
-    order = np.lexsort((steps, events))  # at equal times an end comes before a start
-    return int(np.cumsum(steps[order]).max())
-
-
 def _cancel_times(send: pd.Series, stages: list[dict[str, Any]], starts: list[float], run_end: float | None
                   ) -> pd.Series:
     """When a request without an end (cancelled) stopped: at the next ramp-down after its send (Locust stops
@@ -126,7 +102,10 @@ def summarize_stages(records: pd.DataFrame, info: dict[str, Any]) -> list[dict[s
     end = send + numeric_column(records, "e2e_ms") / 1000.0
     last_end = float(end.max()) if len(end) and end.notna().any() else None
     end = end.fillna(_cancel_times(send, stages, starts, info.get("end_ts") or last_end))
-    chunk_t, chunk_w = _chunk_arrivals(records)
+    run_ends = [t for t in (info.get("end_ts"), last_end) if t is not None]  # the shape's or the last reply
+    windows = [(lo, starts[i + 1] if i + 1 < len(starts) else min(run_ends) if run_ends else lo)
+               for i, lo in enumerate(starts)]
+    received = tokens_received(records, windows)
     out = []
     for i, stage in enumerate(stages):
         row: dict[str, Any] = {"stage": i + 1, "users": stage["users"], "duration_s": stage["duration_s"],
@@ -137,10 +116,8 @@ def summarize_stages(records: pd.DataFrame, info: dict[str, Any]) -> list[dict[s
         out.append(row)
         if i >= len(starts):
             continue
-        lo = starts[i]
+        lo, window_end = windows[i]
         nxt = starts[i + 1] if i + 1 < len(starts) else None
-        ends = [t for t in (info.get("end_ts"), last_end) if t is not None]  # the run's end: the shape's or the last reply
-        window_end = nxt if nxt is not None else min(ends) if ends else lo
         mask = send.notna()
         if i:
             mask &= send >= lo
@@ -149,15 +126,14 @@ def summarize_stages(records: pd.DataFrame, info: dict[str, Any]) -> list[dict[s
         mine = records[mask]
         ok = mine[mine["status"] == "ok"] if len(mine) else mine
         active = max(0.0, window_end - lo)
-        in_window = (chunk_t >= lo) & (chunk_t < window_end)
         ttft = weighted_stats(numeric_column(ok, "ttft_ms").dropna().to_numpy())
         tpot = weighted_stats(numeric_column(ok, "tpot_ms").dropna().to_numpy())
         row.update({"started_s": lo - float(info.get("start_ts", starts[0])), "active_s": active,
                     "requests": int(len(mine)), "completed": int(len(ok)),
                     "errors": int((mine["status"] == "error").sum()) if len(mine) else 0,
                     "cancelled": int((mine["status"] == "cancelled").sum()) if len(mine) else 0,
-                    "peak_in_flight": _peak_in_flight(send.to_numpy(), end.to_numpy(), lo, window_end),
-                    "decode_tok_s": float(chunk_w[in_window].sum() / active) if active > 0 else None,
+                    "peak_in_flight": peak_in_flight(send.to_numpy(), end.to_numpy(), lo, window_end),
+                    "decode_tok_s": received[i] / active if active > 0 else None,
                     "ttft_p50_ms": ttft["p50"] if ttft else None, "ttft_p99_ms": ttft["p99"] if ttft else None,
                     "tpot_p50_ms": tpot["p50"] if tpot else None})
     return out

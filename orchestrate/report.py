@@ -240,7 +240,7 @@ def plot(summary: dict[str, Any], records: Any, path: Path) -> Path | None:
         import matplotlib.pyplot as plt
     except ImportError:
         return None
-    ok = records[records["status"] == "ok"]
+    ok = records.loc[records["status"] == "ok", ["ttft_ms", "tpot_ms"]]
     fig, axes = plt.subplots(1, 3, figsize=(14, 3.8))
     for ax, column, title in ((axes[0], "ttft_ms", "TTFT (ms)"), (axes[1], "tpot_ms", "TPOT (ms)")):
         values = ok[column].dropna()

@@ -1,7 +1,10 @@
 """Every aggregate of a variant, computed here and only here (pandas over the run's files).
 
 Stage: records → report. Imports: stdlib, numpy, pandas, ``locustfiles.records``, ``orchestrate.results``,
-``locustfiles.metrics``. Headline numbers come from ``requests.jsonl`` (exact floats);
+``orchestrate.recordsfile`` (the columnar reader), ``orchestrate.chunkcolumn`` and ``orchestrate.blockstats``
+(chunk offsets as flat arrays, exact percentiles of values read in blocks). Aggregates over chunk offsets
+(ITL, tokens per second) never hold one Python list per record: a million records pool ~64 million
+gaps, handled a few million at a time. Headline numbers come from ``requests.jsonl`` (exact floats);
 ``locust_crosscheck`` is derived from Locust's own stats files alone and never feeds them, and
 neither do the server's own counters from ``metrics.jsonl`` (``server_metrics``): they are a
 second, independent count of the same tokens.
@@ -10,14 +13,18 @@ second, independent count of the same tokens.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from locustfiles.metrics import itl_gaps_ms
 from locustfiles.records import CANCELLED, ERROR, METRIC, NO_CONTENT, OK, REQUEST_NAME, REQUEST_TYPE
+from orchestrate.blockstats import Blocks, concatenated, fits, select
+from orchestrate.chunkcolumn import COLUMN, chunk_offsets, within_row_diffs
+from orchestrate.recordsfile import read_records as load_records  # noqa: F401 (the name callers use)
 from orchestrate.results import read_json
 
 PERCENTILES = (50, 90, 99)
@@ -45,11 +52,6 @@ def jsonl_rows(path: Path) -> list[dict[str, Any]]:
     return rows
 
 
-def load_records(path: Path) -> pd.DataFrame:
-    """``requests.jsonl`` as a frame; a torn last line (a killed writer) is skipped, not fatal."""
-    return pd.DataFrame(jsonl_rows(path))
-
-
 def weighted_stats(values: np.ndarray, weights: np.ndarray | None = None) -> dict[str, float] | None:
     """p50/p90/p99/mean (and min/max) of exact values; weights repeat a value (tokens per chunk)."""
     values = np.asarray(values, dtype=float)
@@ -71,16 +73,52 @@ def _stat(df: pd.DataFrame, column: str) -> dict[str, float] | None:
     return weighted_stats(df[column].dropna().to_numpy()) if column in df else None
 
 
+def pooled_stats(blocks: Blocks, count: int) -> dict[str, float] | None:
+    """``weighted_stats`` of the ``count`` values ``blocks`` yields: the same exact nearest-rank
+    percentiles, without sorting them all at once when there are millions (the mean is then summed
+    block by block, so its last digit may differ from one sum over all)."""
+    if fits(count):
+        return weighted_stats(*concatenated(blocks))
+    found = select(blocks, lambda total: [p / 100 * total.weight for p in PERCENTILES])
+    if found is None:
+        return None
+    total, values = found
+    return {**{f"p{p}": v for p, v in zip(PERCENTILES, values)}, "mean": total.mean, "min": total.min,
+            "max": total.max}
+
+
+def _tokens_per_chunk(tpc: np.ndarray) -> np.ndarray:
+    """``tokens_per_chunk`` as a weight: 1 where unknown or 0."""
+    return np.where(np.isnan(tpc) | (tpc == 0), 1.0, tpc)
+
+
+def chunk_tokens(df: pd.DataFrame) -> np.ndarray:
+    """Per row, the tokens each of its chunks carried."""
+    return _tokens_per_chunk(numeric_column(df, "tokens_per_chunk").to_numpy(dtype=float))
+
+
+def gap_blocks(df: pd.DataFrame, weights: np.ndarray | None = None) -> tuple[Blocks, int]:
+    """The inter-chunk gaps of ``df``'s rows (``itl_gaps_ms`` of each) in blocks, each gap weighted by
+    its row's ``weights`` (None: 1 each), and how many there are. In row order while they fit in
+    memory; past that in the order the rows' offsets lie in the buffer (read faster, and the order of
+    pooled gaps changes no percentile)."""
+    offsets = chunk_offsets(df)
+    count = int(np.maximum(offsets.counts - 1, 0).sum())
+    if not fits(count):
+        order = np.argsort(offsets.starts, kind="stable")
+        offsets = replace(offsets, starts=offsets.starts[order], counts=offsets.counts[order])
+        weights = None if weights is None else weights[order]
+
+    def blocks() -> Iterator[tuple[np.ndarray, np.ndarray | None]]:
+        for rows, flat, counts in offsets.blocks():
+            gaps = within_row_diffs(flat, counts)
+            yield gaps, None if weights is None else np.repeat(weights[rows], np.maximum(counts - 1, 0))
+    return blocks, count
+
+
 def itl_stats(ok: pd.DataFrame) -> dict[str, float] | None:
     """Pooled inter-chunk gaps, each weighted by its request's tokens per chunk."""
-    gaps, weights = [], []
-    for offsets, tpc in zip(ok.get("chunk_offsets_ms", []), ok.get("tokens_per_chunk", [])):
-        g = itl_gaps_ms(offsets or [])
-        gaps.extend(g)
-        weights.extend([tpc if tpc and tpc == tpc else 1.0] * len(g))
-    if not gaps:
-        return None
-    return weighted_stats(np.array(gaps), np.array(weights))
+    return pooled_stats(*gap_blocks(ok, chunk_tokens(ok)))
 
 
 def per_second(count: float, duration_s: float) -> float | None:
@@ -94,6 +132,12 @@ def _sum(df: pd.DataFrame, column: str) -> int | None:
     return int(df[column].fillna(0).sum())
 
 
+_COMPLETED_FIELDS = frozenset({"prompt_index", "ttft_ms", "tpot_ms", "e2e_ms", COLUMN, "n_chunks", "tokens_per_chunk",
+                               "prompt_tokens", "cached_tokens", "prefill_tokens", "output_tokens",
+                               "output_tokens_source", "prompt_ms", "predicted_ms", "draft_tokens", "draft_accepted"})
+"""What the headline block reads of the completed records (a copy of only these: a long run's frame is large)."""
+
+
 def summarize_records(df: pd.DataFrame) -> dict[str, Any]:
     """The headline block of ``summary.json`` from the per-request records."""
     if df.empty:
@@ -102,8 +146,8 @@ def summarize_records(df: pd.DataFrame) -> dict[str, Any]:
                 "duration_s": 0.0, "tokens": {"prompt": 0, "cached": 0, "output": 0},
                 "throughput": {"prefill_tok_s": None, "decode_tok_s": None, "requests_per_s": None},
                 "latency_ms": {}, "server_timings": None, "speculative": None, "completed_prompts": []}
-    ok = df[df["status"] == OK]
-    errors = df[df["status"] == ERROR]
+    ok = df.loc[df["status"] == OK, [c for c in df if c in _COMPLETED_FIELDS]]
+    errors = df.loc[df["status"] == ERROR, ["error_class"]]
     ends = df["send_ts"] + df["e2e_ms"].fillna(0) / 1000.0
     duration = float(ends.max() - df["send_ts"].min())
     tokens = {"prompt": _sum(ok, "prompt_tokens") or 0, "cached": _sum(ok, "cached_tokens") or 0,
@@ -156,16 +200,67 @@ def speculative(ok: pd.DataFrame) -> dict[str, Any] | None:
             "per_request_acceptance": weighted_stats(per_request.to_numpy())}
 
 
+def _arrivals(records: pd.DataFrame, t0: float = 0.0, rows: np.ndarray | None = None
+              ) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    """Every chunk's arrival (wall clock, s after ``t0``; NaN for a record without ``send_ts``) and its
+    row's ``tokens_per_chunk`` (NaN where none), a block at a time; only the chunks of ``rows`` if given."""
+    base = numeric_column(records, "send_ts").to_numpy(dtype=float) - t0
+    tpc = numeric_column(records, "tokens_per_chunk").to_numpy(dtype=float)
+    offsets = chunk_offsets(records)
+    if rows is not None:
+        offsets = replace(offsets, counts=np.where(rows, offsets.counts, 0))
+    for block, flat, counts in offsets.blocks():
+        yield np.repeat(base[block], counts) + flat / 1000, np.repeat(tpc[block], counts)
+
+
 def output_tokens_per_second(records: pd.DataFrame) -> pd.Series:
-    """Output tokens received in each whole second since the first send (from chunk arrivals)."""
-    if records.empty or "chunk_offsets_ms" not in records:
+    """Output tokens received in each whole second since the first send (from chunk arrivals); a
+    chunk of a record without ``tokens_per_chunk`` (failed, cancelled) is left out."""
+    if records.empty or COLUMN not in records:
         return pd.Series(dtype=float)
-    t0 = records["send_ts"].min()
-    rows = records[["send_ts", "chunk_offsets_ms", "tokens_per_chunk"]].explode("chunk_offsets_ms").dropna()
-    if rows.empty:
+    send = numeric_column(records, "send_ts")
+    counted = (send.notna() & numeric_column(records, "tokens_per_chunk").notna()).to_numpy()
+    lows, sums, seen = [], [], []
+    for arrival, tpc in _arrivals(records, send.min(), counted):
+        if np.isnan(arrival).any():  # a null among a record's offsets
+            arrival, tpc = arrival[~np.isnan(arrival)], tpc[~np.isnan(arrival)]
+        second = np.floor(arrival).astype(np.int64)
+        if second.size:
+            lows.append(int(second.min()))
+            sums.append(np.bincount(second - lows[-1], weights=tpc))
+            seen.append(np.bincount(second - lows[-1]))
+    if not lows:
         return pd.Series(dtype=float)
-    second = (rows["send_ts"] - t0 + rows["chunk_offsets_ms"].astype(float) / 1000).floordiv(1).astype(int)
-    return rows["tokens_per_chunk"].astype(float).groupby(second).sum()
+    low = min(lows)
+    total = np.zeros(max(lo + s.size for lo, s in zip(lows, sums)) - low)
+    count = np.zeros(total.size, dtype=np.int64)
+    for lo, s, n in zip(lows, sums, seen):
+        total[lo - low:lo - low + s.size] += s
+        count[lo - low:lo - low + n.size] += n
+    return pd.Series(total[count > 0], index=np.flatnonzero(count) + low)
+
+
+def tokens_received(records: pd.DataFrame, windows: list[tuple[float, float]]) -> list[float]:
+    """Tokens in the chunks that arrived (wall clock) within each [start, end), over every record: a
+    failed or cancelled request's chunks arrived too, and one of unknown size counts 1 token."""
+    sums = np.zeros(len(windows))
+    for arrival, tpc in _arrivals(records):
+        tokens = _tokens_per_chunk(tpc)
+        for i, (start, end) in enumerate(windows):
+            sums[i] += tokens[(arrival >= start) & (arrival < end)].sum()
+    return sums.tolist()
+
+
+def peak_in_flight(starts: np.ndarray, ends: np.ndarray, lo: float = -np.inf, hi: float = np.inf) -> int:
+    """The most requests in flight at once within [lo, hi) (a request is in flight over [send, end));
+    at equal times an end comes before a start."""
+    keep = (starts < hi) & (ends > lo)
+    if not keep.any():
+        return 0
+    events = np.concatenate([np.maximum(starts[keep], lo), np.minimum(ends[keep], hi)])
+    steps = np.concatenate([np.ones(keep.sum()), -np.ones(keep.sum())])
+    order = np.lexsort((steps, events))
+    return int(np.cumsum(steps[order]).max())
 
 
 SATURATION_LAG_P99_MS = 5.0

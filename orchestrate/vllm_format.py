@@ -1,7 +1,8 @@
 """``vllm_bench.json``: a variant's result in the JSON of ``vllm bench serve --save-result --save-detailed``.
 
-Stage: report. Imports: stdlib, numpy, pandas, ``locustfiles.metrics`` (``itl_gaps_ms``),
-``locustfiles.records``, ``orchestrate.summarize`` (``output_tokens_per_second``). Written so that
+Stage: report. Imports: stdlib, numpy, pandas, orjson, ``locustfiles.records``, ``orchestrate.summarize``
+(gaps, tokens per second, requests in flight), ``orchestrate.chunkcolumn`` and ``orchestrate.blockstats``
+(a long run's ~64 million gaps are read and written in blocks, never held as lists). Written so that
 dashboards built on vLLM's result files read tokenswarm's; the field names, units and aggregates
 are those of vLLM's ``vllm/benchmarks/serve.py`` (``benchmark()``'s ``result`` plus ``main_async``'s
 ``result_json``): per-request lists in SECONDS (``ttfts``, ``itls``, ``latencies``), aggregates in ms.
@@ -42,6 +43,9 @@ Where the per-request definitions coincide and where not (tokenswarm's are in DE
 - ``start_times``: wall-clock send times (``time.time()``); vLLM's are ``perf_counter()`` values, so
   only their differences mean anything in either.
 - ``generated_texts``: empty strings; tokenswarm does not keep the text.
+- ``itls`` are written to 0.1 µs, the records' own resolution (chunk offsets carry 4 decimals of ms), so a
+  gap reads as the exact difference of its offsets rather than with the float subtraction's last digits;
+  a long run's million lists are written block by block, never held as Python lists.
 - ``request_rate``: the open-loop ``load.rate``, else ``"inf"`` (vLLM's spelling) for closed-loop
   users; ``burstiness``: ``load.burstiness`` (poisson), ``"inf"`` for constant arrivals (vLLM's limit
   of constant gaps; a string to stay strict JSON, where vLLM would write ``Infinity``), 1.0 (vLLM's
@@ -57,67 +61,124 @@ Where the per-request definitions coincide and where not (tokenswarm's are in DE
 
 from __future__ import annotations
 
-import json
+import math
+from collections.abc import Iterator
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+import orjson
 import pandas as pd
 
-from locustfiles.metrics import itl_gaps_ms
 from locustfiles.records import CANCELLED, OK
-from orchestrate.summarize import output_tokens_per_second
+from orchestrate.blockstats import Blocks, concatenated, fits, select
+from orchestrate.chunkcolumn import ChunkOffsets, chunk_offsets, within_row_diffs
+from orchestrate.summarize import gap_blocks, numeric_column, output_tokens_per_second, peak_in_flight
 
 BACKEND = "openai-chat"
 """vLLM's backend for streaming ``/v1/chat/completions``, the API tokenswarm drives."""
 PERCENTILES = (50, 90, 95, 99)
-METRICS = ("ttft", "tpot", "itl", "e2el")
+USED = frozenset({"send_ts", "status", "error_class", "error_detail", "prompt_tokens", "expected_prompt_tokens",
+                  "output_tokens", "ttft_ms", "tpot_ms", "e2e_ms", "tokens_per_chunk", "chunk_offsets_ms"})
+"""The record fields a ``vllm_bench.json`` is made of."""
 DATE_FORMAT = "%Y%m%d-%H%M%S"
 """vLLM's ``date`` (``datetime.now().strftime``), local time."""
+RESOLUTION_DECIMALS = 7
+"""Seconds are written to 0.1 µs, the records' resolution (offsets carry 4 decimals of ms): a gap is
+then the exact difference of its two offsets, without the float subtraction's noise in the last digits."""
 
 
-def _number(value: Any) -> float | None:
-    """A record's field as a float; None for missing or NaN."""
-    if value is None:
-        return None
-    try:
-        value = float(value)
-    except (TypeError, ValueError):
-        return None
-    return None if value != value else value
+@dataclass(frozen=True)
+class RequestGaps:
+    """``itls``: every request's gaps in seconds, in row order, made as they are read or written (a
+    million requests have ~64 million: as Python lists they would not fit)."""
+
+    offsets: ChunkOffsets
+
+    def __len__(self) -> int:
+        return len(self.offsets.counts)
+
+    def __iter__(self) -> Iterator[list[float]]:
+        for block in self._blocks():
+            yield from (gaps.tolist() for gaps in block)
+
+    def _blocks(self) -> Iterator[list[np.ndarray]]:
+        for _, flat, counts in self.offsets.blocks():
+            gaps = np.round(within_row_diffs(flat, counts) / 1000, RESOLUTION_DECIMALS)
+            ends = np.cumsum(np.maximum(counts - 1, 0)).tolist()
+            yield [gaps[a:b] for a, b in zip([0] + ends[:-1], ends)]
+
+    def write_json(self, f: Any) -> None:
+        """The list of lists as JSON, a block at a time."""
+        f.write(b"[")
+        for i, block in enumerate(self._blocks()):
+            if i:
+                f.write(b", ")
+            f.write(memoryview(orjson.dumps(block, option=orjson.OPT_SERIALIZE_NUMPY))[1:-1])
+        f.write(b"]")
 
 
-def _stats(name: str, values_ms: list[float]) -> dict[str, Any]:
-    """vLLM's ``mean_/median_/std_/pXX_<name>_ms`` (0.0 for no values) and ``percentiles_<name>_ms``."""
-    arr = np.asarray(values_ms if values_ms else [0.0], dtype=float)
-    out: dict[str, Any] = {f"mean_{name}_ms": float(np.mean(arr)), f"median_{name}_ms": float(np.median(arr)),
-                           f"std_{name}_ms": float(np.std(arr))}
-    pairs = [[float(p), float(np.percentile(arr, p))] for p in PERCENTILES]
+def _lerp(a: float, b: float, t: float) -> float:
+    """numpy's linear interpolation, operation for operation (``np.percentile``'s default)."""
+    diff = b - a
+    return b - diff * (1 - t) if t >= 0.5 else a + diff * t
+
+
+def _stats(name: str, blocks: Blocks, count: int) -> dict[str, Any]:
+    """vLLM's ``mean_/median_/std_/pXX_<name>_ms`` (0.0 for no values) and ``percentiles_<name>_ms``:
+    numpy's ``mean``, ``median``, ``std`` and ``percentile`` of the ``count`` values ``blocks`` yields.
+    Past ``SORT_AT_MOST`` values (the pooled ITL gaps of a long run) the order statistics they need
+    are selected exactly from the blocks and interpolated as numpy does; the mean and std are then
+    summed block by block."""
+    if fits(count):
+        values = concatenated(blocks)[0]
+        arr = values if values.size else np.zeros(1)
+        mean, median, std = float(np.mean(arr)), float(np.median(arr)), float(np.std(arr))
+        pairs = [[float(p), float(np.percentile(arr, p))] for p in PERCENTILES]
+    else:  # the k-th smallest value is the first whose count of values at or below it reaches k + 1
+        virtual = [(count - 1) * (p / 100) for p in PERCENTILES]  # np.percentile's index, then its neighbour
+        ranks = sorted({count // 2 - 1, count // 2} | {min(math.floor(v) + k, count - 1)
+                                                         for v in virtual for k in (0, 1)})
+        found = select(blocks, lambda _: [r + 1.0 for r in ranks])
+        assert found is not None  # count > 0 values
+        total, at = found[0], dict(zip(ranks, found[1]))
+        mean, std = total.mean, math.sqrt(total.m2 / count)
+        median = at[count // 2] if count % 2 else (at[count // 2 - 1] + at[count // 2]) / 2
+        pairs = [[float(p), at[count - 1] if v >= count - 1 else _lerp(at[math.floor(v)], at[math.floor(v) + 1],
+                                                                         v - math.floor(v))]
+                 for p, v in zip(PERCENTILES, virtual)]
+    out: dict[str, Any] = {f"mean_{name}_ms": mean, f"median_{name}_ms": median, f"std_{name}_ms": std}
     out.update({f"p{int(p)}_{name}_ms": value for p, value in pairs})
     out[f"percentiles_{name}_ms"] = pairs
     return out
 
 
-def _error_text(row: dict[str, Any]) -> str:
+def _column_blocks(df: pd.DataFrame, column: str) -> tuple[Blocks, int]:
+    values = numeric_column(df, column).dropna().to_numpy(dtype=float)
+    return (lambda: [(values, None)]), values.size
+
+
+def _error_text(status: Any, cls: Any, detail: Any) -> str:
     """vLLM's ``errors`` entry: empty for a completed request, else what went wrong."""
-    if row.get("status") == OK:
+    if status == OK:
         return ""
-    if row.get("status") == CANCELLED:
+    if status == CANCELLED:
         return "cancelled"
-    cls, detail = row.get("error_class"), row.get("error_detail")
     parts = [str(x) for x in (cls, detail) if isinstance(x, str) and x]
     return ": ".join(parts) or "error"
 
 
-def _max_concurrent(starts: list[float], ends: list[float]) -> int:
-    """The most intervals [start, end) open at once (an end at t closes before a start at t opens)."""
-    events = sorted([(t, 1) for t in starts] + [(t, -1) for t in ends], key=lambda e: (e[0], e[1]))
-    peak = current = 0
-    for _, delta in events:
-        current += delta
-        peak = max(peak, current)
-    return peak
+def _errors(rows: pd.DataFrame, done: np.ndarray) -> list[str]:
+    """Every request's ``errors`` entry; only the failed ones are looked at one by one."""
+    out = [""] * len(rows)
+    failed = rows[~done]
+    columns = [failed[c] if c in failed else pd.Series(None, index=failed.index, dtype=object)
+               for c in ("status", "error_class", "error_detail")]
+    for i, status, cls, detail in zip(np.flatnonzero(~done), *columns):
+        out[i] = _error_text(status, cls, detail)
+    return out
 
 
 def _real(value: Any) -> float | None:
@@ -144,37 +205,27 @@ def _traffic(summary: dict[str, Any]) -> dict[str, Any]:
 
 
 def vllm_bench(summary: dict[str, Any], records: pd.DataFrame) -> dict[str, Any] | None:
-    """The ``vllm bench serve`` result of a variant; None when it sent no request (vLLM writes none)."""
+    """The ``vllm bench serve`` result of a variant; None when it sent no request (vLLM writes none).
+    The per-request lists are numpy arrays (a long run has a million requests), ``itls`` a
+    ``RequestGaps``; ``write_vllm_bench`` writes them as JSON lists."""
     if records is None or records.empty or "status" not in records:
         return None
-    rows = records.sort_values("send_ts", kind="stable")  # vLLM lists requests in the order it sent them
-    ok = rows[rows["status"] == OK]
+    used = [c for c in records if c in USED]  # sorted below: not every column, a long run's frame is large
+    rows = records[used].sort_values("send_ts", kind="stable")  # vLLM lists requests in the order it sent them
+    done = (rows["status"] == OK).to_numpy()
+    ok = rows[done]
     req, tokens, thr = summary["requests"], summary["tokens"], summary["throughput"]
     facts = (summary.get("server") or {}).get("facts") or {}
     model = facts.get("model_id") or facts.get("model_path")
     goodput = summary.get("goodput")
-    sends = rows["send_ts"].astype(float)
-    ends = sends + pd.to_numeric(rows["e2e_ms"], errors="coerce").fillna(0) / 1000  # as summarize's window
-    input_lens, output_lens, ttfts, itls, latencies, errors = [], [], [], [], [], []
-    ok_gaps: list[float] = []  # ms, pooled over completed requests
-    for r in rows.to_dict("records"):
-        done = r["status"] == OK
-        prompt = _number(r.get("prompt_tokens"))
-        prompt = prompt if prompt is not None else _number(r.get("expected_prompt_tokens"))
-        input_lens.append(int(prompt or 0))
-        output_lens.append(int(_number(r.get("output_tokens")) or 0) if done else 0)
-        ttfts.append((_number(r.get("ttft_ms")) or 0.0) / 1000)
-        offsets = r.get("chunk_offsets_ms")
-        gaps = itl_gaps_ms(list(offsets) if isinstance(offsets, list) else [])
-        itls.append([gap / 1000 for gap in gaps])
-        latencies.append((_number(r.get("e2e_ms")) or 0.0) / 1000 if done else 0.0)
-        errors.append(_error_text(r))
-        if done:
-            ok_gaps.extend(gaps)
+    sends = numeric_column(rows, "send_ts").to_numpy(dtype=float)
+    ends = sends + numeric_column(rows, "e2e_ms").fillna(0).to_numpy() / 1000  # as summarize's window
+    prompt = numeric_column(rows, "prompt_tokens").fillna(numeric_column(rows, "expected_prompt_tokens")).fillna(0)
+    output = np.where(done, numeric_column(rows, "output_tokens").fillna(0), 0)
     prefill, decode = thr.get("prefill_tok_s"), thr.get("decode_tok_s")
     per_second = output_tokens_per_second(ok)
     result: dict[str, Any] = {
-        "date": datetime.fromtimestamp(float(ends.max())).strftime(DATE_FORMAT),
+        "date": datetime.fromtimestamp(float(np.nanmax(ends))).strftime(DATE_FORMAT),
         "endpoint_type": BACKEND, "backend": BACKEND,
         "label": f"{summary.get('scenario', '')}/{summary.get('variant', '')}",
         "model_id": model, "tokenizer_id": model,
@@ -187,18 +238,19 @@ def vllm_bench(summary: dict[str, Any], records: pd.DataFrame) -> dict[str, Any]
         "request_goodput": goodput.get("requests_per_s") if goodput else None,
         "output_throughput": decode,
         "total_token_throughput": prefill + decode if prefill is not None and decode is not None else None,
-        "input_lens": input_lens, "output_lens": output_lens, "ttfts": ttfts, "itls": itls,
-        "latencies": latencies, "start_times": sends.tolist(),
+        "input_lens": prompt.to_numpy().astype(np.int64), "output_lens": output.astype(np.int64),
+        "ttfts": (numeric_column(rows, "ttft_ms").fillna(0) / 1000).to_numpy(),
+        "itls": RequestGaps(chunk_offsets(rows)),
+        "latencies": np.where(done, numeric_column(rows, "e2e_ms").fillna(0) / 1000, 0.0),
+        "start_times": sends,
         "generated_texts": [""] * len(rows),
-        "errors": errors,
+        "errors": _errors(rows, done),
         "max_output_tokens_per_s": float(per_second.max()) if not per_second.empty else 0.0,
-        "max_concurrent_requests": _max_concurrent(sends[ok.index].tolist(), ends[ok.index].tolist()),
+        "max_concurrent_requests": peak_in_flight(sends[done], ends[done]),
     }
-    by_metric = {"ttft": ok["ttft_ms"], "tpot": ok["tpot_ms"] if "tpot_ms" in ok else pd.Series(dtype=float),
-                 "e2el": ok["e2e_ms"]}
-    for name in METRICS:
-        values = ok_gaps if name == "itl" else pd.to_numeric(by_metric[name], errors="coerce").dropna().tolist()
-        result.update(_stats(name, [float(v) for v in values]))
+    for name, (blocks, count) in (("ttft", _column_blocks(ok, "ttft_ms")), ("tpot", _column_blocks(ok, "tpot_ms")),
+                                  ("itl", gap_blocks(ok)), ("e2el", _column_blocks(ok, "e2e_ms"))):
+        result.update(_stats(name, blocks, count))
     return result
 
 
@@ -208,5 +260,13 @@ def write_vllm_bench(summary: dict[str, Any], records: pd.DataFrame | None, path
     if result is None:
         path.unlink(missing_ok=True)
         return None
-    path.write_text(json.dumps(result) + "\n")
+    with path.open("wb") as f:
+        f.write(b"{")
+        for i, (key, value) in enumerate(result.items()):
+            f.write((b", " if i else b"") + orjson.dumps(key) + b": ")
+            if isinstance(value, RequestGaps):
+                value.write_json(f)
+            else:
+                f.write(orjson.dumps(value, option=orjson.OPT_SERIALIZE_NUMPY))
+        f.write(b"}\n")
     return path

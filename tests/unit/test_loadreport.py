@@ -14,7 +14,7 @@ from locustfiles.records import RequestRecord
 from orchestrate import loadreport
 from orchestrate.report import markdown
 from orchestrate.results import VariantPaths
-from orchestrate.summarize import summarize_records
+from orchestrate.summarize import load_records, summarize_records
 
 T0 = 1_000_000.0
 
@@ -126,3 +126,19 @@ def test_requests_cancelled_by_a_ramp_down_end_there() -> None:
                                          stages_info([T0, T0 + 2.05, T0 + 4.1], T0 + 6.2))
     assert [s["requests"] for s in stages] == [0, 3, 4] and stages[1]["cancelled"] == 3
     assert stages[1]["peak_in_flight"] == 3 and stages[2]["peak_in_flight"] == 2
+
+
+def test_the_columnar_frame_gives_the_same_blocks(tmp_path: Path) -> None:
+    """``tokenswarm report`` reads records columnar (``orchestrate.recordsfile``): stages and arrivals as from lists."""
+    one = [rec(k, T0 + 0.5 * k, scheduled=T0 + 0.5 * k) for k in range(4)]
+    three = [rec(4 + k, T0 + 2.1 + 0.3 * k, status="error" if k == 2 else "ok", ttft=150.0, chunks=3 + k % 4)
+             for k in range(9)]
+    cancelled = [rec(20, T0 + 3.9, status="cancelled", e2e=None, ttft=None)]
+    rows = one + three + cancelled
+    path = tmp_path / "requests.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    info = stages_info([T0, T0 + 2.05, T0 + 4.1], T0 + 6.2)
+    lists, columnar = pd.DataFrame(rows), load_records(path)
+    assert loadreport.summarize_stages(columnar, info) == loadreport.summarize_stages(lists, info)
+    arrivals = arrivals_info(4, 2.0, end=T0 + 5)
+    assert loadreport.summarize_arrivals(columnar, arrivals) == loadreport.summarize_arrivals(lists, arrivals)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import asdict
 from pathlib import Path
 
@@ -11,9 +12,10 @@ import pandas as pd
 import pytest
 
 from locustfiles.records import CANCELLED, ERROR, OK, RequestRecord
+from orchestrate import blockstats, chunkcolumn
 from orchestrate.summarize import (crosscheck_agrees, itl_stats, load_records, locust_crosscheck,
-                                   output_tokens_per_second, server_timings, speculative, summarize_records,
-                                   weighted_stats)
+                                   output_tokens_per_second, peak_in_flight, server_timings, speculative,
+                                   summarize_records, tokens_received, weighted_stats)
 
 T0 = 1000.0
 CONTEXT_ERROR = "http_400:exceed_context_size_error"
@@ -376,3 +378,60 @@ def test_output_tokens_per_second_from_chunk_arrivals():
 
 def test_output_tokens_per_second_of_nothing_is_empty():
     assert output_tokens_per_second(pd.DataFrame()).empty
+
+
+# --- the columnar form (orchestrate.recordsfile) -------------------------------------------------------
+
+def columnar(tmp_path: Path, records: list[RequestRecord]) -> pd.DataFrame:
+    path = tmp_path / "requests.jsonl"
+    path.write_text("".join(r.to_json() + "\n" for r in records))
+    return load_records(path)
+
+
+def test_the_columnar_frame_summarizes_as_the_frame_of_lists(tmp_path: Path):
+    records = study_records(drafts=[(4, 2), (6, 6), (0, 0)]) + [eos_only_record(5, T0 + 1.6, 223)]
+    assert summarize_records(columnar(tmp_path, records)) == summarize_records(frame(records))
+
+
+def test_pooled_itl_read_in_blocks_is_the_sorted_one(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    rng = np.random.default_rng(7)
+    records = [ok_record(i, T0 + i, np.round(np.cumsum(rng.gamma(2.0, 5.0, 40)), 4).tolist(), int(k * 40), 5000.0,
+                         10, 0, 1.0, 1.0) for i, k in enumerate(rng.choice([1, 2, 3], 60))]
+    df = columnar(tmp_path, records)
+    in_memory = itl_stats(df)
+    monkeypatch.setattr(blockstats, "SORT_AT_MOST", 100)  # 2,340 gaps: selected by histograms
+    monkeypatch.setattr(chunkcolumn, "BLOCK_VALUES", 256)
+    blockwise = itl_stats(df)
+    assert {k: blockwise[k] for k in ("p50", "p90", "p99", "min", "max")} == \
+        {k: in_memory[k] for k in ("p50", "p90", "p99", "min", "max")}
+    assert blockwise["mean"] == pytest.approx(in_memory["mean"], rel=1e-12)
+
+
+def test_output_tokens_per_second_columnar_against_a_loop(tmp_path: Path):
+    rng = np.random.default_rng(3)
+    records = [ok_record(i, T0 + rng.uniform(0, 20), np.round(np.cumsum(rng.gamma(2.0, 80.0, 30)), 4).tolist(),
+                         int(rng.choice([30, 60])), 9000.0, 10, 0, 1.0, 1.0) for i in range(40)]
+    records += study_records()[3:]  # an error and a cancelled request with a chunk, no tokens per chunk: left out
+    expected: dict[int, float] = {}
+    t0 = min(r.send_ts for r in records)
+    for r in records:
+        for offset in (r.chunk_offsets_ms if r.tokens_per_chunk else []):
+            second = math.floor(r.send_ts - t0 + offset / 1000)
+            expected[second] = expected.get(second, 0.0) + r.tokens_per_chunk
+    per_s = output_tokens_per_second(columnar(tmp_path, records))
+    assert per_s.to_dict() == pytest.approx(expected)
+    assert sorted(per_s.index) == sorted(expected)
+
+
+def test_tokens_received_in_windows_counts_every_records_chunks(tmp_path: Path):
+    # r0's chunks arrive at 1000.10 1000.15 1000.25, r1's (2 tokens each) at 1000.70 1000.76, r2's at
+    # 1001.40 1001.50 1001.55 1001.70; the error's at 1001.75 and the cancelled one's at 1001.60 count 1 each
+    df = columnar(tmp_path, study_records())
+    assert tokens_received(df, [(T0, T0 + 0.2), (T0 + 0.2, T0 + 1.0), (T0 + 1.0, T0 + 5.0)]) == [2.0, 5.0, 6.0]
+
+
+def test_peak_in_flight_ends_before_starts():
+    starts, ends = np.array([0.0, 1.0, 1.0, 2.5]), np.array([1.0, 3.0, 2.0, 4.0])
+    assert peak_in_flight(starts, ends) == 2  # [0,1) closes as two open at 1; at 2.5: [1,3) and [2.5,4)
+    assert peak_in_flight(starts, ends, lo=3.0, hi=5.0) == 1
+    assert peak_in_flight(starts, ends, lo=9.0, hi=10.0) == 0

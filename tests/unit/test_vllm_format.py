@@ -8,12 +8,14 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 import pytest
 
 from locustfiles.records import CANCELLED, ERROR, OK, RequestRecord
+from orchestrate import blockstats
 from orchestrate.goodput import goodput
-from orchestrate.summarize import summarize_records
+from orchestrate.summarize import load_records, summarize_records
 from orchestrate.vllm_format import vllm_bench, write_vllm_bench
 
 T0 = 1_700_000_000.0
@@ -114,12 +116,12 @@ def test_values_by_hand() -> None:
     assert bench["total_token_throughput"] == pytest.approx((85 + 7) / 1.2)
     assert bench["request_goodput"] is None  # no SLO: null, as vLLM writes without --goodput
     # per request, in send order, SECONDS; failed requests: output 0, latency 0.0, TTFT when a chunk came
-    assert bench["input_lens"] == [50, 35, 4000, 40]
-    assert bench["output_lens"] == [3, 4, 0, 0]
-    assert bench["ttfts"] == pytest.approx([0.1, 0.2, 0.0, 0.1])
-    assert bench["latencies"] == pytest.approx([0.3, 0.4, 0.0, 0.0])
-    assert bench["start_times"] == pytest.approx([T0, T0 + 0.5, T0 + 1.0, T0 + 1.2])
-    assert [pytest.approx(gaps) for gaps in bench["itls"]] == [[0.05, 0.1], [0.06, 0.04, 0.04], [], []]
+    assert bench["input_lens"].tolist() == [50, 35, 4000, 40]
+    assert bench["output_lens"].tolist() == [3, 4, 0, 0]
+    assert bench["ttfts"].tolist() == pytest.approx([0.1, 0.2, 0.0, 0.1])
+    assert bench["latencies"].tolist() == pytest.approx([0.3, 0.4, 0.0, 0.0])
+    assert bench["start_times"].tolist() == pytest.approx([T0, T0 + 0.5, T0 + 1.0, T0 + 1.2])
+    assert list(bench["itls"]) == [[0.05, 0.1], [0.06, 0.04, 0.04], [], []]
     assert bench["generated_texts"] == [""] * 4
     assert bench["errors"] == ["", "", f"{CONTEXT_ERROR}: request (4000 tokens) exceeds the context (2048)",
                                "cancelled"]
@@ -172,3 +174,47 @@ def test_traffic_from_the_load_settings(settings: dict[str, Any], expected: tupl
     bench = vllm_bench(summary, df)
     assert bench is not None
     assert (bench["request_rate"], bench["burstiness"], bench["max_concurrency"]) == expected
+
+
+# --- the columnar form of a long run's records -----------------------------------------------------------
+
+def test_the_columnar_frame_gives_the_same_file(tmp_path: Path) -> None:
+    summary, df = summary_and_frame()
+    path = tmp_path / "requests.jsonl"
+    path.write_text("".join(r.to_json() + "\n" for r in records()))
+    lists = json.loads(write_vllm_bench(summary, df, tmp_path / "a.json").read_text())  # type: ignore[union-attr]
+    cols = json.loads(write_vllm_bench(summary, load_records(path), tmp_path / "b.json").read_text())  # type: ignore[union-attr]
+    assert cols == lists
+
+
+def test_itls_are_written_at_the_records_resolution(tmp_path: Path) -> None:
+    # 152.4106 − 138.266 is 14.144599999999997 in floats; the offsets' 4 decimals make it 14.1446 ms
+    r = records()[1]
+    r.chunk_offsets_ms = [138.266, 152.4106, 160.0]
+    summary, _ = summary_and_frame()
+    df = pd.DataFrame([asdict(r)])
+    bench = json.loads(write_vllm_bench(summary, df, tmp_path / "v.json").read_text())  # type: ignore[union-attr]
+    assert bench["itls"] == [[0.0141446, 0.0075894]]
+
+
+@pytest.mark.parametrize("rows", [1, 2, 9, 300])
+def test_statistics_read_in_blocks_are_numpys(monkeypatch: pytest.MonkeyPatch, rows: int) -> None:
+    """Past SORT_AT_MOST the order statistics are selected from blocks: the percentiles and median are
+    numpy's to the last bit (the same values, the same interpolation), mean and std to rounding."""
+    rng = np.random.default_rng(rows)
+    recs = []
+    for i in range(rows):
+        offsets = np.round(np.cumsum(rng.gamma(2.0, 7.0, int(rng.integers(2, 9)))), 4).tolist()
+        recs.append(RequestRecord(request_id=f"r{i}", prompt_index=i, worker="w", send_ts=T0 + i, status=OK,
+                                  ttft_ms=offsets[0], e2e_ms=offsets[-1], chunk_offsets_ms=offsets,
+                                  n_chunks=len(offsets), tokens_per_chunk=1.0, output_tokens=len(offsets)))
+    df = pd.DataFrame([asdict(r) for r in recs])
+    gaps = np.array([b - a for r in recs for a, b in zip(r.chunk_offsets_ms, r.chunk_offsets_ms[1:])])
+    summary = summarize_records(df)
+    monkeypatch.setattr(blockstats, "SORT_AT_MOST", 0)
+    bench = vllm_bench(summary, df)
+    assert bench is not None
+    assert bench["median_itl_ms"] == float(np.median(gaps))
+    assert bench["percentiles_itl_ms"] == [[float(p), float(np.percentile(gaps, p))] for p in (50, 90, 95, 99)]
+    assert bench["mean_itl_ms"] == pytest.approx(float(np.mean(gaps)), rel=1e-12)
+    assert bench["std_itl_ms"] == pytest.approx(float(np.std(gaps)), rel=1e-9, abs=1e-12)
