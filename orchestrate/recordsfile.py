@@ -36,6 +36,8 @@ OFFSETS = pa.list_(pa.float64())
 def _arrow_type(annotation: str) -> pa.DataType:
     if "list" in annotation:
         return OFFSETS
+    if annotation.startswith("bool"):
+        return pa.bool_()
     return pa.string() if "str" in annotation else pa.float64()
 
 
@@ -161,4 +163,6 @@ def _coerce(value: Any, kind: pa.DataType) -> Any:
         return None if None in numbers else numbers
     if kind == pa.string():
         return value if isinstance(value, str) else None
+    if kind == pa.bool_():
+        return value if isinstance(value, bool) else None
     return number(value)

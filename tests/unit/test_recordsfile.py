@@ -137,6 +137,22 @@ def test_values_round_trip_exactly_with_pandas_dtypes(tmp_path: Path) -> None:
     assert frame["status"].tolist() == [r.status for r in records]
 
 
+def test_every_field_of_a_whole_file_is_read_by_the_fast_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A well-formed file never falls back to the line-by-line read, and every field, booleans
+    included, comes back as written (a field the schema typed wrongly would send each block there)."""
+    from dataclasses import fields
+    from orchestrate import recordsfile
+    records = generated(40, seed=5)
+    for i, r in enumerate(records):
+        r.reconnect, r.connect_ms, r.refused_retries, r.bytes_received = i % 3 == 0, 0.25 * i, i % 2, 100 + i
+    monkeypatch.setattr(recordsfile, "_parse_lines", lambda block: pytest.fail("fell back to the slow read"))
+    frame = read_records(write(tmp_path, [r.to_json() for r in records]))
+    for f in fields(RequestRecord):
+        want = [getattr(r, f.name) for r in records]
+        got = [None if (v is None or v != v) else v for v in frame[f.name].tolist()]
+        assert got == want, f.name
+
+
 def test_torn_lines_are_skipped_wherever_they_are(tmp_path: Path) -> None:
     records = generated(6, seed=1)
     lines = [r.to_json() for r in records]
