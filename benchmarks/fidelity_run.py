@@ -33,7 +33,7 @@ sys.path.insert(0, str(ROOT))
 import numpy as np  # noqa: E402
 import yaml  # noqa: E402
 
-from benchmarks.client_fidelity import write_section  # noqa: E402
+from docsection import write_section  # noqa: E402
 from orchestrate.calibrate import cores, pin, run_step, start_server, stop  # noqa: E402
 from orchestrate.summarize import weighted_stats  # noqa: E402
 
@@ -41,18 +41,21 @@ WORKLOAD = {"users": 32, "ttft_ms": 200.0, "itl_ms": 20.0, "output_tokens": 50, 
 TARGET = {"p50": 0.5, "p99": 2.0}
 
 
-def truth(path: Path) -> dict[str, tuple[float, float]]:
-    """request id → (arrived, first content chunk sent), wall-clock seconds."""
+def truth(path: Path) -> tuple[dict[str, tuple[float, float]], list[float]]:
+    """request id → (arrived, first content chunk sent), wall-clock seconds; and the server's own
+    lateness (content chunk sent − due, ms): how late its loop runs, which a request's arrival meets too."""
     arrive: dict[str, float] = {}
     first: dict[str, float] = {}
+    late: list[float] = []
     with open(path, newline="") as f:
         for row in csv.DictReader(f):
             rid = row["request_id"]
             if row["kind"] == "arrive":
                 arrive[rid] = float(row["ts"])
-            elif row["kind"] == "content" and rid not in first:
-                first[rid] = float(row["ts"])
-    return {rid: (arrive[rid], first[rid]) for rid in first if rid in arrive}
+            elif row["kind"] == "content":
+                late.append((float(row["ts"]) - float(row["scheduled_ts"])) * 1000.0)
+                first.setdefault(rid, float(row["ts"]))
+    return {rid: (arrive[rid], first[rid]) for rid in first if rid in arrive}, late
 
 
 def stats(values: list[float]) -> dict[str, float] | None:
@@ -90,10 +93,12 @@ def through_run(work: Path, server_core: int | None, client_core: int | None) ->
 
 
 def matched(records_path: Path, truth_path: Path) -> dict[str, Any]:
-    """Per-request TTFT error against the server's truth, all requests and split by connection."""
+    """Per-request TTFT error against the server's truth, all requests and split by connection, and
+    split in two: up (request handed to the kernel → the server's arrival stamp: the loopback and the
+    server's own loop) and down (the server's send of the first chunk → the client's stamp of it)."""
     records = [json.loads(line) for line in records_path.read_text().splitlines() if line.strip()]
-    known = truth(truth_path)
-    first, reused, unmatched = [], [], 0
+    known, server_late = truth(truth_path)
+    first, reused, up, down, unmatched = [], [], [], [], 0
     for rec in records:
         if rec["status"] != "ok" or rec.get("ttft_ms") is None or rec["request_id"] not in known:
             unmatched += 1
@@ -101,10 +106,13 @@ def matched(records_path: Path, truth_path: Path) -> dict[str, Any]:
         arrived, sent = known[rec["request_id"]]
         error = rec["ttft_ms"] - (sent - arrived) * 1000.0
         (first if rec.get("connect_ms") is not None and not rec.get("reconnect") else reused).append(error)
+        up.append((arrived - rec["send_ts"]) * 1000.0)  # the same host's clock: wall times compare
+        down.append((rec["send_ts"] + rec["ttft_ms"] / 1000.0 - sent) * 1000.0)
     return {"requests": len(records), "unmatched": unmatched,
             "ttft_err_ms": {"all": stats(first + reused), "reused_connection": stats(reused),
-                            "first_request_of_a_user": stats(first)},
-            "n": {"reused_connection": len(reused), "first_request_of_a_user": len(first)}}
+                            "first_request_of_a_user": stats(first), "up": stats(up), "down": stats(down)},
+            "n": {"reused_connection": len(reused), "first_request_of_a_user": len(first)},
+            "server_lateness_ms": stats(server_late)}
 
 
 def bare_harness(work: Path, server_core: int | None, client_core: int | None) -> dict[str, Any]:
@@ -124,15 +132,16 @@ def fmt(stats_: dict[str, float] | None, key: str) -> str:
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--out", type=Path, default=ROOT / "docs" / "benchmarks.md")
+    parser.add_argument("--repeats", type=int, default=3, help="runs of `tokenswarm run` (the spread is the noise)")
     args = parser.parse_args()
     server_core, client_core = cores()
     work = Path(tempfile.mkdtemp(prefix="tokenswarm-fidelity-"))
-    run = through_run(work / "run", server_core, client_core)
+    runs = [through_run(work / f"run-{i}", server_core, client_core) for i in range(args.repeats)]
     bare = bare_harness(work / "bare", server_core, client_core)
     stamp = datetime.now(timezone.utc)
     data = {"date": stamp.isoformat(timespec="seconds"), "machine": f"{platform.node()} {platform.machine()}, "
             f"{os.cpu_count()} cores, Python {platform.python_version()}", "workload": WORKLOAD,
-            "cores": [server_core, client_core], "target_ms": TARGET, "through_run": run, "bare": bare}
+            "cores": [server_core, client_core], "target_ms": TARGET, "through_run": runs, "bare": bare}
     json_path = ROOT / "benchmarks" / f"fidelity_run-{stamp:%Y%m%d}.json"
     json_path.write_text(json.dumps(data, indent=2) + "\n")
     lines = [f"Measured {stamp:%Y-%m-%d %H:%M} UTC on {data['machine']}; the reference server on core {server_core}, "
@@ -143,14 +152,19 @@ def main() -> int:
              "recorded − the server's truth for that request (first content chunk sent − request arrived), matched "
              "by X-Request-Id: everything the client adds, loopback both ways included. Target: "
              f"≤ {TARGET['p50']} ms p50, ≤ {TARGET['p99']} ms p99 over all requests.", "",
-             "| set-up | requests | TTFT err p50 | p99 | max |", "|---|---|---|---|---|"]
-    for label, result in (("`tokenswarm run --url`", run), ("bare Locust harness (`calibrate.run_step`)", bare)):
+             "| set-up | requests | TTFT err p50 | p99 | max | up p50 / p99 | down p50 / p99 | server late p99 |",
+             "|---|---|---|---|---|---|---|---|"]
+    labelled = [(f"`tokenswarm run --url` #{i + 1}", r) for i, r in enumerate(runs)]
+    for label, result in (*labelled, ("bare Locust harness (`calibrate.run_step`)", bare)):
         err, n = result["ttft_err_ms"], result["n"]
-        for part, name in (("all", "all requests"), ("reused_connection", "on a reused connection"),
+        for part, name in (("all", "all requests"), ("reused_connection", "reused connection"),
                            ("first_request_of_a_user", "a user's first request")):
             count = n["reused_connection"] + n["first_request_of_a_user"] if part == "all" else n[part]
+            split = (f"{fmt(err['up'], 'p50')} / {fmt(err['up'], 'p99')} | {fmt(err['down'], 'p50')} / "
+                     f"{fmt(err['down'], 'p99')} | {fmt(result['server_lateness_ms'], 'p99')}") if part == "all" \
+                else "| |"
             lines.append(f"| {label}, {name} | {count} | {fmt(err[part], 'p50')} | {fmt(err[part], 'p99')} | "
-                         f"{fmt(err[part], 'max')} |")
+                         f"{fmt(err[part], 'max')} | {split} |")
     write_section(args.out, "fidelity_run", lines)
     print("\n".join(lines))
     print(f"\nwritten: {json_path} and {args.out}")

@@ -29,6 +29,8 @@ from locustfiles.sse import StreamResult, classify_exception, classify_http_erro
 RECV_BYTES = 65536
 """Most bytes one read takes: when a fast server is ahead, one read brings hundreds of events
 (geventhttpclient's own 4 KB would take about 25)."""
+SETTLE_S = 0.01
+"""Between opening a user's connection and its first request: the server accepts it meanwhile."""
 RECONNECT_CLASSES = ("connection_closed", "connection_reset")
 """A kept-alive connection the server closed after the last stream: reconnect once, not an error."""
 
@@ -120,6 +122,11 @@ class ChatStreamUser(FastHttpUser):
         dispenser = self.llm.dispenser
         return dispenser.take() if dispenser is not None else None
 
+    def on_start(self) -> None:
+        """Open the connection before the first request, and let the server accept it."""
+        self.connection.open()
+        gevent.sleep(SETTLE_S)
+
     @task
     def chat(self) -> None:
         prompt = self.next_prompt()
@@ -163,24 +170,22 @@ class ChatStreamUser(FastHttpUser):
         watch = self.llm.server_watch
         reconnected = False
         while True:
-            try:
-                connect_ms = self.connection.ensure()  # outside the clock
-                error: BaseException | None = None
-            except OSError as exc:
-                connect_ms, error = None, exc
+            self.connection.begin()
+            record.send_ts = time.time()
+            send_t = time.perf_counter()
+            resp = self.client.request("POST", self.path, json=body, headers=headers,
+                                       stream=True, catch_response=True)
+            status = resp.status_code
+            sent_at = self.connection.sent_at
+            if sent_at is not None:  # the clock starts when the request left, not before Locust's own work
+                record.send_ts += sent_at - send_t
+                send_t = sent_at
+            connect_ms = self.connection.take_connect_ms()
             if connect_ms is not None:
                 record.connect_ms = round(connect_ms, 4)
                 record.reconnect = self.connection.opened > 1
-            if error is None:
-                record.send_ts = time.time()
-                send_t = time.perf_counter()
-                resp = self.client.request("POST", self.path, json=body, headers=headers,
-                                           stream=True, catch_response=True)
-                status = resp.status_code
-            else:
-                send_t, status = time.perf_counter(), 0
             if status == 0:  # no response at all: refused, reset, timed out before headers
-                error = error or getattr(resp, "error", None) or ConnectionError("no response")
+                error = getattr(resp, "error", None) or ConnectionError("no response")
                 error_class = classify_exception(error)
                 if error_class == "connection_refused":
                     if watch.refused():
