@@ -19,7 +19,7 @@ def test_users_sweep_with_and_without_a_drafter(tmp_path, tiny_model, tiny_draft
         variants=[{"name": "base"}, {"name": "drafter", "server": {"draft_model": "tiny-draft"}}])
     # the effect step by step is judged here, not the host: a few seconds of the machine's own work
     # (the test runner) would confound variants this short, so the limit is set out of the way
-    proc, run = tokenswarm_run(tmp_path, scenario, "--foreign-cpu-limit", "100")
+    proc, run = tokenswarm_run(tmp_path, scenario, "--foreign-cpu-limit", "100", "--steal-limit", "100")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     for name in ("base", "drafter"):
         variant = run / name

@@ -123,7 +123,7 @@ def test_web_ui_llm_tab_chart_page_and_stop(tmp_path: Path) -> None:
     sync_playwright = browser_or_skip()
     started = time.monotonic()
     scenario = write_scenario(tmp_path, server={"flags": {"parallel": USERS, "threads": 1}},
-                              load={"dataset": "synthetic:2000", "users": 4, "num_prompts": 1500, "max_tokens": 64})
+                              load={"dataset": "synthetic:2000", "users": 4, "num_prompts": 1500, "max_tokens": 256})
     results, port = tmp_path / "results", free_port()
     proc = subprocess.Popen([sys.executable, "-m", "orchestrate.cli", "run", str(scenario), "--results-dir",
                              str(results), "--ui", "--web-port", str(port)],
