@@ -149,7 +149,7 @@ def report_main(args: argparse.Namespace) -> int:
     """Rebuild every summary of a run from its files alone (no server needed)."""
     from orchestrate.hostload import HostLimits
     from orchestrate.report import console_lines
-    from orchestrate.runloop import build_summary
+    from orchestrate.summary import build_summary
     if not args.run_dir.is_dir():
         raise ScenarioError(f"{args.run_dir}: no such run directory")
     found = variant_dirs(args.run_dir)

@@ -5,7 +5,7 @@ optional: against a server that is not llama.cpp, facts are None and the counter
 estimate of ``locustfiles.dataset.estimate_tokens`` (the summary says so). The chat template is
 applied by the server's ``/apply-template``; a server without it (llama.cpp builds older than that
 endpoint, other servers with ``/tokenize``) gets the template of ``/props`` rendered here with
-jinja2, else the message text alone; ``TOKEN_COUNTERS`` names each way.
+jinja2, else the message text alone; ``orchestrate.summary.TOKEN_COUNTERS`` names each way.
 """
 
 from __future__ import annotations
@@ -25,15 +25,6 @@ from urllib3.util.retry import Retry
 from orchestrate.errors import ServerError
 
 TIMEOUT_S = 30.0
-TOKEN_COUNTERS = {
-    "server_tokenize": "exact: the server's /apply-template and /tokenize",
-    "server_tokenize_local_template": "the server's /tokenize over its /props chat template rendered by "
-                                      "tokenswarm (the server has no /apply-template)",
-    "server_tokenize_no_template": "the server's /tokenize over the message text alone: the chat template's "
-                                   "tokens are not counted (no /apply-template, no usable template in /props)",
-    "estimate_chars_div_4": "ESTIMATED (characters / 4): the server has no /tokenize",
-}
-"""How prompt lengths were measured (``summary.json`` ``sampling.token_counter``), best first."""
 API_KEY_ENV = "TOKENSWARM_API_KEY"
 """The variable that holds the server's API key, for the orchestrator and Locust's users alike."""
 
@@ -161,7 +152,7 @@ def template_renderer(facts: ServerFacts) -> Callable[[Messages], str] | None:
 
 def prompt_token_counter(base_url: str, session: requests.Session, facts: ServerFacts
                          ) -> tuple[str, Callable[[list[Messages]], list[int]] | None]:
-    """The best counter this server allows for whole chats, and its name (``TOKEN_COUNTERS``);
+    """The best counter this server allows for whole chats, and its name (``orchestrate.summary.TOKEN_COUNTERS``);
     None for the estimate (no ``/tokenize``)."""
     if not facts.has_tokenize:
         return "estimate_chars_div_4", None

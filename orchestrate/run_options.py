@@ -1,10 +1,9 @@
 """The options of ``tokenswarm run`` (and ``noise-floor``): its flags, and the scenario, load generators
 and web UI they make.
 
-Stage: entry point. Imports: stdlib, ``orchestrate.errors``, ``orchestrate.launchers.base`` (local
-addresses), ``orchestrate.loadrun`` (Swarm, WebUi), ``orchestrate.preflight`` (the API key),
-``orchestrate.results``, ``orchestrate.scenario``, ``orchestrate.jointoken``. Conflicting or impossible flags
-are one line each.
+Stage: entry point. The run stage (launchers, the Locust runner, pre-flight) is imported inside the
+functions that build a run, so the parser of every subcommand loads without it (``tokenswarm report``
+must not pull it in). Conflicting or impossible flags are one line each.
 """
 
 from __future__ import annotations
@@ -17,15 +16,15 @@ import sys
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from orchestrate.errors import ScenarioError
 from orchestrate.jointoken import token_file_of
-from orchestrate.launchers.base import LOCAL_HOSTS
-from orchestrate.loadrun import REMOTE_WORKERS_WAIT_S, Swarm, WebUi
-from orchestrate.preflight import API_KEY_ENV
 from orchestrate.results import DEFAULT_ROOT
 from orchestrate.scenario import Scenario
+
+if TYPE_CHECKING:  # the run stage is imported when a run is asked for: `tokenswarm report` never loads it
+    from orchestrate.loadrun import Swarm, WebUi
 
 
 def positive(kind: type) -> Callable[[str], object]:
@@ -142,6 +141,8 @@ def add_join_token_file(p: argparse._ActionsContainer, help_text: str) -> None:
 
 def swarm_of(args: argparse.Namespace) -> Swarm:
     """The load generators the flags ask for; conflicting flags are one-line errors."""
+    from orchestrate.launchers.base import LOCAL_HOSTS
+    from orchestrate.loadrun import REMOTE_WORKERS_WAIT_S, Swarm
     if args.workers and args.master:
         raise ScenarioError("--workers and --master exclude each other: --workers starts local workers, "
                             "--master waits for workers from other hosts")
@@ -170,7 +171,8 @@ def web_ui_of(args: argparse.Namespace) -> WebUi | None:
         if args.web_host or args.web_port or args.ui_quit_on_stop:
             raise ScenarioError("--web-host/--web-port/--ui-quit-on-stop only apply with --ui")
         return None
-    from orchestrate.launchers.base import free_port
+    from orchestrate.launchers.base import LOCAL_HOSTS, free_port
+    from orchestrate.loadrun import WebUi
     host = args.web_host or "127.0.0.1"
     if host not in LOCAL_HOSTS:
         print(f"tokenswarm: warning: the web UI listens on {host}: anyone who reaches it can start and stop "
@@ -195,6 +197,7 @@ the package's ShareGPT file is truncated, so its complete conversations are used
 
 def scenario_of(args: argparse.Namespace) -> Scenario:
     """The scenario file with the command line's overrides applied (``run``, ``noise-floor``)."""
+    from orchestrate.preflight import API_KEY_ENV
     from orchestrate.scenario import load_scenario, parse_scenario
     if args.scenario is None:
         if not args.url:

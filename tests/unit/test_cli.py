@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 import orchestrate.report
 import orchestrate.runloop
+import orchestrate.summary
 from locustfiles.admission import JOIN_TOKEN_ENV
 from locustfiles.records import RequestRecord
 from orchestrate.cli import main, server_command
@@ -248,8 +249,8 @@ def test_a_truncated_dataset_is_noted_in_the_summary():
     sampling = {"dataset": "/d/cut.json", "token_counter": "server_tokenize", "examined": 10,
                 "dropped": {}, "shortfall": 0, "truncated": True, "complete_conversations": 17671}
     assert ("the dataset file is truncated (allow_truncated): prompts were sampled from its 17,671 complete "
-            "conversations only") in orchestrate.runloop.notes({"sampling": sampling})
-    assert not [n for n in orchestrate.runloop.notes({"sampling": {**sampling, "truncated": False}})
+            "conversations only") in orchestrate.summary.notes({"sampling": sampling})
+    assert not [n for n in orchestrate.summary.notes({"sampling": {**sampling, "truncated": False}})
                 if "truncated" in n]
 
 

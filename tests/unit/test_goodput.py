@@ -12,7 +12,7 @@ import pytest
 from locustfiles.records import CANCELLED, ERROR, OK, RequestRecord
 from orchestrate.goodput import goodput, markdown
 from orchestrate.results import VariantPaths
-from orchestrate.runloop import build_summary
+from orchestrate.summary import build_summary
 from orchestrate.summarize import summarize_records
 
 T0 = 1000.0

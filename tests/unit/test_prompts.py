@@ -11,7 +11,7 @@ import requests
 from locustfiles.dataset import Prompt
 from orchestrate.preflight import ServerFacts
 from orchestrate.prompts import prepare_prompts, resolve_dataset
-from orchestrate.runloop import notes
+from orchestrate.summary import notes
 from orchestrate.scenario import LoadSpec
 
 

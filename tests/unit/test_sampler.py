@@ -18,7 +18,7 @@ from locustfiles.records import CANCELLED, ERROR, OK, RequestRecord
 from orchestrate import sampler
 from orchestrate.launchers.base import Launcher
 from orchestrate.report import fmt_bytes, markdown, memory_line, server_metrics_line
-from orchestrate.runloop import notes
+from orchestrate.summary import notes
 from orchestrate.sampler import GpuMemoryProbe, MetricsSampler, parse_nvidia_smi, parse_prometheus
 from orchestrate.summarize import (counter_increase, metrics_timeline, server_metrics, summarize_metrics,
                                    summarize_records)
