@@ -26,7 +26,6 @@ import logging
 import math
 import random
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -34,12 +33,12 @@ import gevent
 
 from locustfiles.loadshape import ARRIVALS
 from locustfiles.records import RequestRecord
+from locustfiles.runstate import ArrivalClock, LlmRun
 
 if TYPE_CHECKING:
     from locust.env import Environment
 
     from locustfiles.dataset import Prompt
-    from locustfiles.events import LlmRun
 
 log = logging.getLogger("tokenswarm")
 
@@ -75,32 +74,6 @@ def arrival_offsets(n: int, rate: float, arrival: str = "poisson", burstiness: f
             t += rng.gammavariate(burstiness, theta)
         out.append(t)
     return out
-
-
-@dataclass
-class ArrivalClock:
-    """Prompt index → wall-clock time it is due (``time.time()`` seconds)."""
-
-    due: dict[int, float] = field(default_factory=dict)
-    info: dict[str, Any] = field(default_factory=dict)
-    """What ``arrivals.json`` says about the schedule (parameters, start, count)."""
-
-    def plan(self, prompts: list[Prompt], offsets: list[float], start: float) -> None:
-        """Fix the schedule: ``prompts[k]`` (the k-th to be handed out) is due at ``start + offsets[k]``."""
-        self.due = {p.index: start + off for p, off in zip(prompts, offsets)}
-
-    def learn(self, indices: list[int], due: list[float]) -> None:
-        """A worker: the due times of the prompts the master just dealt."""
-        self.due.update(zip(indices, due))
-
-    def wait(self, index: int) -> float | None:
-        """Sleep until prompt ``index`` is due; its due time, or None outside the open loop."""
-        due = self.due.get(index)
-        if due is None:
-            return None
-        while (left := due - time.time()) > 0:
-            gevent.sleep(left)
-        return due
 
 
 def spawn_time_s(users: int, spawn_rate: float) -> float:

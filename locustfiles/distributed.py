@@ -30,7 +30,7 @@ from locustfiles.dataset import Prompt
 from locustfiles.records import RequestRecord
 
 if TYPE_CHECKING:
-    from locustfiles.events import LlmRun
+    from locustfiles.runstate import LlmRun
 
 log = logging.getLogger("tokenswarm")
 

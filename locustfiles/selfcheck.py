@@ -24,7 +24,7 @@ from locustfiles.livestats import percentiles
 if TYPE_CHECKING:
     from locust.env import Environment
 
-    from locustfiles.events import LlmRun
+    from locustfiles.runstate import LlmRun
 
 log = logging.getLogger("tokenswarm")
 

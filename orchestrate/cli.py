@@ -24,7 +24,8 @@ from orchestrate.errors import ResultsError, ScenarioError, TokenswarmError
 from orchestrate.results import VariantPaths, variant_dirs
 from orchestrate.run_options import (positive, add_allow_truncated, add_join_token_file, add_run_arguments,
                                      scenario_of, swarm_of, web_ui_of)
-from orchestrate.scenario import ServerSpec, Variant
+from orchestrate.settings import retry_description
+from orchestrate.spec import ServerSpec, Variant
 
 
 def run_main(args: argparse.Namespace) -> int:
@@ -122,7 +123,7 @@ def plan_lines(variant: Variant) -> list[str]:
                      f"{sweep.warmup_prompts} warm-up prompts first, {sweep.settle_s:g} s between steps; "
                      f"the load line above is the first step)")
     if variant.retry_with:
-        lines += [f"on load failure: retry once with {variant.retry_description()} (recorded as retried):",
+        lines += [f"on load failure: retry once with {retry_description(variant)} (recorded as retried):",
                   f"  {server_command(variant.with_retry().server)}"]
     return lines
 

@@ -7,7 +7,7 @@ repeats), ``orchestrate.results``, ``orchestrate.scenario`` (settings of runs th
 ``summary.json``). It reads only the files of finished runs, so it works across runs too;
 ``orchestrate.compare_report`` renders it.
 
-The confound check compares the flat settings of every two completed variants (``Variant.settings()``
+The confound check compares the flat settings of every two completed variants (``settings.variant_settings``
 as actually run, after a retry). An effect of a setting is read only from a pair that differs in that
 setting alone; a pair that differs in more is listed as confounded, with the settings named, and no
 effect is read from it. A declared factor (a matrix axis that sets several settings, ``drafter``; see
@@ -40,6 +40,7 @@ from orchestrate.matrix import fold, folded_factors
 from orchestrate import sweep_report
 from orchestrate.repeats import deviation, disagree, read_floor, repeat_index, spread
 from orchestrate.results import scenario_copy, variant_dirs
+from orchestrate.settings import variant_settings
 
 COLUMNS = (("prefill_tok_s", "prefill tok/s"), ("decode_tok_s", "decode tok/s"), ("ttft_p50_ms", "TTFT p50"),
            ("ttft_p99_ms", "TTFT p99"), ("tpot_p50_ms", "TPOT p50"), ("tpot_p99_ms", "TPOT p99"))
@@ -84,14 +85,14 @@ class VariantResult:
 
 def _scenario_settings(run: Path, name: str, retried: bool) -> dict[str, Any] | None:
     """Settings rebuilt from the run's ``scenario.yaml``, for summaries written before they carried them."""
-    from orchestrate.scenario import LoadSpec, ServerSpec, Variant
+    from orchestrate.spec import LoadSpec, ServerSpec, Variant
     try:
         as_run = yaml.safe_load(scenario_copy(run).read_text())
         raw = next(v for v in as_run["variants"] if v["name"] == name)
         variant = Variant(name, ServerSpec(**raw["server"]), LoadSpec(**raw["load"]), raw.get("retry_with"))
     except (OSError, yaml.YAMLError, TypeError, KeyError, StopIteration):
         return None
-    return (variant.with_retry() if retried else variant).settings()
+    return variant_settings(variant.with_retry() if retried else variant)
 
 
 def read_variants(run_dirs: list[Path]) -> list[VariantResult]:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from orchestrate.scenario import ServerSpec
+from orchestrate.spec import ServerSpec
 
 FLAG_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9-]*$")
 VALUE_SWITCHES = {"flash-attn", "fa"}

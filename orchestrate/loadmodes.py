@@ -22,13 +22,12 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict, replace
-from typing import TYPE_CHECKING, Any, Callable
+from typing import Any, Callable
 
 from locustfiles.loadshape import ARRIVALS, DEFAULT_LATE_MS, Stage, default_spawn_rate
+from orchestrate.spec import LoadSpec
 from orchestrate.yamlsource import Checker
 
-if TYPE_CHECKING:  # scenario.py imports this module
-    from orchestrate.scenario import LoadSpec
 
 MODE_KEYS = ("rate", "arrival", "burstiness", "late_ms", "stages")
 """Load keys this module validates (added to ``scenario.LOAD_KEYS``)."""
@@ -122,7 +121,7 @@ def locust_args(load: LoadSpec | None) -> list[str]:
 
 
 def settings(load: LoadSpec) -> dict[str, Any]:
-    """The mode's entries of ``Variant.settings()`` (none in a closed loop, so those settings stay as they were)."""
+    """The mode's entries of ``settings.variant_settings`` (none in a closed loop, so those settings stay as they were)."""
     if load.rate is not None:
         return {"load.rate": load.rate, "load.arrival": load.arrival,
                 "load.burstiness": load.burstiness if load.arrival == "poisson" else None}

@@ -27,7 +27,7 @@ from orchestrate import jointoken, loadmodes, replay
 from orchestrate.errors import LoadRunError
 from orchestrate.launchers.base import free_port
 from orchestrate.results import VariantPaths
-from orchestrate.scenario import LoadSpec
+from orchestrate.spec import LoadSpec
 
 LOCUSTFILE = Path(locustfiles.__file__).parent / "locustfile.py"
 PROGRESS_INTERVAL_S = 5.0

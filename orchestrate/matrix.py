@@ -29,7 +29,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from orchestrate.flags import canonical_flag
 from orchestrate.keypaths import MISSING, get_path, put_path
+from orchestrate.spec import Factor
 
 KeyPath = tuple[Any, ...]
 Fail = Callable[[KeyPath, str], Exception]
@@ -45,16 +47,6 @@ _NOT_NAME_CHARS = re.compile(r"[^A-Za-z0-9_-]+")
 _NAME = re.compile(r"^[A-Za-z0-9_-]+$")
 _NO_MAPPING = ("a llama-server flag takes no mapping; to set several settings at once make every value "
                "of the axis a mapping of settings (a factor; {} for none)")
-
-
-@dataclass(frozen=True)
-class Factor:
-    """A factor axis as one variant has it: the value's name and every setting the axis's values set."""
-
-    value: str
-    covers: tuple[str, ...]
-    """``Variant.settings()`` keys set by any value of the axis (a mapping such as ``docker`` covers
-    its keys too): the confound check folds them into one setting, ``factor.<axis>``."""
 
 
 @dataclass(frozen=True)
@@ -101,8 +93,7 @@ def value_name(value: Any) -> str | None:
 
 
 def settings_key(to: tuple[str, ...]) -> str:
-    """The ``Variant.settings()`` key a target is compared by: a flag by its long name."""
-    from orchestrate.flags import canonical_flag  # flags.py imports scenario.py, which imports this module
+    """The ``settings.variant_settings`` key a target is compared by: a flag by its long name."""
     return ".".join((*to[:2], canonical_flag(to[2])) if to[:2] == ("server", "flags") else to)
 
 

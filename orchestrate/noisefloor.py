@@ -24,7 +24,7 @@ from orchestrate.errors import ScenarioError
 from orchestrate.loadrun import Swarm
 from orchestrate.repeats import NOISE_FLOOR_JSON, deviation, host_floor_file
 from orchestrate.runloop import run_scenario
-from orchestrate.scenario import Scenario
+from orchestrate.spec import Scenario
 
 
 def floor_of(pairs: list[dict[str, Any]]) -> dict[str, float | None]:

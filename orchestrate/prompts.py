@@ -25,7 +25,7 @@ from orchestrate.datasets import TRUNCATED_HINT
 from orchestrate.errors import DatasetError, ServerError
 from orchestrate.preflight import ServerFacts, one_message_counter, prompt_token_counter, text_counter
 from orchestrate.results import VariantPaths
-from orchestrate.scenario import LoadSpec
+from orchestrate.spec import LoadSpec
 from orchestrate.sharegpt_synth import parse_synthetic
 
 def resolve_dataset(name: str, cache_dir: Path | None = None) -> Path:

@@ -12,10 +12,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from typing import TYPE_CHECKING, Any, TextIO
-
-if TYPE_CHECKING:
-    from orchestrate.refserver import RefServer
+from typing import Any, Protocol, TextIO
 
 FLUSH_S = 0.5
 
@@ -65,6 +62,28 @@ class Truth:
             self.file = None
 
 
+class Limits(Protocol):
+    @property
+    def close_after(self) -> int:
+        """Close a kept-alive connection after this many responses (0: never)."""
+
+
+class Endpoint(Protocol):
+    """What the wire needs of the server (``refserver.RefServer``), so this module need not import it."""
+
+    loop: asyncio.AbstractEventLoop
+    truth: Truth
+    connections: int
+    writes: int
+    events_sent: int
+
+    @property
+    def timing(self) -> Limits: ...
+
+    def dispatch(self, conn: HttpConnection, method: bytes, path: bytes, headers: dict[bytes, bytes],
+                 body: bytes, keep_alive: bool) -> None: ...
+
+
 class Stream:
     """One streamed completion: its preformatted events and the timer that sends them."""
 
@@ -102,7 +121,7 @@ class Stream:
 class HttpConnection(asyncio.Protocol):
     """A minimal HTTP/1.1 server connection: Content-Length bodies, keep-alive, one request at a time."""
 
-    def __init__(self, server: RefServer) -> None:
+    def __init__(self, server: Endpoint) -> None:
         self.server = server
         self.transport: asyncio.Transport | None = None
         self.buf = b""

@@ -7,13 +7,12 @@ format the Locust side parses), ``orchestrate.yamlsource`` (TYPE_CHECKING only f
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable
+from typing import Any, Callable
 
 from locustfiles.conversations import HISTORY_DATASET, HISTORY_SOURCES, MODES, MULTI_TURN, SINGLE, ThinkTime
+from orchestrate.spec import LoadSpec
 from orchestrate.yamlsource import Checker
 
-if TYPE_CHECKING:  # scenario.py imports this module
-    from orchestrate.scenario import LoadSpec
 
 REPLAY_KEYS = ("mode", "history", "think_time_s", "max_turns")
 """Load keys of the replay; all but ``mode`` only mean something with ``mode: multi_turn``."""

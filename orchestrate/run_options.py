@@ -21,7 +21,8 @@ from typing import TYPE_CHECKING, Any
 from orchestrate.errors import ScenarioError
 from orchestrate.jointoken import token_file_of
 from orchestrate.results import DEFAULT_ROOT
-from orchestrate.scenario import Scenario
+from orchestrate.settings import variant_settings
+from orchestrate.spec import Scenario
 
 if TYPE_CHECKING:  # the run stage is imported when a run is asked for: `tokenswarm report` never loads it
     from orchestrate.loadrun import Swarm, WebUi
@@ -237,7 +238,7 @@ def refuse_unapplied(scenario: Scenario) -> None:
     would be one server measured twice and read as an effect: refused, naming them."""
     seen: dict[str, tuple[str, dict[str, Any]]] = {}
     for v in scenario.variants:
-        settings = v.settings()
+        settings = variant_settings(v)
         load = json.dumps({k: x for k, x in settings.items() if not k.startswith("server.")}, sort_keys=True,
                           default=str)
         if load in seen:

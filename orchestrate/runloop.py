@@ -35,9 +35,11 @@ from orchestrate.prompts import PreparedPrompts, check_datasets, prepare_prompts
 from orchestrate.report import console_lines
 from orchestrate.results import VariantPaths, run_dir, scenario_copy
 from orchestrate.sampler import MetricsSampler
-from orchestrate.scenario import LoadSpec, Scenario, Variant
+from orchestrate.settings import retry_description, variant_settings
+from orchestrate.spec import LoadSpec, Scenario, Variant
 from orchestrate.summary import build_summary
-from orchestrate.sweep import Sweep, deal_prompts, sampling_load as sweep_sampling, warmup_load
+from orchestrate.spec import Sweep
+from orchestrate.sweep import deal_prompts, sampling_load as sweep_sampling, warmup_load
 from orchestrate.sweep_report import collect_steps
 
 
@@ -109,7 +111,7 @@ def run_scenario(scenario: Scenario, results_root: Path, swarm: Swarm = Swarm(),
         paths = VariantPaths.create(folder, variant.name)
         result = run_variant(context, variant, paths, swarm=swarm, ui=ui)
         if result.status == "failed_to_load" and variant.retry_with:
-            print(f"[{variant.name}] failed to load ({result.cause}); retrying with {variant.retry_description()}", flush=True)
+            print(f"[{variant.name}] failed to load ({result.cause}); retrying with {retry_description(variant)}", flush=True)
             if paths.server_log.exists():
                 paths.server_log.replace(paths.first_attempt_log)
             result = run_variant(context, variant.with_retry(), paths, first_attempt=result, swarm=swarm, ui=ui)
@@ -246,7 +248,7 @@ def run_steps(result: VariantRun, url: str, swarm: Swarm) -> LoadOutcome:
             "error": None if sent or crashed else f"locust sent no request; see {paths.locust_log}",
             "stopped_by": outcome.stopped_by,
             "step": {"key": sweep.key, "value": sweep.values[i]}, "planned_prompts": planned_requests(prompts),
-            "settings": replace(result.variant, load=load, sweep=None, steps=()).settings(),
+            "settings": variant_settings(replace(result.variant, load=load, sweep=None, steps=())),
             "factors": factor_record(result.variant.factors),
             "slo": result.variant.slo.as_dict() if result.variant.slo else None}, result.context.host_limits)
         if crashed or outcome.stopped_by == "interrupted":
@@ -257,7 +259,7 @@ def run_steps(result: VariantRun, url: str, swarm: Swarm) -> LoadOutcome:
 def finish_variant(result: VariantRun) -> dict[str, Any]:
     """Write ``server.json``, then summarize whatever was measured, even after a failure."""
     result.paths.server_json.write_text(json.dumps(result.server_info(), indent=2, default=str) + "\n")
-    settings = result.variant.settings()
+    settings = variant_settings(result.variant)
     if result.variant.server.launcher == "external" and result.facts is not None:
         settings.update(result.facts.reported())  # a server tokenswarm did not start: what it says it is
     extra: dict[str, Any] = {"status": result.status, "error": result.error, "machine": machine(),
@@ -267,7 +269,7 @@ def finish_variant(result: VariantRun) -> dict[str, Any]:
     if result.first_attempt is not None:
         first = result.first_attempt
         extra["first_attempt"] = {"status": first.status, "cause": first.cause, "hint": first.hint,
-                                  "exit_code": first.exit_code, "settings": first.variant.settings(),
+                                  "exit_code": first.exit_code, "settings": variant_settings(first.variant),
                                   "log": result.paths.first_attempt_log.name}
     if result.outcome:
         extra["stopped_by"] = result.outcome.stopped_by

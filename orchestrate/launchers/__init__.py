@@ -14,7 +14,7 @@ from typing import Any
 from orchestrate.errors import ScenarioError
 from orchestrate.flags import llama_server_argv
 from orchestrate.launchers.base import LOCAL_HOSTS, Launcher
-from orchestrate.scenario import ServerSpec
+from orchestrate.spec import ServerSpec
 
 def resolve_model(name: str, build: bool = True) -> str:
     """``tiny``, ``tiny-draft``, ``tiny-deep``, ``tiny-deep-draft`` → the generated GGUF;

@@ -29,7 +29,7 @@ from orchestrate.diagnose import diagnose
 from orchestrate.errors import ScenarioError, ServerError, ServerExitedError
 from orchestrate.flags import llama_server_argv
 from orchestrate.launchers.base import LOCAL_HOSTS, Launcher, free_port
-from orchestrate.scenario import ServerSpec
+from orchestrate.spec import ServerSpec
 
 CONTAINER_PORT = 8080
 MODELS_DIR = "/models"

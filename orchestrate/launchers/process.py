@@ -15,7 +15,7 @@ from orchestrate.errors import ServerError
 from orchestrate.flags import llama_server_argv
 from orchestrate.llama_build import cached_binary
 from orchestrate.launchers.base import LOCAL_HOSTS, Launcher, free_port, stop_process_group
-from orchestrate.scenario import ServerSpec
+from orchestrate.spec import ServerSpec
 
 
 def find_binary(binary: str) -> str:

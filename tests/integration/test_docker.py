@@ -23,7 +23,7 @@ import pytest
 from orchestrate.errors import ScenarioError, ServerExitedError
 from orchestrate.launchers import resolve_model
 from orchestrate.launchers.docker import LABEL, DockerLauncher, device_requests, docker_options, remove_leftovers
-from orchestrate.scenario import ServerSpec
+from orchestrate.spec import ServerSpec
 from tests.helpers import read_jsonl, tokenswarm_run, write_scenario
 
 pytestmark = pytest.mark.integration

@@ -18,7 +18,7 @@ from locustfiles.records import RequestRecord
 from orchestrate.cli import main, server_command
 from orchestrate.loadrun import LoadPlan, Swarm, WebUi, locust_command
 from orchestrate.results import VariantPaths
-from orchestrate.scenario import Scenario, ServerSpec
+from orchestrate.spec import Scenario, ServerSpec
 from tests.unit.test_scenario import YAML_PIECES
 
 DEMO = Path(__file__).resolve().parents[2] / "scenarios" / "demo.yaml"

@@ -14,6 +14,7 @@ from orchestrate.compare import compare, read_variants
 from orchestrate.compare_report import write_comparison
 from orchestrate.errors import ResultsError
 from orchestrate.results import VariantPaths, compare_json, compare_md, compare_png
+from orchestrate.settings import variant_settings
 
 DRAFT = "/models/gemma-4-E4B-MTP.gguf"
 
@@ -215,7 +216,7 @@ def test_settings_fall_back_to_the_runs_scenario_yaml(tmp_path: Path):
         del s["settings"]
     write_run(run, dict(zip(["flash-attn-on", "flash-attn-off"], old)))
     data = compare(read_variants([run]))
-    assert [r["settings"] for r in data["variants"]] == [v.settings() for v in scenario.variants]
+    assert [r["settings"] for r in data["variants"]] == [variant_settings(v) for v in scenario.variants]
     assert factors_with_effects(data) == {"server.flags.flash-attn"}
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from orchestrate.flags import flag_args, llama_server_argv
-from orchestrate.scenario import ServerSpec
+from orchestrate.spec import ServerSpec
 
 
 def test_reference_study_command() -> None:

@@ -6,7 +6,8 @@ from typing import Any
 
 import pytest
 
-from orchestrate.matrix import Combination, Factor, expand_matrix, factor_record, fold, folded_factors, value_name
+from orchestrate.matrix import Combination, expand_matrix, factor_record, fold, folded_factors, value_name
+from orchestrate.spec import Factor
 
 
 def fail(at: tuple[Any, ...], message: str) -> Exception:

@@ -12,7 +12,7 @@ from locustfiles.dataset import Prompt
 from orchestrate.preflight import ServerFacts
 from orchestrate.prompts import prepare_prompts, resolve_dataset
 from orchestrate.summary import notes
-from orchestrate.scenario import LoadSpec
+from orchestrate.spec import LoadSpec
 
 
 def test_synthetic_dataset_is_generated_once_and_cached(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

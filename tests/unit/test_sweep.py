@@ -9,6 +9,7 @@ import pytest
 from locustfiles.dataset import Prompt
 from orchestrate.errors import ScenarioError
 from orchestrate.scenario import parse_scenario
+from orchestrate.settings import variant_settings
 from orchestrate.sweep import deal_prompts, sampling_load, warmup_load
 
 HEAD = """name: s
@@ -27,7 +28,7 @@ def test_a_listed_key_becomes_steps_and_the_variant_keeps_the_first():
     assert v.sweep.settle_s == 0.5 and v.sweep.warmup_prompts == 8
     assert [s.users for s in v.steps] == [1, 4, 16] and v.load.users == 1
     assert {s.num_prompts for s in v.steps} == {10}
-    assert v.settings()["load.users"] == [1, 4, 16]  # two swept variants compare step by step
+    assert variant_settings(v)["load.users"] == [1, 4, 16]  # two swept variants compare step by step
     assert sampling_load(v).num_prompts == 8 + 30
     assert warmup_load(v).users == 16
 

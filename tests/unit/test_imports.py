@@ -1,0 +1,126 @@
+"""The import graph of ``orchestrate`` and ``locustfiles``, read from the source: no circles, and the
+Locust side imports nothing of the orchestrator.
+
+Every import counts: top-level, inside functions and under ``TYPE_CHECKING`` (a circle that only
+type checking sees is still two modules that cannot be read apart).
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+PACKAGES = ("orchestrate", "locustfiles")
+
+
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+MODULES = {module_name(p): p for package in PACKAGES for p in sorted((ROOT / package).rglob("*.py"))}
+
+
+def _owner(name: str) -> str | None:
+    """The project module a dotted name lives in (``orchestrate.spec.LoadSpec`` → ``orchestrate.spec``)."""
+    while name and name not in MODULES:
+        name = name.rpartition(".")[0]
+    return name or None
+
+
+def imports_of(module: str) -> set[str]:
+    """The project modules ``module`` imports, anywhere in its source."""
+    out: set[str | None] = set()
+    for node in ast.walk(ast.parse(MODULES[module].read_text())):
+        if isinstance(node, ast.Import):
+            out |= {_owner(alias.name) for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            out |= {_owner(f"{node.module}.{alias.name}") for alias in node.names}
+    out.discard(None)
+    out.discard(module)
+    return {m for m in out if m is not None}
+
+
+GRAPH = {module: imports_of(module) for module in MODULES}
+
+
+def circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan's algorithm, iterative)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+    for root in graph:
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = len(index)
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(graph.get(child, ())))))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.append(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    found.append(sorted(component))
+    return found
+
+
+def test_the_graph_is_read() -> None:
+    assert "orchestrate.cli" in GRAPH and "locustfiles.events" in GRAPH
+    assert "orchestrate.spec" in GRAPH["orchestrate.scenario"]
+    assert "locustfiles.runstate" in GRAPH["locustfiles.arrivals"]
+
+
+def test_the_circle_finder_finds_circles() -> None:
+    assert circles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert circles({"a": {"b"}, "b": set()}) == []
+
+
+def test_no_import_circles() -> None:
+    assert circles(GRAPH) == []
+
+
+def _required_imports(module: str) -> set[str]:
+    """Like ``imports_of``, leaving out imports guarded by ``except ImportError`` (optional ones)."""
+    tree = ast.parse(MODULES[module].read_text())
+    optional = {id(node) for guard in ast.walk(tree) if isinstance(guard, ast.Try)
+                and any(isinstance(h.type, ast.Name) and h.type.id in ("ImportError", "ModuleNotFoundError")
+                        for h in guard.handlers)
+                for stmt in guard.body for node in ast.walk(stmt)}
+    out = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module and not node.level and id(node) not in optional:
+            out |= {_owner(f"{node.module}.{alias.name}") or node.module for alias in node.names}
+        elif isinstance(node, ast.Import) and id(node) not in optional:
+            out |= {alias.name for alias in node.names}
+    return out
+
+
+def test_locustfiles_import_nothing_of_the_orchestrator() -> None:
+    """Workers on other hosts run ``locustfiles/`` alone; an ``orchestrate`` import there must be optional
+    (``promptsource`` makes ``synthetic:N`` through the project only where it is installed)."""
+    bad = {m: sorted(i for i in _required_imports(m) if i.split(".")[0] == "orchestrate")
+           for m in MODULES if m.startswith("locustfiles")}
+    assert {m: deps for m, deps in bad.items() if deps} == {}
