@@ -6,7 +6,7 @@ from ``llm_record_collected`` and serves it; this module counts, and lays the fi
 tab's rows and the CSV's (``table_rows``, ``figures_csv_rows``).
 
 These are *live* figures for a person ramping users, not the report: ``summary.json`` comes from
-the records file and ``orchestrate/summarize.py``. The definitions match the report's where they can:
+the records file and ``orchestrate/report/summarize.py``. The definitions match the report's where they can:
 
 - A request counts when its record reaches this process (local: when it ends; distributed: when
   the worker's batch arrives, at most about a second later).

@@ -1,6 +1,6 @@
 """Every path of a run's results, built here and nowhere else.
 
-Stage: records → report. Imports: stdlib, yaml, ``orchestrate.repeats`` (repeat folders). Files are the contract between ``run`` and ``report``:
+Stage: records → report. Imports: stdlib, yaml, ``orchestrate.report.repeats`` (repeat folders). Files are the contract between ``run`` and ``report``:
 ``tokenswarm report DIR`` rebuilds every summary from these files without a server.
 """
 
@@ -17,7 +17,7 @@ from typing import Any
 import yaml
 
 from orchestrate.errors import ResultsError
-from orchestrate.repeats import repeat_index
+from orchestrate.report.repeats import repeat_index
 
 DEFAULT_ROOT = Path("results")
 
@@ -92,16 +92,16 @@ class VariantPaths:
     summary_json = property(lambda self: self.dir / "summary.json")
     summary_md = property(lambda self: self.dir / "summary.md")
     vllm_bench_json = property(lambda self: self.dir / "vllm_bench.json")
-    """The result in ``vllm bench serve --save-result`` JSON (``orchestrate.vllm_format``)."""
+    """The result in ``vllm bench serve --save-result`` JSON (``orchestrate.report.vllm_format``)."""
     plot_png = property(lambda self: self.dir / "latency.png")
     metrics = property(lambda self: self.dir / "metrics.jsonl")
-    """``/metrics`` counters and memory, one JSON line per sample (``orchestrate.sampler``)."""
+    """``/metrics`` counters and memory, one JSON line per sample (``orchestrate.load.sampler``)."""
     throughput_png = property(lambda self: self.dir / "throughput.png")
     """Server-side prefill/decode tok/s, requests in flight and memory over time."""
     sweep_png = property(lambda self: self.dir / "sweep.png")
     ui_steps_png = property(lambda self: self.dir / "ui_steps.png")
-    """A web UI run's user levels as steps (``orchestrate.uisteps``)."""
-    """A sweep's figures against the swept value (``orchestrate.sweep_report``)."""
+    """A web UI run's user levels as steps (``orchestrate.report.uisteps``)."""
+    """A sweep's figures against the swept value (``orchestrate.report.sweep_report``)."""
 
     def step(self, label: str) -> "VariantPaths":
         """A sweep step's own result folder (``steps/users-8``), or the warm-up's (``steps/warmup``)."""

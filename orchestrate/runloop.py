@@ -19,28 +19,28 @@ import yaml
 
 from locustfiles.conversations import planned_requests
 from locustfiles.dataset import Prompt
-from orchestrate.compare_report import comparable, write_comparison
-from orchestrate.diagnose import diagnose
+from orchestrate.report.compare_report import comparable, write_comparison
+from orchestrate.server.diagnose import diagnose
 from orchestrate.errors import ServerError, ServerExitedError, TokenswarmError
-from orchestrate.launchers import check_launchers, make_launcher
-from orchestrate.hostload import HostLimits
-from orchestrate.launchers.base import Launcher
-from orchestrate.liveness import DIED, LOST, ServerWatch
-from orchestrate.loadrun import GAVE_UP_ON_WORKERS, LoadOutcome, LoadPlan, Swarm, WebUi, run_load
-from orchestrate.matrix import factor_record
-from orchestrate.preflight import ServerFacts, fetch_facts
-from orchestrate.repeats import Repeat, interleaved, keep_host_floor, repeat_dir
-from orchestrate.preflight import session as preflight_session
-from orchestrate.prompts import PreparedPrompts, check_datasets, prepare_prompts
-from orchestrate.report import console_lines
+from orchestrate.server.launchers import check_launchers, make_launcher
+from orchestrate.scenario.hostlimits import HostLimits
+from orchestrate.server.launchers.base import Launcher
+from orchestrate.server.liveness import DIED, LOST, ServerWatch
+from orchestrate.load.loadrun import GAVE_UP_ON_WORKERS, LoadOutcome, LoadPlan, Swarm, WebUi, run_load
+from orchestrate.scenario.matrix import factor_record
+from orchestrate.server.preflight import ServerFacts, fetch_facts
+from orchestrate.report.repeats import Repeat, interleaved, keep_host_floor, repeat_dir
+from orchestrate.server.preflight import session as preflight_session
+from orchestrate.load.prompts import PreparedPrompts, check_datasets, prepare_prompts
+from orchestrate.report.render import console_lines
 from orchestrate.results import VariantPaths, run_dir, scenario_copy
-from orchestrate.sampler import MetricsSampler
-from orchestrate.settings import retry_description, variant_settings
-from orchestrate.spec import LoadSpec, Scenario, Variant
-from orchestrate.summary import build_summary
-from orchestrate.spec import Sweep
-from orchestrate.sweep import deal_prompts, sampling_load as sweep_sampling, warmup_load
-from orchestrate.sweep_report import collect_steps
+from orchestrate.load.sampler import MetricsSampler
+from orchestrate.scenario.settings import retry_description, variant_settings
+from orchestrate.scenario.spec import LoadSpec, Scenario, Variant
+from orchestrate.report.summary import build_summary
+from orchestrate.scenario.spec import Sweep
+from orchestrate.scenario.sweep import deal_prompts, sampling_load as sweep_sampling, warmup_load
+from orchestrate.report.sweep_report import collect_steps
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,4 @@
-"""orchestrate/hostload.py: the host's own load, from hand-written /proc/stat and readings."""
+"""orchestrate/load/hostload.py: the host's own load, from hand-written /proc/stat and readings."""
 
 from __future__ import annotations
 
@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from orchestrate.hostload import (HostLimits, HostLoadProbe, foreign_gpu_processes, host_note, listening_pid, read_proc_stat,
-                                  summarize_host)
+from orchestrate.scenario.hostlimits import HostLimits
+from orchestrate.load.hostload import HostLoadProbe, foreign_gpu_processes, listening_pid, read_proc_stat
+from orchestrate.report.hostreport import host_note, summarize_host
 
 TICK = os.sysconf("SC_CLK_TCK")
 

@@ -23,7 +23,7 @@ MODULES = {module_name(p): p for package in PACKAGES for p in sorted((ROOT / pac
 
 
 def _owner(name: str) -> str | None:
-    """The project module a dotted name lives in (``orchestrate.spec.LoadSpec`` → ``orchestrate.spec``)."""
+    """The project module a dotted name lives in (``orchestrate.scenario.spec.LoadSpec`` → ``orchestrate.scenario.spec``)."""
     while name and name not in MODULES:
         name = name.rpartition(".")[0]
     return name or None
@@ -89,7 +89,7 @@ def circles(graph: dict[str, set[str]]) -> list[list[str]]:
 
 def test_the_graph_is_read() -> None:
     assert "orchestrate.cli" in GRAPH and "locustfiles.events" in GRAPH
-    assert "orchestrate.spec" in GRAPH["orchestrate.scenario"]
+    assert "orchestrate.scenario.spec" in GRAPH["orchestrate.scenario.parse"]
     assert "locustfiles.runstate" in GRAPH["locustfiles.arrivals"]
 
 
@@ -124,3 +124,38 @@ def test_locustfiles_import_nothing_of_the_orchestrator() -> None:
     bad = {m: sorted(i for i in _required_imports(m) if i.split(".")[0] == "orchestrate")
            for m in MODULES if m.startswith("locustfiles")}
     assert {m: deps for m, deps in bad.items() if deps} == {}
+
+
+STAGES = ("scenario", "server", "load", "report")
+"""The pipeline's order: a stage imports only itself and the stages before it. ``tools/`` and the
+modules at the top (``cli``, ``run_options``, ``runloop``, ``results``, ``errors``, ``cache``) may
+import any stage."""
+
+
+def stage_of(module: str) -> int | None:
+    parts = module.split(".")
+    return STAGES.index(parts[1]) if parts[0] == "orchestrate" and len(parts) > 2 and parts[1] in STAGES else None
+
+
+def test_no_stage_imports_a_later_one() -> None:
+    backwards = sorted(f"{m} → {dep}" for m, deps in GRAPH.items() for dep in deps
+                       if stage_of(m) is not None and stage_of(dep) is not None
+                       and stage_of(dep) > stage_of(m))  # type: ignore[operator]
+    assert backwards == []
+
+
+def test_every_module_lives_in_a_stage_or_is_named_at_the_top() -> None:
+    top = {"orchestrate", "orchestrate.cli", "orchestrate.run_options", "orchestrate.runloop", "orchestrate.results",
+           "orchestrate.errors", "orchestrate.cache"}
+    loose = sorted(m for m in MODULES if m.startswith("orchestrate") and m not in top
+                   and m.split(".")[1] not in (*STAGES, "tools"))
+    assert loose == []
+
+
+def test_the_installed_project_lists_every_package() -> None:
+    """setuptools installs only the packages pyproject names: a folder missing there breaks ``pip install``."""
+    import tomllib
+    listed = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
+    folders = {module_name(p.parent / "__init__.py") for package in PACKAGES
+               for p in (ROOT / package).rglob("__init__.py")}
+    assert listed == folders

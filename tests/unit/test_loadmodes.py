@@ -1,4 +1,4 @@
-"""orchestrate/loadmodes.py: ``rate``/``arrival``/``burstiness``/``late_ms`` and ``stages`` in a scenario,
+"""orchestrate/scenario/loadmodes.py: ``rate``/``arrival``/``burstiness``/``late_ms`` and ``stages`` in a scenario,
 one-line errors, the Locust flags they become, and how a staged run says why it stopped."""
 
 from __future__ import annotations
@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 
 from locustfiles.loadshape import Stage
-from orchestrate import loadmodes
-from orchestrate.loadrun import LoadPlan, locust_command
+from orchestrate.scenario import loadmodes
+from orchestrate.load.loadrun import LoadPlan, locust_command
 from orchestrate.results import VariantPaths
-from orchestrate.settings import variant_settings
-from orchestrate.spec import LoadSpec
+from orchestrate.scenario.settings import variant_settings
+from orchestrate.scenario.spec import LoadSpec
 from tests.helpers import parse_text as parse, scenario_error as error_of
 
 

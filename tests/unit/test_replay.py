@@ -1,4 +1,4 @@
-"""orchestrate/replay.py: the load section's multi-turn keys, validated with file:line, and their Locust flags."""
+"""orchestrate/scenario/replay.py: the load section's multi-turn keys, validated with file:line, and their Locust flags."""
 
 from __future__ import annotations
 
@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from orchestrate.replay import locust_args
-from orchestrate.settings import variant_settings
-from orchestrate.spec import LoadSpec
+from orchestrate.scenario.replay import locust_args
+from orchestrate.scenario.settings import variant_settings
+from orchestrate.scenario.spec import LoadSpec
 from tests.helpers import parse_text as parse, scenario_error as error_of
 
 

@@ -1,4 +1,4 @@
-"""orchestrate/report.py: formatting of summaries (every number comes from summarize.py)."""
+"""orchestrate/report/render.py: formatting of summaries (every number comes from summarize.py)."""
 
 from __future__ import annotations
 
@@ -8,10 +8,10 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from orchestrate.provenance import condition_lines
-from orchestrate.report import console_lines, fmt_ms, fmt_num, headline, markdown, write_reports
+from orchestrate.report.provenance import condition_lines
+from orchestrate.report.render import console_lines, fmt_ms, fmt_num, headline, markdown, write_reports
 from orchestrate.results import VariantPaths
-from orchestrate.summarize import summarize_records
+from orchestrate.report.summarize import summarize_records
 
 CONTEXT_ERROR = "http_400:exceed_context_size_error"
 

@@ -1,4 +1,4 @@
-"""orchestrate/scenario.py: YAML → frozen Scenario/Variant, and one-line ``FILE:LINE key.path: message`` errors."""
+"""orchestrate/scenario/parse.py: YAML → frozen Scenario/Variant, and one-line ``FILE:LINE key.path: message`` errors."""
 
 from __future__ import annotations
 
@@ -11,10 +11,10 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from orchestrate.errors import ScenarioError, TokenswarmError
-from orchestrate.settings import variant_settings
-from orchestrate.spec import Factor
-from orchestrate.spec import LAUNCHER_KINDS, SAMPLING_KEYS, SERVER_KEYS, LoadSpec, Scenario, ServerSpec
-from orchestrate.scenario import LOAD_KEYS, TOP_KEYS, VARIANT_KEYS, load_scenario, parse_scenario
+from orchestrate.scenario.settings import variant_settings
+from orchestrate.scenario.spec import Factor
+from orchestrate.scenario.spec import LAUNCHER_KINDS, SAMPLING_KEYS, SERVER_KEYS, LoadSpec, Scenario, ServerSpec
+from orchestrate.scenario.parse import LOAD_KEYS, TOP_KEYS, VARIANT_KEYS, load_scenario, parse_scenario
 from tests.helpers import SCENARIO_PATH, parse_text as parse, scenario_error as error_of
 
 PATH = SCENARIO_PATH

@@ -1,12 +1,12 @@
-"""orchestrate/slo.py: ``slo:`` at the top level and per variant, merged key by key, one-line errors."""
+"""orchestrate/scenario/slo.py: ``slo:`` at the top level and per variant, merged key by key, one-line errors."""
 
 from __future__ import annotations
 
 
 import pytest
 
-from orchestrate.settings import variant_settings
-from orchestrate.slo import Slo
+from orchestrate.scenario.settings import variant_settings
+from orchestrate.scenario.slo import Slo
 from tests.helpers import parse_text as parse, scenario_error as error_of
 
 

@@ -1,4 +1,4 @@
-"""orchestrate/sweep.py: a load key listing values becomes steps; prompts are dealt without reuse."""
+"""orchestrate/scenario/sweep.py: a load key listing values becomes steps; prompts are dealt without reuse."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ import pytest
 
 from locustfiles.dataset import Prompt
 from orchestrate.errors import ScenarioError
-from orchestrate.scenario import parse_scenario
-from orchestrate.settings import variant_settings
-from orchestrate.sweep import deal_prompts, sampling_load, warmup_load
+from orchestrate.scenario.parse import parse_scenario
+from orchestrate.scenario.settings import variant_settings
+from orchestrate.scenario.sweep import deal_prompts, sampling_load, warmup_load
 
 HEAD = """name: s
 server: {launcher: embedded, model: tiny}
