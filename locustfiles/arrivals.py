@@ -34,6 +34,7 @@ import gevent
 from locustfiles.loadshape import ARRIVALS
 from locustfiles.records import RequestRecord
 from locustfiles.runstate import ArrivalClock, LlmRun
+from locustfiles.resultfiles import ARRIVALS_JSON
 
 if TYPE_CHECKING:
     from locust.env import Environment
@@ -102,7 +103,7 @@ def stamp(record: RequestRecord, scheduled: float | None) -> None:
 
 def arrivals_file(records_file: str) -> Path:
     """``arrivals.json`` beside ``requests.jsonl``: the schedule's parameters and start."""
-    return Path(records_file).with_name("arrivals.json")
+    return Path(records_file).with_name(ARRIVALS_JSON)
 
 
 def write(records_file: str, info: dict[str, Any]) -> None:

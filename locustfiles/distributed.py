@@ -28,6 +28,7 @@ from locustfiles.admission import Gate
 from locustfiles.arrivals import is_open_loop
 from locustfiles.dataset import Prompt
 from locustfiles.records import RequestRecord
+from locustfiles.resultfiles import WORKERS_JSON
 
 if TYPE_CHECKING:
     from locustfiles.runstate import LlmRun
@@ -134,7 +135,7 @@ class WorkerLedger:
 
 def workers_file(records_file: str) -> Path:
     """``workers.json`` beside ``requests.jsonl``: the master's ledger of its workers."""
-    return Path(records_file).with_name("workers.json")
+    return Path(records_file).with_name(WORKERS_JSON)
 
 
 def install(environment: Environment, run: LlmRun) -> None:

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 import gevent
 
 from locustfiles.livestats import percentiles
+from locustfiles.resultfiles import CLIENT_JSON
 
 if TYPE_CHECKING:
     from locust.env import Environment
@@ -92,7 +93,7 @@ class LoopMonitor:
 
 def client_file(records_file: str) -> Path:
     """``client.json`` beside ``requests.jsonl``: one entry per process that ran users."""
-    return Path(records_file).with_name("client.json")
+    return Path(records_file).with_name(CLIENT_JSON)
 
 
 def install(environment: Environment, run: LlmRun) -> None:

@@ -27,6 +27,7 @@ from locust.env import Environment
 from locust.runners import WorkerRunner
 
 from locustfiles.loadshape import Stage, default_spawn_rate
+from locustfiles.resultfiles import STAGES_JSON
 
 log = logging.getLogger("tokenswarm")
 
@@ -66,7 +67,7 @@ def _positive(value: Any) -> bool:
 
 def stages_file(records_file: str) -> Path:
     """``stages.json`` beside ``requests.jsonl``: the stages and when each actually began."""
-    return Path(records_file).with_name("stages.json")
+    return Path(records_file).with_name(STAGES_JSON)
 
 
 class StagesShape(LoadTestShape):

@@ -16,10 +16,24 @@ from typing import Any
 
 import yaml
 
+from locustfiles.resultfiles import (ARRIVALS_JSON, CLIENT_JSON, LLM_HISTORY_CSV, RECORDS_FILE, STAGES_JSON,
+                                     WORKERS_JSON)
 from orchestrate.errors import ResultsError
 from orchestrate.report.repeats import repeat_index
 
 DEFAULT_ROOT = Path("results")
+
+SERVER_COUNTERS = {"prompt_tokens": "prompt_tokens_total", "cached_tokens": "prompt_tokens_cached_total",
+                   "prompt_seconds": "prompt_seconds_total", "predicted_tokens": "tokens_predicted_total",
+                   "predicted_seconds": "tokens_predicted_seconds_total", "decode_calls": "n_decode_total",
+                   "draft_tokens": "spec_decode_num_draft_tokens_total",
+                   "accepted_tokens": "spec_decode_num_accepted_tokens_total"}
+"""The llama.cpp ``/metrics`` counters a sample of ``metrics.jsonl`` keeps (``llamacpp:`` dropped), by their
+``server_counters`` key in the summary. The sampler writes them, the summary reads their deltas.
+``prompt_tokens_total`` counts prefill work only; cached prompt tokens are in ``prompt_tokens_cached_total``
+(recent builds). The throughput gauges (``prompt_tokens_seconds``...) are skipped: each scrape resets them."""
+SERVER_GAUGES = ("requests_processing", "requests_deferred")
+"""The llama.cpp gauges a sample keeps as read."""
 
 
 MIN_FREE_BYTES = int(float(os.environ.get("TOKENSWARM_MIN_FREE_MB", "64")) * 2**20)
@@ -65,25 +79,25 @@ class VariantPaths:
     prompts = property(lambda self: self.dir / "prompts.jsonl")
     conversations = property(lambda self: self.dir / "conversations.json")
     """Multi-turn replay: the sample's plan (conversations, turns, cuts at the context limit)."""
-    records = property(lambda self: self.dir / "requests.jsonl")
+    records = property(lambda self: self.dir / RECORDS_FILE)
     locust_prefix = property(lambda self: self.dir / "locust")
     """``--csv`` prefix: locust_stats.csv, locust_stats_history.csv, locust_failures.csv, …"""
     locust_stats_csv = property(lambda self: self.dir / "locust_stats.csv")
     locust_history_csv = property(lambda self: self.dir / "locust_stats_history.csv")
-    llm_history_csv = property(lambda self: self.dir / "llm_history.csv")
+    llm_history_csv = property(lambda self: self.dir / LLM_HISTORY_CSV)
     """``--ui``: the LLM chart page's points, one a second (``locustfiles/webui.py`` saves it at quit)."""
     """Locust's history: every second, the user count and the aggregated rates (the web UI's charts)."""
     locust_json_stem = property(lambda self: self.dir / "locust_stats")
     """``--json-file`` takes the name without ``.json``."""
     locust_json = property(lambda self: self.dir / "locust_stats.json")
     locust_log = property(lambda self: self.dir / "locust.log")
-    workers_json = property(lambda self: self.dir / "workers.json")
+    workers_json = property(lambda self: self.dir / WORKERS_JSON)
     """The master's ledger in distributed runs (written by ``locustfiles/distributed.py``)."""
-    client_json = property(lambda self: self.dir / "client.json")
+    client_json = property(lambda self: self.dir / CLIENT_JSON)
     """The load generators' self-check (``locustfiles/selfcheck.py``): loop lag and CPU per process."""
-    arrivals_json = property(lambda self: self.dir / "arrivals.json")
+    arrivals_json = property(lambda self: self.dir / ARRIVALS_JSON)
     """Open loop: the schedule's parameters, start and due times (``locustfiles/arrivals.py``)."""
-    stages_json = property(lambda self: self.dir / "stages.json")
+    stages_json = property(lambda self: self.dir / STAGES_JSON)
     """Ramp stages and when each actually began (``locustfiles/stages.py``)."""
 
     def worker_log(self, index: int) -> Path:

@@ -9,7 +9,6 @@ a result, not an error here.
 from __future__ import annotations
 
 import os
-import signal
 import socket
 import subprocess
 import sys
@@ -19,20 +18,21 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import IO
 
-import locustfiles
 import requests
 
+from locustfiles.command import LOCUSTFILE, headless_command
 from locustfiles.serverwatch import DEFAULT_LOST_AFTER_S
 from orchestrate.load import jointoken
 from orchestrate.scenario import loadmodes, replay
 from orchestrate.errors import LoadRunError
 from orchestrate.server.launchers.base import free_port
+from orchestrate.processes import stop_process
 from orchestrate.results import VariantPaths
 from orchestrate.scenario.spec import LoadSpec
 
-LOCUSTFILE = Path(locustfiles.__file__).parent / "locustfile.py"
 PROGRESS_INTERVAL_S = 5.0
-STOP_GRACE_S = 30.0
+LOCUST_STOP_GRACE_S = 30.0
+"""How long Locust gets after SIGTERM to stop its users and write its final stats."""
 DEFAULT_MASTER_PORT = 5557
 """Locust's own default, for workers on other hosts; local workers get a free port."""
 EXPECT_WORKERS_WAIT_S = 60
@@ -124,13 +124,11 @@ class LoadOutcome:
 
 def locust_command(plan: LoadPlan, paths: VariantPaths) -> list[str]:
     """The exact ``locust`` command line (also shown in ``server.json``/docs)."""
-    cmd = [sys.executable, "-m", "locust", "-f", str(LOCUSTFILE), "--headless",
-           "-u", str(plan.users), "-r", f"{plan.spawn_rate:g}", "--host", plan.url,
-           "--prompts-file", str(paths.prompts), "--num-prompts", str(plan.num_prompts),
-           "--max-tokens", str(plan.max_tokens), "--records-file", str(paths.records),
-           "--read-timeout", f"{plan.read_timeout_s:g}", "--server-lost-after", f"{plan.server_lost_after_s:g}",
-           "--csv", str(paths.locust_prefix), "--csv-full-history", "--json-file", str(paths.locust_json_stem),
-           "--only-summary", "--loglevel", "INFO", "--exit-with-parent", str(os.getpid())]
+    cmd = headless_command(plan.users, plan.spawn_rate, plan.url, paths.prompts, plan.num_prompts, plan.max_tokens,
+                           paths.records)
+    cmd += ["--read-timeout", f"{plan.read_timeout_s:g}", "--server-lost-after", f"{plan.server_lost_after_s:g}",
+            "--csv", str(paths.locust_prefix), "--csv-full-history", "--json-file", str(paths.locust_json_stem),
+            "--only-summary", "--loglevel", "INFO", "--exit-with-parent", str(os.getpid())]
     if plan.max_seconds:
         cmd += ["--run-time", f"{int(plan.max_seconds)}s"]
     if not plan.cache_prompt:
@@ -303,12 +301,5 @@ def _spawn(cmd: list[str], log: IO[bytes], env: dict[str, str]) -> subprocess.Po
 
 
 def _stop(proc: subprocess.Popen[bytes]) -> None:
-    """SIGTERM lets Locust quit cleanly and write its final stats; SIGKILL after a grace period."""
-    if proc.poll() is not None:
-        return
-    proc.send_signal(signal.SIGTERM)
-    try:
-        proc.wait(STOP_GRACE_S)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait()
+    """SIGTERM to Locust alone lets it quit cleanly and write its final stats; SIGKILL its group after a grace period."""
+    stop_process(proc, LOCUST_STOP_GRACE_S, term_group=False)

@@ -28,16 +28,10 @@ import requests
 
 from orchestrate.server.background import lower_this_thread
 from orchestrate.load.hostload import HostLoadProbe
+from orchestrate.results import SERVER_COUNTERS, SERVER_GAUGES
 from orchestrate.server.launchers.base import Launcher
 
 METRIC_PREFIX = "llamacpp:"
-COUNTERS = ("prompt_tokens_total", "prompt_tokens_cached_total", "prompt_seconds_total",
-            "tokens_predicted_total", "tokens_predicted_seconds_total", "n_decode_total",
-            "spec_decode_num_draft_tokens_total", "spec_decode_num_accepted_tokens_total")
-"""llama.cpp counters kept per sample (names without ``llamacpp:``); the summary uses their deltas.
-``prompt_tokens_total`` counts prefill work only; cached prompt tokens are in ``prompt_tokens_cached_total``
-(recent builds). The throughput gauges (``prompt_tokens_seconds``...) are skipped: each scrape resets them."""
-GAUGES = ("requests_processing", "requests_deferred")
 SCRAPE_TIMEOUT_S = 5.0
 """A busy llama.cpp answers ``/metrics`` from its main loop, between decode steps: allow a slow one."""
 METRICS_UNAVAILABLE = (401, 403, 404, 405, 501)
@@ -300,7 +294,7 @@ class MetricsSampler:
         if response.status_code != 200:
             return None, f"http_{response.status_code}"
         values = parse_prometheus(response.text)
-        metrics = {name: values[name] for name in COUNTERS + GAUGES if name in values}
+        metrics = {name: values[name] for name in (*SERVER_COUNTERS.values(), *SERVER_GAUGES) if name in values}
         if not metrics:
             return None, self._unavailable("not_llamacpp")
         return metrics, None

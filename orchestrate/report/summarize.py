@@ -25,15 +25,9 @@ from locustfiles.records import CANCELLED, ERROR, METRIC, NO_CONTENT, OK, REQUES
 from orchestrate.report.blockstats import Blocks, concatenated, fits, select
 from orchestrate.report.chunkcolumn import COLUMN, chunk_offsets, within_row_diffs
 from orchestrate.report.recordsfile import read_records as load_records  # noqa: F401 (the name callers use)
-from orchestrate.results import read_json
+from orchestrate.results import SERVER_COUNTERS, read_json
 
 PERCENTILES = (50, 90, 99)
-SERVER_COUNTERS = {"prompt_tokens": "prompt_tokens_total", "cached_tokens": "prompt_tokens_cached_total",
-                   "prompt_seconds": "prompt_seconds_total", "predicted_tokens": "tokens_predicted_total",
-                   "predicted_seconds": "tokens_predicted_seconds_total", "decode_calls": "n_decode_total",
-                   "draft_tokens": "spec_decode_num_draft_tokens_total",
-                   "accepted_tokens": "spec_decode_num_accepted_tokens_total"}
-"""``server_counters`` keys → llama.cpp ``/metrics`` counters (``llamacpp:`` dropped, as in ``metrics.jsonl``)."""
 _METRIC = "metric:"
 
 

@@ -27,7 +27,6 @@ import csv
 import json
 import math
 import os
-import signal
 import subprocess
 import sys
 import threading
@@ -41,12 +40,13 @@ from typing import Any
 import numpy as np
 import psutil
 
-import locustfiles
+from locustfiles.command import LOCUSTFILE, headless_command
 from locustfiles.dataset import Prompt
+from locustfiles.resultfiles import RECORDS_FILE
 from orchestrate.errors import ScenarioError
+from orchestrate.processes import stop_process
 from orchestrate.report.summarize import weighted_stats
 
-LOCUSTFILE = Path(locustfiles.__file__).parent / "locustfile.py"
 TTFT_MS = 50.0
 DEFAULT_LADDER = ((8, 20.0), (32, 20.0), (128, 20.0), (256, 20.0), (8, 5.0), (32, 5.0), (128, 5.0), (256, 5.0))
 QUICK_LADDER = ((8, 10.0), (64, 5.0))
@@ -117,14 +117,8 @@ def start_server(truth: Path, itl_ms: float, output_tokens: int, core: int | Non
     return proc, line.split()[-1]
 
 
-def stop(proc: subprocess.Popen[str]) -> None:
-    if proc.poll() is None:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+REFSERVER_STOP_GRACE_S = 10.0
+"""How long the reference server gets after SIGTERM (it flushes its truth log) before SIGKILL."""
 
 
 class CpuSampler(threading.Thread):
@@ -192,13 +186,11 @@ def run_step(out: Path, users: int, itl_ms: float, rounds: int, server_core: int
     prompts.write_text("".join(
         Prompt(i, f"cal-{i}", ({"role": "user", "content": f"[req:p{i}] calibration prompt number {i}"},),
                6, output_tokens).to_json() + "\n" for i in range(step.prompts)))
-    truth, records = d / "truth.csv", d / "requests.jsonl"
+    truth, records = d / "truth.csv", d / RECORDS_FILE
     server, url = start_server(truth, itl_ms, output_tokens, server_core, d / "server.log", ttft_ms)
     try:
-        cmd = [sys.executable, "-m", "locust", "-f", str(locustfile), "--headless", "-u", str(users),
-               "-r", str(max(users, 100)), "--host", url, "--prompts-file", str(prompts),
-               "--num-prompts", str(step.prompts), "--max-tokens", str(output_tokens),
-               "--records-file", str(records), "--run-time", f"{int(STEP_TIMEOUT_S)}s", "--loglevel", "WARNING",
+        cmd = headless_command(users, max(users, 100), url, prompts, step.prompts, output_tokens, records, locustfile)
+        cmd += ["--run-time", f"{int(STEP_TIMEOUT_S)}s", "--loglevel", "WARNING",
                "--only-summary"]
         with open(d / "locust.log", "w") as log:
             client = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, preexec_fn=pin(client_core))
@@ -211,7 +203,7 @@ def run_step(out: Path, users: int, itl_ms: float, rounds: int, server_core: int
                 client.wait()
             sampler.join(2)
     finally:
-        stop(server)
+        stop_process(server, REFSERVER_STOP_GRACE_S, term_group=False, kill_group=False)
     truth_chunks, late = read_truth(truth)
     recs = [json.loads(line) for line in records.read_text().splitlines() if line.strip()] if records.exists() else []
     ttft_err: list[float] = []

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from orchestrate.server.launchers.embedded import EmbeddedLauncher
-from orchestrate.load.loadrun import LOCUSTFILE
+from locustfiles.command import LOCUSTFILE
 from tests.helpers import read_jsonl
 
 pytestmark = pytest.mark.integration

@@ -14,7 +14,7 @@ from typing import Any
 from orchestrate.errors import ScenarioError
 from orchestrate.scenario.flags import llama_server_argv
 from orchestrate.server.launchers.base import LOCAL_HOSTS, Launcher
-from orchestrate.scenario.spec import ServerSpec
+from orchestrate.scenario.spec import LAUNCHER_KINDS, ServerSpec
 
 def resolve_model(name: str, build: bool = True) -> str:
     """``tiny``, ``tiny-draft``, ``tiny-deep``, ``tiny-deep-draft`` → the generated GGUF;
@@ -75,12 +75,15 @@ def external_launcher(spec: ServerSpec, log_path: Path) -> Launcher:
     return ExternalLauncher(spec.url, log_path)
 
 
-LAUNCHERS: dict[str, Callable[[ServerSpec, Path], Launcher]] = {
+_FACTORIES: dict[str, Callable[[ServerSpec, Path], Launcher]] = {
     "embedded": embedded_launcher,
     "process": process_launcher,
     "docker": docker_launcher,
     "external": external_launcher,
 }
+LAUNCHERS = {kind: _FACTORIES[kind] for kind in LAUNCHER_KINDS}
+"""A factory per kind a scenario may name; the kinds themselves are ``scenario.spec.LAUNCHER_KINDS`` (the
+parser checks them without importing this stage), and a kind without a factory fails at import."""
 
 
 def check_launchers(specs: Iterable[ServerSpec]) -> None:

@@ -9,7 +9,6 @@ a second while the load runs. Imports: stdlib, ``psutil``, ``requests``, ``orche
 from __future__ import annotations
 
 import os
-import signal
 import socket
 import subprocess
 import time
@@ -25,7 +24,7 @@ from orchestrate.errors import ServerExitedError, ServerNotReadyError
 
 HEALTH_POLL_INTERVAL_S = 0.1
 """How often ``/health`` is polled while a server loads."""
-STOP_GRACE_S = 5.0
+SERVER_STOP_GRACE_S = 5.0
 """How long a stopped server gets between SIGTERM and SIGKILL."""
 LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1")
 
@@ -35,23 +34,6 @@ def free_port(host: str = "127.0.0.1") -> int:
     with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as sock:
         sock.bind((host if host not in ("0.0.0.0", "::") else "127.0.0.1", 0))
         return int(sock.getsockname()[1])
-
-
-def stop_process_group(process: subprocess.Popen[bytes] | None, grace_s: float = STOP_GRACE_S) -> None:
-    """SIGTERM the process group the server leads, then SIGKILL; never signals a reaped pid."""
-    if process is None:
-        return
-    for sig in (signal.SIGTERM, signal.SIGKILL):
-        if process.returncode is not None:  # reaped: its pid (and group id) may be reused
-            return
-        try:
-            os.killpg(process.pid, sig)  # started with start_new_session: it leads its own group
-        except ProcessLookupError:
-            pass
-        try:
-            process.wait(timeout=grace_s)
-        except subprocess.TimeoutExpired:
-            continue
 
 
 def process_tree_rss(pid: int) -> int | None:

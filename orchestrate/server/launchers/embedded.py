@@ -23,7 +23,8 @@ from typing import NoReturn
 
 from orchestrate.server.diagnose import diagnose
 from orchestrate.errors import ServerExitedError, ServerNotReadyError
-from orchestrate.server.launchers.base import STOP_GRACE_S, Launcher, stop_process_group
+from orchestrate.processes import stop_process
+from orchestrate.server.launchers.base import SERVER_STOP_GRACE_S, Launcher
 
 FLASH_ATTN_CHOICES = ("on", "off", "auto")
 
@@ -128,7 +129,7 @@ class EmbeddedLauncher(Launcher):
     def _raise_exited(self) -> NoReturn:
         assert self.process is not None
         try:
-            code: int | None = self.process.wait(timeout=STOP_GRACE_S)
+            code: int | None = self.process.wait(timeout=SERVER_STOP_GRACE_S)
         except subprocess.TimeoutExpired:
             code = None
             self.stop()
@@ -158,7 +159,7 @@ class EmbeddedLauncher(Launcher):
         return None if process is None or process.returncode is not None else process.pid
 
     def stop(self) -> None:
-        stop_process_group(self.process)
+        stop_process(self.process, SERVER_STOP_GRACE_S)
 
     def describe(self) -> dict[str, object]:
         return {"kind": self.kind, "config": self.config.to_dict(), "argv": list(self.argv),

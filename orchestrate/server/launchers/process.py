@@ -14,7 +14,8 @@ from pathlib import Path
 from orchestrate.errors import ServerError
 from orchestrate.scenario.flags import llama_server_argv
 from orchestrate.server.llama_build import cached_binary
-from orchestrate.server.launchers.base import LOCAL_HOSTS, Launcher, free_port, stop_process_group
+from orchestrate.processes import stop_process
+from orchestrate.server.launchers.base import LOCAL_HOSTS, SERVER_STOP_GRACE_S, Launcher, free_port
 from orchestrate.scenario.spec import ServerSpec
 
 
@@ -62,7 +63,7 @@ class ProcessLauncher(Launcher):
         return None if self.process is None else self.process.poll()
 
     def stop(self) -> None:
-        stop_process_group(self.process)
+        stop_process(self.process, SERVER_STOP_GRACE_S)
 
     def describe(self) -> dict[str, object]:
         return {"kind": self.kind, "argv": self.argv, "pid": self.pid()}
