@@ -1,13 +1,13 @@
 """Master ↔ workers: prompts go out from the master's one dispenser, records come back in batches.
 
-Stage: load. Imports: stdlib, locust, gevent. A worker host needs neither the dataset nor the
-orchestrator: it asks the master for prompts (``tokenswarm_take``), gets at most as many as it has
-users (``tokenswarm_prompts``), and ships every finished record back (``tokenswarm_records``,
-batched, at most ``FLUSH_INTERVAL_S`` late). The master fires ``llm_record_collected`` for each, so
-the one ``requests.jsonl`` is written there, and counts what each worker was handed and returned:
-a worker that goes missing is reported, with the requests it took but never returned
-(``workers.json``), and the run still ends when every other prompt is answered. Only workers that
-proved the run's join token take part (``joingate.py``); ``workers.json`` names the others.
+Stage: load. A worker host needs neither the dataset nor the orchestrator: it asks the master for
+prompts (``tokenswarm_take``), gets at most as many as it has users (``tokenswarm_prompts``), and ships
+every finished record back (``tokenswarm_records``, batched, at most ``FLUSH_INTERVAL_S`` late). The
+master fires ``llm_record_collected`` for each, so the one ``requests.jsonl`` is written there, and
+counts what each worker was handed and returned: a worker that goes missing is reported, with the
+requests it took but never returned (``workers.json``), and the run still ends when every other prompt
+is answered. Only workers that proved the run's join token take part (``joingate.py``); ``workers.json``
+names the others.
 """
 
 from __future__ import annotations

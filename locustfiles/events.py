@@ -1,9 +1,8 @@
 """The seam between measuring and everything else: ``register(events)`` wires tokenswarm into Locust.
 
-Stage: load → records. Imports: stdlib, locust, gevent. ``users.py`` only measures and fires
-``events.llm_record``; the listeners here turn each finished record into Locust rows (the request
-row and METRIC rows, shown in the console, web UI and CSV), append it to ``requests.jsonl``, and own
-the prompt dispenser.
+Stage: load → records. ``users.py`` only measures and fires ``events.llm_record``; the listeners here
+turn each finished record into Locust rows (the request row and METRIC rows, shown in the console, web
+UI and CSV), append it to ``requests.jsonl``, and own the prompt dispenser.
 
 Custom hooks (added to ``environment.events`` at init):
 

@@ -1,7 +1,7 @@
 """tokenswarm's Locust command-line flags (``events.init_command_line_parser``).
 
-Stage: load. Imports: stdlib, locust. They also work in ``locust.conf`` and ``[tool.locust]``;
-in distributed runs Locust ships them to workers at test start.
+Stage: load. They also work in ``locust.conf`` and ``[tool.locust]``; in distributed runs Locust ships
+them to workers at test start.
 """
 
 from __future__ import annotations

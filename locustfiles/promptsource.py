@@ -1,6 +1,6 @@
 """Where a Locust process's prompts come from: ``--prompts-file``, else ``--dataset``, read at init.
 
-Stage: load. Imports: stdlib, ``locustfiles.dataset``, ``locustfiles.conversations``; the project's
+Stage: load. It imports stdlib, ``locustfiles.dataset``, ``locustfiles.conversations``; the project's
 ``orchestrate.load.prompts`` only when it is installed here (to generate ``synthetic:N``). ``tokenswarm
 run`` hands Locust an exact ``prompts.jsonl``; with plain Locust (``locust -f
 locustfiles/locustfile.py --dataset FILE``) the dataset is read and sampled when Locust starts, so a

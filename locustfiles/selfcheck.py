@@ -1,6 +1,6 @@
 """The load generator checks itself: event-loop lag and CPU of every process that runs users.
 
-Stage: load. Imports: stdlib, gevent, and locust inside ``install`` (the measuring part imports
+Stage: load. It imports stdlib, gevent, and locust inside ``install`` (the measuring part imports
 without it, so tests and the orchestrator can use it). A greenlet sleeps ``INTERVAL_S`` and records how late
 it wakes: when the process is busy (too many streams, a slow user), every timestamp it takes is late
 by about that much, so the lag bounds how much the client inflated TTFT and inter-token times. CPU

@@ -1,7 +1,7 @@
 """``ChatStreamUser``: one prompt → one streamed chat completion → one record.
 
-Stage: load. Imports: stdlib, locust, gevent. The user measures and fires ``llm_record``; it
-never writes files or computes aggregates (``events.py`` and the orchestrator do).
+Stage: load. The user measures and fires ``llm_record``; it never writes files or computes aggregates
+(``events.py`` and the orchestrator do).
 """
 
 from __future__ import annotations

@@ -1,9 +1,9 @@
 """tokenswarm in Locust's web UI: an LLM tab, a live chart page, CSVs, and quitting when a test stops.
 
 Stage: load (the collecting process: the local runner, or the master; workers have no web UI).
-Imports: stdlib, locust, gevent, flask (ships with Locust). ``install_webui`` is called by
-``events.install`` when Locust has a web UI; it only listens to ``llm_record_collected``, so the
-figures are the same on one process and on a master aggregating remote workers.
+``install_webui`` is called by ``events.install`` when Locust has a web UI; it only listens to
+``llm_record_collected``, so the figures are the same on one process and on a master aggregating remote
+workers.
 
 What it adds (the figures are defined in ``livestats.py``):
 

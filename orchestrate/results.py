@@ -1,7 +1,7 @@
 """Every path of a run's results, built here and nowhere else.
 
-Stage: records → report. Imports: stdlib, yaml, ``orchestrate.report.repeats`` (repeat folders). Files are the contract between ``run`` and ``report``:
-``tokenswarm report DIR`` rebuilds every summary from these files without a server.
+Stage: the contract between load and report, at the top (both sides and the pipeline use it). Files are the contract between ``run`` and ``report``: ``tokenswarm report
+DIR`` rebuilds every summary from these files without a server.
 """
 
 from __future__ import annotations

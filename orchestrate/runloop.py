@@ -1,7 +1,6 @@
 """One scenario, variant after variant: launch → ready → pre-flight → load → stop (always) → report.
 
 Stage: the pipeline itself; one call per stage, no arithmetic (that is ``summarize.py``).
-Imports: every other ``orchestrate`` stage.
 """
 
 from __future__ import annotations

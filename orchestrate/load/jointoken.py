@@ -1,8 +1,7 @@
 """The join token of a distributed run: which one, how Locust gets it, and what a worker host is told.
 
-Stage: load. Imports: stdlib, ``locustfiles.admission``, ``orchestrate.cache``, ``orchestrate.errors``.
-The token never goes on a command line (``ps`` shows those to every user): Locust processes get its
-file's path (``--join-token-file``) or inherit ``TOKENSWARM_JOIN_TOKEN``. Which token: the
+Stage: load. The token never goes on a command line (``ps`` shows those to every user): Locust processes
+get its file's path (``--join-token-file``) or inherit ``TOKENSWARM_JOIN_TOKEN``. Which token: the
 ``--join-token-file`` given, else ``$TOKENSWARM_JOIN_TOKEN``; else ``--master`` keeps one in the cache
 (made once, mode 0600, reused by later runs, so a long-running ``tokenswarm worker`` joins them all) and
 local workers (``--workers``) get one made for the run, in memory only.

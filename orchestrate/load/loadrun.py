@@ -1,9 +1,8 @@
 """Run the ``locust`` command for one variant, show progress, and stop it if the server dies.
 
-Stage: load. Imports: stdlib, ``orchestrate.results``, ``orchestrate.errors``. Locust runs as its own
-process (headless, or with its web UI for ``--ui``), exactly as a user would run it; its CSV/JSON
-stats and our ``requests.jsonl`` are the outputs. Locust exits 1 when any request failed: that is
-a result, not an error here.
+Stage: load. Locust runs as its own process (headless, or with its web UI for ``--ui``), exactly as a
+user would run it; its CSV/JSON stats and our ``requests.jsonl`` are the outputs. Locust exits 1 when
+any request failed: that is a result, not an error here.
 """
 
 from __future__ import annotations

@@ -1,8 +1,7 @@
 """Dataset → the exact prompts of a variant (``prompts.jsonl``), measured with the server's tokenizer.
 
-Stage: server → load. Imports: stdlib, requests, ``locustfiles.dataset``, ``locustfiles.conversations``
-(multi-turn sampling), ``orchestrate.server.preflight``, ``orchestrate.results``, ``orchestrate.tools.sharegpt_synth``, ``orchestrate.scenario.datasets``. Sampling happens once, before Locust starts, so workers only
-replay; token counts come from ``/tokenize`` when the server has it, else the estimate.
+Stage: server → load. Sampling happens once, before Locust starts, so workers only replay; token counts
+come from ``/tokenize`` when the server has it, else the estimate.
 """
 
 from __future__ import annotations

@@ -1,12 +1,11 @@
 """Memory and llama.cpp ``/metrics`` over time: one JSON line per second into ``metrics.jsonl``.
 
-Stage: beside the load (``runloop`` wraps ``run_load`` in a ``MetricsSampler``). A background
-*thread* takes the samples: the orchestrator never imports gevent or locust. One sample costs one
-GET of ``/metrics``, at most two ``nvidia-smi`` calls, the launcher's ``memory_bytes()`` and a
-reading of the host's own load (``orchestrate.load.hostload``). Only raw
-values are written, each line flushed at once (a killed orchestrator loses nothing); deltas, peaks
-and rates are ``summarize.summarize_metrics``'s job. Imports: stdlib, ``requests``,
-``orchestrate.server.launchers.base``, ``orchestrate.load.hostload``.
+Stage: load, beside it (``runloop`` wraps ``run_load`` in a ``MetricsSampler``). A background *thread*
+takes the samples: the orchestrator never imports gevent or locust. One sample costs one GET of
+``/metrics``, at most two ``nvidia-smi`` calls, the launcher's ``memory_bytes()`` and a reading of the
+host's own load (``orchestrate.load.hostload``). Only raw values are written, each line flushed at once
+(a killed orchestrator loses nothing); deltas, peaks and rates are ``summarize.summarize_metrics``'s
+job.
 """
 
 from __future__ import annotations

@@ -1,13 +1,13 @@
 """Exact order statistics of values too many to sort in memory, read in blocks.
 
-Stage: records → report (the arithmetic under ``summarize.py``'s pooled ITL and ``vllm_format``'s).
-Imports: numpy. A million records pool about 64 million inter-chunk gaps; sorting them with their
-weights takes gigabytes. Here a caller hands a function that yields the values block by block (the
-same blocks on every call), and ``select`` finds the value at a cumulative weight by radix selection
-on the float64 bit patterns: the first pass takes the totals and a weighted histogram of the top 20
-bits, each further pass narrows the bucket that holds a target by the next bits, until few enough
-values are left there to sort (usually the second pass), or all 64 bits are fixed. The answer is one
-of the values, exactly, as a full sort would give it.
+Stage: records → report (the arithmetic under ``summarize.py``'s pooled ITL and ``vllm_format``'s). A
+million records pool about 64 million inter-chunk gaps; sorting them with their weights takes gigabytes.
+Here a caller hands a function that yields the values block by block (the same blocks on every call),
+and ``select`` finds the value at a cumulative weight by radix selection on the float64 bit patterns:
+the first pass takes the totals and a weighted histogram of the top 20 bits, each further pass narrows
+the bucket that holds a target by the next bits, until few enough values are left there to sort (usually
+the second pass), or all 64 bits are fixed. The answer is one of the values, exactly, as a full sort
+would give it.
 """
 
 from __future__ import annotations

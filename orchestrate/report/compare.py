@@ -1,10 +1,6 @@
 """Variants side by side, deltas against a baseline, and the confound check: the data of ``compare.json``.
 
-Stage: report. Imports: stdlib, ``orchestrate.errors``, ``orchestrate.report.formats`` (number formats),
-``orchestrate.report.sweep_report`` (step-by-step effects), ``orchestrate.report.conditions`` (host load, prompt
-sets), ``orchestrate.scenario.matrix`` (folding factors), ``orchestrate.report.repeats`` (median and range over
-repeats), ``orchestrate.results``, ``orchestrate.scenario.parse`` (settings of runs that predate them in
-``summary.json``). It reads only the files of finished runs, so it works across runs too;
+Stage: report. It reads only the files of finished runs, so it works across runs too;
 ``orchestrate.report.compare_report`` renders it.
 
 The confound check compares the flat settings of every two completed variants (``settings.variant_settings``

@@ -1,9 +1,7 @@
 """``compare.md`` and ``compare.png`` from the data of ``orchestrate.report.compare``, and the files written.
 
-Stage: report. Imports: stdlib, matplotlib (optional), ``orchestrate.report.compare`` (the data),
-``orchestrate.report.formats``, ``orchestrate.report.goodput`` (SLO text), ``orchestrate.scenario.matrix`` (factor names),
-``orchestrate.report.sweep_report``, ``orchestrate.results``. Only clean effects are listed under "Effects";
-every effect with a reason, and every pair that changed more than one setting, is under "Confounded".
+Stage: report. Only clean effects are listed under "Effects"; every effect with a reason, and every pair
+that changed more than one setting, is under "Confounded".
 """
 
 from __future__ import annotations

@@ -1,10 +1,9 @@
 """The conditions of a comparison beside its settings: the host's own load and the prompts completed.
 
-Stage: report (``orchestrate.report.compare``'s confound check). Imports: stdlib, ``orchestrate.load.hostload``,
-``orchestrate.report.summarize`` and ``orchestrate.report.formats`` (a pair's figures over its common prompts).
-Two variants one setting apart still give no clean effect when the host was busy during either
-(a foreign load is never the same twice) or when they completed different prompts (a time cap ends
-a slow variant on the early, short ones): each such condition is named in ``confounded_by``.
+Stage: report (``orchestrate.report.compare``'s confound check). Two variants one setting apart still
+give no clean effect when the host was busy during either (a foreign load is never the same twice) or
+when they completed different prompts (a time cap ends a slow variant on the early, short ones): each
+such condition is named in ``confounded_by``.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """How numbers are written for a person, and the flat figures results are compared by.
 
-Stage: report. Imports: stdlib. Shared by ``report.py``, ``compare.py`` and ``sweep_report.py``.
+Stage: report. Shared by ``report.py``, ``compare.py`` and ``sweep_report.py``.
 """
 
 from __future__ import annotations

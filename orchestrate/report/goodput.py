@@ -1,8 +1,7 @@
 """Goodput: how many requests met the scenario's SLOs (``orchestrate.scenario.slo``), and at what rate.
 
-Stage: records → report. Imports: stdlib, pandas, ``locustfiles.records``, ``orchestrate.report.formats``,
-``orchestrate.scenario.slo``, ``orchestrate.report.summarize`` (``per_second``). Computed here and only here;
-``vllm_format`` copies ``requests_per_s`` as vLLM's ``request_goodput``.
+Stage: records → report. Computed here and only here; ``vllm_format`` copies ``requests_per_s`` as
+vLLM's ``request_goodput``.
 
 The definition is vLLM's (``vllm bench serve --goodput ttft:MS tpot:MS e2el:MS``, after DistServe):
 a request is good when it completed and each limit set holds with ``value <= limit``; goodput is

@@ -1,11 +1,10 @@
 """The conditions of a result, its first lines: what was measured, on what, under which load.
 
-Stage: report (formatting only; every value comes from ``summary.json``). Imports: stdlib,
-``orchestrate.report.formats``. A reader of a published result needs, before any number: the model (name,
-file, size), the server (launcher, build, slots × context), the load (users or rate, the time
-cap, the warm-up), the prompts (dataset, how many, seed, filters, ``max_tokens``) and the host.
-For a server tokenswarm did not start (``--url``) every server figure is what the server
-reported, and says so: nothing comes from the scenario's ``server:`` section.
+Stage: report (formatting only; every value comes from ``summary.json``). A reader of a published result
+needs, before any number: the model (name, file, size), the server (launcher, build, slots × context),
+the load (users or rate, the time cap, the warm-up), the prompts (dataset, how many, seed, filters,
+``max_tokens``) and the host. For a server tokenswarm did not start (``--url``) every server figure is
+what the server reported, and says so: nothing comes from the scenario's ``server:`` section.
 """
 
 from __future__ import annotations

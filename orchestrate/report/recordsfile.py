@@ -1,14 +1,12 @@
 """``requests.jsonl`` read columnar: a million records in seconds and well under 2 GB.
 
-Stage: records → report. Imports: stdlib, numpy, pandas, pyarrow, orjson, ``locustfiles.records``
-(the schema), ``orchestrate.report.chunkcolumn``. The file stays the line-buffered contract the Locust side
-writes (nothing can lose a record). It is read in blocks by pyarrow's JSON reader against the
-schema of ``RequestRecord``: numbers into float64 columns (int64 where every record has an integer,
-as pandas infers), text into string columns, and every ``chunk_offsets_ms`` into one float64 buffer
-(``ChunkOffsetsArray``). A field a record lacks (an older version) is missing, one the schema lacks
-is ignored. A block pyarrow refuses (a torn line from a killed writer, or a value of another type)
-is read line by line instead: an unparsable line is skipped, as it always was, and a value of the
-wrong type is missing.
+Stage: records → report. The file stays the line-buffered contract the Locust side writes (nothing can
+lose a record). It is read in blocks by pyarrow's JSON reader against the schema of ``RequestRecord``:
+numbers into float64 columns (int64 where every record has an integer, as pandas infers), text into
+string columns, and every ``chunk_offsets_ms`` into one float64 buffer (``ChunkOffsetsArray``). A field
+a record lacks (an older version) is missing, one the schema lacks is ignored. A block pyarrow refuses
+(a torn line from a killed writer, or a value of another type) is read line by line instead: an
+unparsable line is skipped, as it always was, and a value of the wrong type is missing.
 """
 
 from __future__ import annotations

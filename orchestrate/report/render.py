@@ -1,8 +1,6 @@
 """``summary.json``, ``summary.md`` and the plots of a variant: formatting only.
 
-Stage: report. Imports: stdlib, matplotlib (optional), ``orchestrate.results``, ``orchestrate.report.formats``,
-``orchestrate.report.sweep_report``, ``orchestrate.report.goodput``, ``orchestrate.report.vllm_format``. Every number shown here was
-computed in ``summarize.py`` (goodput in ``goodput.py``).
+Stage: report. Every number shown here was computed in ``summarize.py`` (goodput in ``goodput.py``).
 """
 
 from __future__ import annotations

@@ -1,11 +1,11 @@
 """Repeats: every variant run K times in interleaved order, and an effect read from its K ratios.
 
-Stage: scenario → report. Imports: stdlib. ``repeats: K`` (``--repeats K``) runs A B C D A B C D …, so
-a drift of the host (a warming chip, a neighbour's job) falls on every variant alike; each repeat is a
-full result folder (``<run>/repeat-<i>/<variant>/``). An effect is then the median of its K ratios
-with their min–max: within noise where that range includes 1.0 (or, with a measured noise floor,
-where the median is closer to 1.0 than the floor), and its repeats disagree where they point both
-ways, each beyond the floor: the pair changed between repeats, not just by chance.
+Stage: scenario → report. ``repeats: K`` (``--repeats K``) runs A B C D A B C D …, so a drift of the
+host (a warming chip, a neighbour's job) falls on every variant alike; each repeat is a full result
+folder (``<run>/repeat-<i>/<variant>/``). An effect is then the median of its K ratios with their
+min–max: within noise where that range includes 1.0 (or, with a measured noise floor, where the median
+is closer to 1.0 than the floor), and its repeats disagree where they point both ways, each beyond the
+floor: the pair changed between repeats, not just by chance.
 """
 
 from __future__ import annotations

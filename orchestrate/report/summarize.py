@@ -1,13 +1,12 @@
-"""Every aggregate of a variant, computed here and only here (pandas over the run's files).
+"""A variant's aggregates (pandas over the run's files): the headline ones here, and the percentile and
+weighting helpers every other aggregate of ``report/`` is built on (``goodput``, ``loadreport``, ``turns``,
+``uisteps``, ``hostreport``, ``accounting``: one topic each). Aggregates live in ``report/`` and nowhere else.
 
-Stage: records → report. Imports: stdlib, numpy, pandas, ``locustfiles.records``, ``orchestrate.results``,
-``orchestrate.report.recordsfile`` (the columnar reader), ``orchestrate.report.chunkcolumn`` and ``orchestrate.report.blockstats``
-(chunk offsets as flat arrays, exact percentiles of values read in blocks). Aggregates over chunk offsets
-(ITL, tokens per second) never hold one Python list per record: a million records pool ~64 million
-gaps, handled a few million at a time. Headline numbers come from ``requests.jsonl`` (exact floats);
-``locust_crosscheck`` is derived from Locust's own stats files alone and never feeds them, and
-neither do the server's own counters from ``metrics.jsonl`` (``server_metrics``): they are a
-second, independent count of the same tokens.
+Stage: records → report. Aggregates over chunk offsets (ITL, tokens per second) never hold one Python
+list per record: a million records pool ~64 million gaps, handled a few million at a time. Headline
+numbers come from ``requests.jsonl`` (exact floats); ``locust_crosscheck`` is derived from Locust's own
+stats files alone and never feeds them, and neither do the server's own counters from ``metrics.jsonl``
+(``server_metrics``): they are a second, independent count of the same tokens.
 """
 
 from __future__ import annotations

@@ -1,8 +1,7 @@
 """A sweep's figures step by step: the table, the curves, and where one variant stops beating another.
 
-Stage: report. Imports: stdlib, matplotlib (optional), ``orchestrate.report.formats`` (number formats and
-``summary_numbers``), ``orchestrate.results``, ``orchestrate.scenario.sweep``. Every number comes from a
-step's own ``summary.json`` (``steps/<key>-<value>/``): nothing is re-aggregated here.
+Stage: report. Every number comes from a step's own ``summary.json`` (``steps/<key>-<value>/``): nothing
+is re-aggregated here.
 """
 
 from __future__ import annotations

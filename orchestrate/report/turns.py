@@ -1,10 +1,9 @@
 """Multi-turn replay in the summary: figures per turn index, and what became of the conversations.
 
-Stage: records → report. Imports: stdlib, pandas, ``locustfiles.dataset`` (the prompts file),
-``orchestrate.report.summarize`` (percentiles), ``orchestrate.results``, ``orchestrate.report.formats``. The per-turn
-view is where prefix caching shows: turn k resends turn k-1's prompt and reply, so from turn 1 on
-most of a prompt can come from the server's cache (``cached_tokens``) and only the rest is
-prefilled (``prefill_tokens``, llama.cpp's ``timings.prompt_n``).
+Stage: records → report. The per-turn view is where prefix caching shows: turn k resends turn k-1's
+prompt and reply, so from turn 1 on most of a prompt can come from the server's cache
+(``cached_tokens``) and only the rest is prefilled (``prefill_tokens``, llama.cpp's
+``timings.prompt_n``).
 """
 
 from __future__ import annotations

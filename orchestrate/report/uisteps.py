@@ -1,12 +1,11 @@
 """A web UI ramp as steps: each user level a person held for a while, with its own figures.
 
-Stage: report. Imports: stdlib, pandas, ``orchestrate.report.summarize`` (the figures of each step's
-records, as for a whole run), ``orchestrate.report.formats``. Users ramp by hand (4 → 16 → 32, then Stop) to
-find where the server saturates, so one pooled set of percentiles would describe no load that ever
-ran. Locust's own history (``locust_stats_history.csv``: the user count every second) says what
-happened; a level held at least ``HOLD_S`` is a step, and its records are those sent while it held
-(a request belongs to the level it was sent under). The step block has the shape of a sweep's
-(``orchestrate.report.sweep_report`` draws and tabulates it).
+Stage: report. Users ramp by hand (4 → 16 → 32, then Stop) to find where the server saturates, so one
+pooled set of percentiles would describe no load that ever ran. Locust's own history
+(``locust_stats_history.csv``: the user count every second) says what happened; a level held at least
+``HOLD_S`` is a step, and its records are those sent while it held (a request belongs to the level it
+was sent under). The step block has the shape of a sweep's (``orchestrate.report.sweep_report`` draws
+and tabulates it).
 """
 
 from __future__ import annotations

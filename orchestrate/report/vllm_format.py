@@ -1,11 +1,9 @@
 """``vllm_bench.json``: a variant's result in the JSON of ``vllm bench serve --save-result --save-detailed``.
 
-Stage: report. Imports: stdlib, numpy, pandas, orjson, ``locustfiles.records``, ``orchestrate.report.summarize``
-(gaps, tokens per second, requests in flight), ``orchestrate.report.chunkcolumn`` and ``orchestrate.report.blockstats``
-(a long run's ~64 million gaps are read and written in blocks, never held as lists). Written so that
-dashboards built on vLLM's result files read tokenswarm's; the field names, units and aggregates
-are those of vLLM's ``vllm/benchmarks/serve.py`` (``benchmark()``'s ``result`` plus ``main_async``'s
-``result_json``): per-request lists in SECONDS (``ttfts``, ``itls``, ``latencies``), aggregates in ms.
+Stage: report. Written so that dashboards built on vLLM's result files read tokenswarm's; the field
+names, units and aggregates are those of vLLM's ``vllm/benchmarks/serve.py`` (``benchmark()``'s
+``result`` plus ``main_async``'s ``result_json``): per-request lists in SECONDS (``ttfts``, ``itls``,
+``latencies``), aggregates in ms.
 
 Taken from ``summary.json`` as they are (the same definition in both tools): ``duration`` (first
 send → last end; vLLM times the same span), ``completed``, ``total_input_tokens`` and

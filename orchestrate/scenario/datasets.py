@@ -1,8 +1,7 @@
 """The load section's dataset keys (``dataset``, ``allow_truncated``) and the names a dataset may have.
 
-Stage: scenario. Imports: stdlib, ``locustfiles.dataset`` (packaged names), ``orchestrate.tools.sharegpt_synth``
-(generated names), ``orchestrate.scenario.yamlsource``. ``scenario._load`` validates the keys here; the files
-themselves are read once per run, before any server starts (``prompts.check_datasets``).
+Stage: scenario. ``scenario._load`` validates the keys here; the files themselves are read once per run,
+before any server starts (``prompts.check_datasets``).
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """Scenario flags → ``llama-server`` arguments: the one mapping the docker and process launchers share.
 
-Stage: server. Imports: stdlib, ``orchestrate.scenario.parse``. Flags are written by llama-server's own
-long names (``parallel: 32`` → ``--parallel 32``); a bare ``true`` is a switch (``cont-batching:
-true`` → ``--cont-batching``); short names work too (``ngl: 99`` → ``-ngl 99``), ``false`` omits it, a list repeats the flag. YAML reads a bare
+Stage: scenario (a spec's flags → the server's argv, for the docker and process launchers and ``tokenswarm plan``). Flags are written by llama-server's own long names (``parallel: 32`` → ``--parallel
+32``); a bare ``true`` is a switch (``cont-batching: true`` → ``--cont-batching``); short names work too
+(``ngl: 99`` → ``-ngl 99``), ``false`` omits it, a list repeats the flag. YAML reads a bare
 ``on``/``off`` as a boolean, so ``flash-attn: off`` becomes ``--flash-attn off`` as intended.
 """
 

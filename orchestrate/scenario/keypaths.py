@@ -1,8 +1,7 @@
 """Merging a scenario's sections and remembering where each merged value was written.
 
-Stage: scenario. Imports: stdlib. A variant's settings are the top level, then its own section,
-then a matrix combination or a retry rule; an error about a merged value must still name the file
-line that holds it (``Origin``).
+Stage: scenario. A variant's settings are the top level, then its own section, then a matrix combination
+or a retry rule; an error about a merged value must still name the file line that holds it (``Origin``).
 """
 
 from __future__ import annotations

@@ -1,10 +1,9 @@
 """How load arrives besides a fixed number of closed-loop users: a request rate (open loop) or ramp stages.
 
-Stage: scenario → load. Imports: stdlib, ``locustfiles.loadshape`` (what both sides share),
-``orchestrate.scenario.yamlsource``. The scenario parser hands the
-merged load section here (``with_load_modes``) and gets the ``LoadSpec`` back with ``rate``,
-``arrival``, ``burstiness``, ``late_ms`` and ``stages`` validated; ``locust_args`` turns them into
-the Locust flags of ``locustfiles/arrivals.py`` and ``locustfiles/stages.py``.
+Stage: scenario → load. The scenario parser hands the merged load section here (``with_load_modes``) and
+gets the ``LoadSpec`` back with ``rate``, ``arrival``, ``burstiness``, ``late_ms`` and ``stages``
+validated; ``locust_args`` turns them into the Locust flags of ``locustfiles/arrivals.py`` and
+``locustfiles/stages.py``.
 
 ```yaml
 load:

@@ -1,8 +1,7 @@
 """``matrix:`` → named combinations of settings: the cross product a scenario expands into.
 
 Stage: scenario, a helper of ``orchestrate.scenario.parse`` (which resolves axis keys and validates the
-values); its last part folds factors back for ``orchestrate.report.compare``. Imports: stdlib,
-``orchestrate.scenario.keypaths`` (and, for a factor's settings keys, ``orchestrate.scenario.flags``).
+values); its last part folds factors back for ``orchestrate.report.compare``.
 
 An axis is a list of values or a mapping ``{name: value}``. A listed value names itself: ``on``/``off``
 for a boolean (YAML reads a bare ``on``/``off`` as one), ``none`` for null, the file stem for a path

@@ -1,9 +1,7 @@
 """Scenario YAML → frozen ``Scenario``/``Variant`` dataclasses, validated once, here.
 
-Stage: scenario. Imports: stdlib, ``orchestrate.errors``, ``orchestrate.scenario.yamlsource`` (YAML with line
-numbers), ``orchestrate.scenario.matrix``, ``orchestrate.scenario.slo`` (the ``slo:`` limits) (and, inside ``settings()``, ``orchestrate.scenario.flags`` and
-``locustfiles.dataset`` for their defaults). Every problem is one line: ``FILE:LINE key.path:
-message``. Nothing downstream re-checks what this module checked.
+Stage: scenario. Every problem is one line: ``FILE:LINE key.path: message``. Nothing downstream
+re-checks what this module checked.
 
 A ``matrix:`` of axes expands into the cross product (times the listed ``variants``, if any). An
 axis, like a key of ``on_load_failure.retry_with``, names a server key (``draft_model``), a load key

@@ -1,8 +1,7 @@
 """The load section's replay keys: ``mode``, ``history``, ``think_time_s``, ``max_turns``.
 
-Stage: scenario → load. Imports: stdlib, ``locustfiles.conversations`` (names and the think-time
-format the Locust side parses), ``orchestrate.scenario.yamlsource`` (TYPE_CHECKING only for ``LoadSpec``).
-``scenario._load`` validates them here; ``loadrun`` passes them to Locust as flags.
+Stage: scenario → load. ``scenario._load`` validates them here; ``loadrun`` passes them to Locust as
+flags.
 """
 
 from __future__ import annotations

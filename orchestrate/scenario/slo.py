@@ -1,10 +1,10 @@
 """A scenario's service-level objectives (``slo:``), validated once: the limits goodput is judged by.
 
-Stage: scenario. Imports: stdlib, ``orchestrate.scenario.yamlsource``. ``slo`` is a top-level key and a
-variant key; a variant's values override the top level's key by key. The limits do not change the
-measurement, so they are not part of ``settings.variant_settings`` (two variants that differ only in their
-SLO are still repeats of one experiment); they reach ``summary.json`` as its ``slo`` key, where
-``tokenswarm report`` finds them again.
+Stage: scenario. ``slo`` is a top-level key and a variant key; a variant's values override the top
+level's key by key. The limits do not change the measurement, so they are not part of
+``settings.variant_settings`` (two variants that differ only in their SLO are still repeats of one
+experiment); they reach ``summary.json`` as its ``slo`` key, where ``tokenswarm report`` finds them
+again.
 """
 
 from __future__ import annotations

@@ -1,12 +1,11 @@
 """Sweeps: one load key listing values (``users: [1, 2, 4, 8, 16, 32]``), each value a step run
 against the same server start.
 
-Stage: scenario → load. Imports: stdlib, ``locustfiles.dataset`` (Prompt), ``orchestrate.scenario.yamlsource``.
-The scenario parser pulls the swept key out of a variant's merged load section
-(``extract_sweep``), so every other module sees plain scalar ``LoadSpec``s: the variant's own (the
-first value) and one per step (``Variant.steps``). Prompts are sampled once per variant for the
-warm-up and every step together and dealt out in order (``deal_prompts``): no step replays another
-step's prompts, so the prompt cache cannot flatter a later step.
+Stage: scenario → load. The scenario parser pulls the swept key out of a variant's merged load section
+(``extract_sweep``), so every other module sees plain scalar ``LoadSpec``s: the variant's own (the first
+value) and one per step (``Variant.steps``). Prompts are sampled once per variant for the warm-up and
+every step together and dealt out in order (``deal_prompts``): no step replays another step's prompts,
+so the prompt cache cannot flatter a later step.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """YAML text → plain data plus a key-path → line map, so every scenario error is ``FILE:LINE key.path: message``.
 
-Stage: scenario, the reading half of ``orchestrate.scenario.parse``. Imports: stdlib, yaml, ``orchestrate.errors``.
+Stage: scenario, the reading half of ``orchestrate.scenario.parse``.
 """
 
 from __future__ import annotations

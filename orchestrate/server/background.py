@@ -1,6 +1,6 @@
 """The orchestrator's threads that run beside the load yield the CPU to it.
 
-Stage: beside the load. On a host where the orchestrator and Locust share a core (the usual case
+Stage: server, beside the load (the liveness watch and the load's sampler use it). On a host where the orchestrator and Locust share a core (the usual case
 on a small load host), a sample or a health probe that runs just as a chunk arrives makes Locust
 read it late: that delay lands in TTFT and ITL. Linux sets niceness per thread, so the sampler
 and the liveness watch lower only their own priority; Locust and the orchestrator's main thread

@@ -1,8 +1,8 @@
 """Why did the server die? The log tail and exit code → one cause line and a hint that says what to do.
 
-Stage: server. Imports: stdlib. Known llama.cpp failures are matched first (the reference study's
-flash-attention abort with an MTP drafter among them); otherwise the first llama.cpp error line,
-else the last line that is not a traceback frame.
+Stage: server. Known llama.cpp failures are matched first (the reference study's flash-attention abort
+with an MTP drafter among them); otherwise the first llama.cpp error line, else the last line that is
+not a traceback frame.
 """
 
 from __future__ import annotations

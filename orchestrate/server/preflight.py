@@ -1,11 +1,11 @@
 """Before the load: what the server is (``/props``, ``/v1/models``) and an exact prompt-token counter.
 
-Stage: server → load. Imports: stdlib, requests, jinja2, ``orchestrate.errors``. Every endpoint is
-optional: against a server that is not llama.cpp, facts are None and the counter falls back to the
-estimate of ``locustfiles.dataset.estimate_tokens`` (the summary says so). The chat template is
-applied by the server's ``/apply-template``; a server without it (llama.cpp builds older than that
-endpoint, other servers with ``/tokenize``) gets the template of ``/props`` rendered here with
-jinja2, else the message text alone; ``orchestrate.report.summary.TOKEN_COUNTERS`` names each way.
+Stage: server → load. Every endpoint is optional: against a server that is not llama.cpp, facts are None
+and the counter falls back to the estimate of ``locustfiles.dataset.estimate_tokens`` (the summary says
+so). The chat template is applied by the server's ``/apply-template``; a server without it (llama.cpp
+builds older than that endpoint, other servers with ``/tokenize``) gets the template of ``/props``
+rendered here with jinja2, else the message text alone; ``orchestrate.report.summary.TOKEN_COUNTERS``
+names each way.
 """
 
 from __future__ import annotations

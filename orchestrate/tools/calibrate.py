@@ -1,11 +1,10 @@
 """``tokenswarm calibrate``: how accurately, and how fast, one Locust worker on this host measures.
 
-Stage: calibration. Imports: stdlib, psutil, ``locustfiles`` (dataset, records), matplotlib for the
-plot. Steps up a short ladder of concurrency × inter-token gap; for each step it starts the
-reference server (``orchestrate.tools.refserver``, pinned to core 0 when the host lets it) with a truth
-file, runs ONE ``locust -f locustfiles/locustfile.py --headless`` process (pinned to core 1) over a
-prompts file whose every prompt carries a ``[req:pN]`` marker, and compares the client's records
-with the server's true send times (both ``time.time()`` on this host):
+Stage: tools (calibration). Steps up a short ladder of concurrency × inter-token gap; for each step it starts
+the reference server (``orchestrate.tools.refserver``, pinned to core 0 when the host lets it) with a
+truth file, runs ONE ``locust -f locustfiles/locustfile.py --headless`` process (pinned to core 1) over
+a prompts file whose every prompt carries a ``[req:pN]`` marker, and compares the client's records with
+the server's true send times (both ``time.time()`` on this host):
 
 - TTFT error = client ``ttft_ms`` − (true send time of the first content chunk − client ``send_ts``);
 - chunk error = client arrival (``send_ts`` + ``chunk_offsets_ms``) − true send time, every chunk;

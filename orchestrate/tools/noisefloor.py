@@ -1,11 +1,10 @@
 """``tokenswarm noise-floor``: how far apart two identical runs land on this host, the smallest effect it can show.
 
-Stage: a tool beside the pipeline (it runs the pipeline). Imports: stdlib, ``orchestrate.runloop``,
-``orchestrate.report.compare``, ``orchestrate.report.compare_report``, ``orchestrate.report.repeats``. One variant of a
-scenario runs ``--repeats`` times (2 by default) as any run does; every pair of its runs gives a
-ratio per metric, and the floor of a metric is the largest deviation from 1.0 among them
-(``repeats.deviation``). It is saved for this host (``repeats.host_floor_file``): every later
-run here copies it into its folder, and its ``compare.md`` judges effects against it.
+Stage: tools, beside the pipeline (it runs the pipeline). One variant of a scenario runs ``--repeats``
+times (2 by default) as any run does; every pair of its runs gives a ratio per metric, and the floor of
+a metric is the largest deviation from 1.0 among them (``repeats.deviation``). It is saved for this host
+(``repeats.host_floor_file``): every later run here copies it into its folder, and its ``compare.md``
+judges effects against it.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """``tokenswarm serve-synthetic``: a scripted llama.cpp-compatible streaming server with exact timing.
 
-Stage: calibration (also a stand-in server for tests). Imports: stdlib; ``uvloop`` when installed.
+Stage: tools (calibration; also a stand-in server for tests). It imports stdlib; ``uvloop`` when installed.
 
 It answers ``POST /v1/chat/completions`` (stream true/false) exactly as llama.cpp streams: the role
 chunk at once, then content chunks of ``tokens_per_chunk`` words at ``ttft_ms`` after the request

@@ -1,10 +1,9 @@
 """The reference server's wire: HTTP/1.1 framing, one connection, one timed stream, the truth log.
 
-Stage: calibration. Imports: stdlib. ``refserver.py`` decides what to send and when; this module
-writes it. Events are preformatted bytes; a stream's timer writes, in one ``transport.write``, its
-due event and every later one already due (so ``--itl-ms 0`` sends a whole reply in one write and
-a lagging server catches up in bursts, as a real one does), and each event's truth row records
-when that write was made.
+Stage: tools (calibration). ``refserver.py`` decides what to send and when; this module writes it. Events are
+preformatted bytes; a stream's timer writes, in one ``transport.write``, its due event and every later
+one already due (so ``--itl-ms 0`` sends a whole reply in one write and a lagging server catches up in
+bursts, as a real one does), and each event's truth row records when that write was made.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Seeded ShareGPT-format files for the demo and tests (no text is copied from anywhere).
 
-Stage: demo/test data, orchestrator side. Allowed imports: the standard library and
+Stage: tools (demo and test data; the scenario's ``synthetic`` datasets and the load's prompts call it). Allowed imports: the standard library and
 ``orchestrate.tools.lexicon`` (the same pseudo-words the demo model's vocabulary is built from).
 
 Shape of the data (per conversation, drawn from one ``random.Random(seed)``):

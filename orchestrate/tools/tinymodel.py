@@ -1,5 +1,6 @@
 """A tiny, generated llama-architecture GGUF for zero-setup runs and tests.
 
+Stage: tools (the embedded launcher's ``tiny`` model is made here).
 No model can be downloaded here, and tests need output that is exact, fast and never stops early.
 So this module writes its own model with the ``gguf`` package: a 2-layer, 128-wide llama with
 random weights (seeded, byte-for-byte reproducible), an SPM vocabulary of byte tokens plus

@@ -1,5 +1,6 @@
 """Server launchers: one small interface (``base.Launcher``), chosen by kind in ``LAUNCHERS``.
 
+Stage: server.
 ``make_launcher`` turns a scenario's ``ServerSpec`` into a launcher. Every kind reads the scenario's
 flags through ``orchestrate.scenario.flags.llama_server_argv``.
 """

@@ -1,9 +1,10 @@
 """The launcher interface: start a llama.cpp server variant, wait until it serves, stop it.
 
+Stage: server.
 A launcher is a context manager (like vLLM's ``ServerProcess``): ``start()`` returns the base URL,
-``wait_ready()`` polls ``/health`` while watching the process for an early exit, ``exit_status()``
-says whether it died, and ``stop()`` always runs. ``memory_bytes()`` is what the sampler reads once
-a second while the load runs. Imports: stdlib, ``psutil``, ``requests``, ``orchestrate.errors``.
+``wait_ready()`` polls ``/health`` while watching the process for an early exit, ``exit_status()`` says
+whether it died, and ``stop()`` always runs. ``memory_bytes()`` is what the sampler reads once a second
+while the load runs.
 """
 
 from __future__ import annotations

@@ -1,13 +1,12 @@
 """The docker launcher: llama.cpp's server image on a GPU host, through the docker SDK.
 
-Stage: server. Imports: stdlib, ``docker``, ``requests``, ``orchestrate.server.diagnose``, ``orchestrate.errors``,
-``orchestrate.scenario.flags``, ``orchestrate.server.launchers.base``. The image's entrypoint is ``llama-server`` (llama.cpp's
-``server-cuda`` images), so the container command is just its arguments. The model's folder is
-mounted read-only at ``/models`` (the draft's at ``/models-draft`` when it lives elsewhere), the
-server listens on 8080 inside and is published on ``server.host`` (127.0.0.1 unless asked
-otherwise) at ``server.port`` or a free port. Every container carries labels that name the
-orchestrator's pid, so a later run removes what a crashed one left behind (``remove_leftovers``).
-Any Docker-API engine works: dockerd, or ``podman system service`` (what the tests use).
+Stage: server. The image's entrypoint is ``llama-server`` (llama.cpp's ``server-cuda`` images), so the
+container command is just its arguments. The model's folder is mounted read-only at ``/models`` (the
+draft's at ``/models-draft`` when it lives elsewhere), the server listens on 8080 inside and is
+published on ``server.host`` (127.0.0.1 unless asked otherwise) at ``server.port`` or a free port. Every
+container carries labels that name the orchestrator's pid, so a later run removes what a crashed one
+left behind (``remove_leftovers``). Any Docker-API engine works: dockerd, or ``podman system service``
+(what the tests use).
 """
 
 from __future__ import annotations

@@ -1,11 +1,11 @@
 """The embedded launcher: llama.cpp's own server from the ``xllamacpp`` wheel, no setup needed.
 
+Stage: server.
 The server runs in a child Python process (``orchestrate.server.launchers.embedded_child``) in its own
 session, because ``xllamacpp.Server`` cannot be stopped in-process. ``Server(params)`` returns only
-after the model is loaded, so ``start()`` blocks for the load and returns the bound URL (port 0
-picks a free one); ``/health`` answers 200 from the first moment it is reachable. If the child dies
-first, ``ServerExitedError`` carries the log line that says why (e.g. ``failed to open GGUF
-file ...``). Imports: stdlib, ``orchestrate.errors``, ``orchestrate.server.launchers.base``.
+after the model is loaded, so ``start()`` blocks for the load and returns the bound URL (port 0 picks a
+free one); ``/health`` answers 200 from the first moment it is reachable. If the child dies first,
+``ServerExitedError`` carries the log line that says why (e.g. ``failed to open GGUF file ...``).
 """
 
 from __future__ import annotations

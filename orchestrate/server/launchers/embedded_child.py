@@ -1,10 +1,11 @@
 """Child process of ``EmbeddedLauncher``: run llama.cpp's server from the ``xllamacpp`` wheel.
 
+Stage: server (a child process of its own).
 ``xllamacpp.Server`` has no stop method, so it lives in its own process and is stopped by
 signal. Usage: ``python -m orchestrate.server.launchers.embedded_child --config JSON --ready-fd N``.
 ``Server(params)`` returns once the model is loaded and the socket listens; the bound URL is then
 written as one line to file descriptor N, and the process blocks until it is signalled or its
-parent dies. llama.cpp logs go to stderr (the launcher's ``server.log``). Imports: stdlib and
+parent dies. llama.cpp logs go to stderr (the launcher's ``server.log``). It imports stdlib and
 ``xllamacpp`` only, so the child starts in about 0.1 s.
 """
 

@@ -1,7 +1,7 @@
 """The external launcher: a server that is already running (``--url``); nothing to start or stop.
 
-Imports: requests, ``orchestrate.errors``, ``orchestrate.server.launchers.base``. Only the health check
-and pre-flight touch it.
+Stage: server.
+Only the health check and pre-flight touch it.
 """
 
 from __future__ import annotations

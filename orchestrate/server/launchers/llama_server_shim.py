@@ -1,11 +1,11 @@
 """``tokenswarm-llama-server``: a ``llama-server`` command line over the embedded llama.cpp server.
 
+Stage: server (a command of its own, ``tokenswarm-llama-server``).
 It takes the flags the process and docker launchers pass to a real ``llama-server`` (those of
 ``orchestrate/scenario/flags.py``), maps them onto the xllamacpp wheel and serves until it is signalled.
-Where no llama.cpp binary or image can be had (this project's CI, a laptop), it stands in for one,
-so the process and docker launchers run for real. GPU-only flags are accepted and ignored; any
-other unknown flag is an error, as with llama-server. Imports: stdlib, ``xllamacpp`` (via
-``embedded_child``).
+Where no llama.cpp binary or image can be had (this project's CI, a laptop), it stands in for one, so
+the process and docker launchers run for real. GPU-only flags are accepted and ignored; any other
+unknown flag is an error, as with llama-server.
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """The process launcher: a native ``llama-server`` binary (a path or a name on PATH).
 
-Imports: stdlib, ``orchestrate.scenario.flags``, ``orchestrate.server.launchers.base``, ``orchestrate.server.llama_build``
-(the cached build of ``make llama-server``). The server runs in its own
-process group, so ``stop()`` ends it and anything it spawned; its output goes to ``server.log``.
+Stage: server.
+The server runs in its own process group, so ``stop()`` ends it and anything it spawned; its output goes
+to ``server.log``.
 """
 
 from __future__ import annotations
