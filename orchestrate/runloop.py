@@ -34,12 +34,13 @@ from orchestrate.load.prompts import PreparedPrompts, check_datasets, prepare_pr
 from orchestrate.report.render import console_lines
 from orchestrate.results import VariantPaths, run_dir, scenario_copy
 from orchestrate.load.sampler import MetricsSampler
+from orchestrate.load.steps import merge_step_records
 from orchestrate.scenario.settings import retry_description, variant_settings
 from orchestrate.scenario.spec import LoadSpec, Scenario, Variant
 from orchestrate.report.summary import build_summary
 from orchestrate.scenario.spec import Sweep
 from orchestrate.scenario.sweep import deal_prompts, sampling_load as sweep_sampling, warmup_load
-from orchestrate.report.sweep_report import collect_steps
+from orchestrate.report.sweep_report import sweep_block
 
 
 @dataclass(frozen=True)
@@ -163,7 +164,7 @@ def run_variant(context: Context, variant: Variant, paths: VariantPaths,
                     result.outcome = run_load(plan, paths, variant.name, server_down=result.watch.down)
                 else:
                     result.outcome = run_steps(result, url, swarm)
-                    collect_steps(paths, variant.sweep)  # the variant's records: its steps' 
+                    merge_step_records(paths, variant.sweep)  # the variant's records: its steps'
                 down = result.watch.settle()
             result.exit_code = launcher.exit_status()
             result.status = ("crashed" if result.exit_code is not None or down == DIED
@@ -291,7 +292,8 @@ def finish_variant(result: VariantRun) -> dict[str, Any]:
                              "complete_conversations": result.prompts.conversations}
     sweep = result.variant.sweep
     if sweep is not None:  # the variant's records are its steps' (the warm-up's stay in steps/warmup)
-        extra["sweep"] = collect_steps(result.paths, sweep)
+        merge_step_records(result.paths, sweep)  # again: a run stopped mid-sweep never reached the first
+        extra["sweep"] = sweep_block(result.paths, sweep)
     return build_summary(result.paths, context.scenario, result.variant.name, extra, context.host_limits)
 
 

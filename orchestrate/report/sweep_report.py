@@ -19,28 +19,22 @@ CURVES = (("decode_tok_s", "decode tok/s"), ("ttft_p50_ms", "TTFT p50 (ms)"), ("
 """What is plotted against the swept value, one panel each."""
 
 
-def collect_steps(paths: VariantPaths, sweep: Sweep) -> dict[str, Any]:
-    """The ``sweep`` block of a variant's summary, and its ``requests.jsonl`` rebuilt from its steps'.
+def sweep_block(paths: VariantPaths, sweep: Sweep) -> dict[str, Any]:
+    """The ``sweep`` block of a variant's summary, from its steps' own summaries.
 
     A step that never ran (the server died before it, or the run was stopped) is listed as
-    ``not_run``; the warm-up's records stay in ``steps/warmup`` and count nowhere.
+    ``not_run``; the warm-up counts nowhere.
     """
     rows = []
-    with paths.records.open("w", encoding="utf-8") as merged:
-        for value in sweep.values:
-            label = sweep.label(value)
-            step = VariantPaths(paths.dir / "steps" / label)
-            if step.records.exists():
-                with step.records.open(encoding="utf-8") as f:
-                    for line in f:
-                        merged.write(line if line.endswith("\n") else line + "\n")
-            try:
-                summary = json.loads(step.summary_json.read_text())
-            except (OSError, ValueError):
-                rows.append({"value": value, "label": label, "status": "not_run"})
-                continue
-            rows.append({"value": value, "label": label, "status": summary.get("status", "completed"),
-                         **summary_numbers(summary)})
+    for value in sweep.values:
+        label = sweep.label(value)
+        try:
+            summary = json.loads(VariantPaths(paths.dir / "steps" / label).summary_json.read_text())
+        except (OSError, ValueError):
+            rows.append({"value": value, "label": label, "status": "not_run"})
+            continue
+        rows.append({"value": value, "label": label, "status": summary.get("status", "completed"),
+                     **summary_numbers(summary)})
     return {"key": sweep.key, "values": list(sweep.values), "warmup_prompts": sweep.warmup_prompts,
             "settle_s": sweep.settle_s, "steps": rows}
 
