@@ -120,6 +120,11 @@ REFSERVER_STOP_GRACE_S = 10.0
 """How long the reference server gets after SIGTERM (it flushes its truth log) before SIGKILL."""
 
 
+def stop_server(proc: subprocess.Popen[str]) -> None:
+    """Stop the reference server ``start_server`` started (it is not a group leader: signal it alone)."""
+    stop_process(proc, REFSERVER_STOP_GRACE_S, term_group=False, kill_group=False)
+
+
 class CpuSampler(threading.Thread):
     """(time.time(), user+system CPU seconds) of a process every 50 ms until it exits.
 
@@ -202,7 +207,7 @@ def run_step(out: Path, users: int, itl_ms: float, rounds: int, server_core: int
                 client.wait()
             sampler.join(2)
     finally:
-        stop_process(server, REFSERVER_STOP_GRACE_S, term_group=False, kill_group=False)
+        stop_server(server)
     truth_chunks, late = read_truth(truth)
     recs = [json.loads(line) for line in records.read_text().splitlines() if line.strip()] if records.exists() else []
     ttft_err: list[float] = []

@@ -159,3 +159,39 @@ def test_the_installed_project_lists_every_package() -> None:
     folders = {module_name(p.parent / "__init__.py") for package in PACKAGES
                for p in (ROOT / package).rglob("__init__.py")}
     assert listed == folders
+
+
+RESOLVE = """
+import locust  # first: it monkey-patches ssl, as it does in a Locust process
+import ast, importlib, json, sys
+bad = []
+for f in sys.argv[1:]:
+    for n in ast.walk(ast.parse(open(f).read())):
+        if isinstance(n, ast.ImportFrom) and n.module and not n.level and n.module.split('.')[0] in {packages}:
+            try:
+                module = importlib.import_module(n.module)
+            except ImportError as exc:
+                bad.append(f"{{f}}:{{n.lineno}} {{n.module}}: {{exc}}")
+                continue
+            for alias in n.names:
+                if not hasattr(module, alias.name):
+                    try:
+                        importlib.import_module(n.module + '.' + alias.name)
+                    except ImportError:
+                        bad.append(f"{{f}}:{{n.lineno}} {{n.module}} has no {{alias.name}}")
+print(json.dumps(bad))
+"""
+
+
+def test_every_project_import_resolves_in_code_tests_and_benchmarks() -> None:
+    """After a move, a stale ``from orchestrate.X import Y`` in a benchmark or an integration test is found here,
+    not when that script next runs."""
+    import json
+    import subprocess
+    import sys
+    files = [str(p) for folder in ("orchestrate", "locustfiles", "tests", "benchmarks")
+             for p in sorted((ROOT / folder).rglob("*.py"))]
+    proc = subprocess.run([sys.executable, "-c", RESOLVE.format(packages=set(PACKAGES)), *files],
+                          capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout.strip().splitlines()[-1]) == []
