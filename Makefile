@@ -28,7 +28,7 @@ llama-server: $(STAMP)
 	  { apt-get install -y -qq cmake g++ ninja-build || { apt-get update -qq && apt-get install -y -qq cmake g++ ninja-build; }; } \
 	    >/tmp/tokenswarm-build-tools.log 2>&1 || echo "could not install the build tools (see /tmp/tokenswarm-build-tools.log)"; \
 	fi
-	@$(BIN)/python -m orchestrate.llama_build
+	@$(BIN)/python -m orchestrate.server.llama_build
 
 # The docker launcher's tests need a Docker-API engine: Debian's podman with runc (DESIGN.md).
 # As root, install them when missing (about 20 s); `apt-get update` only if the install fails.

@@ -39,8 +39,8 @@ sys.path.insert(0, str(ROOT))
 import numpy as np  # noqa: E402
 from docsection import write_section  # noqa: E402
 
-from orchestrate.calibrate import CpuSampler, cores, pin, read_truth, run_step, start_server, stop  # noqa: E402
-from orchestrate.summarize import weighted_stats  # noqa: E402
+from orchestrate.tools.calibrate import CpuSampler, cores, pin, read_truth, run_step, start_server, stop_server  # noqa: E402
+from orchestrate.report.summarize import weighted_stats  # noqa: E402
 
 PEERS = ROOT / "benchmarks" / ".peers"
 CLIENTS = {"tokenswarm (FastHttpUser)": ROOT / "locustfiles" / "locustfile.py",
@@ -95,7 +95,7 @@ def guidellm_step(d: Path, w: dict[str, Any], server_core: int | None, client_co
             client.wait(600)
             sampler.join(2)
     finally:
-        stop(server)
+        stop_server(server)
     metrics = json.loads((d / "out.json").read_text())["benchmarks"][0]["metrics"]
     arrive: dict[str, float] = {}
     with open(d / "truth.csv", newline="") as f:

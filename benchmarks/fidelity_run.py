@@ -34,8 +34,8 @@ import numpy as np  # noqa: E402
 import yaml  # noqa: E402
 
 from docsection import write_section  # noqa: E402
-from orchestrate.calibrate import cores, pin, run_step, start_server, stop  # noqa: E402
-from orchestrate.summarize import weighted_stats  # noqa: E402
+from orchestrate.tools.calibrate import cores, pin, run_step, start_server, stop_server  # noqa: E402
+from orchestrate.report.summarize import weighted_stats  # noqa: E402
 
 WORKLOAD = {"users": 32, "ttft_ms": 200.0, "itl_ms": 20.0, "output_tokens": 50, "prompts": 300}
 TARGET = {"p50": 0.5, "p99": 2.0}
@@ -81,7 +81,7 @@ def through_run(work: Path, server_core: int | None, client_core: int | None) ->
                                "--results-dir", str(work / "results"), "--foreign-cpu-limit", "100"],
                               capture_output=True, text=True, preexec_fn=pin(client_core), timeout=600)
     finally:
-        stop(server)
+        stop_server(server)
     wall = time.monotonic() - started
     if proc.returncode != 0:
         raise SystemExit(f"tokenswarm run failed ({proc.returncode}):\n{proc.stdout[-2000:]}{proc.stderr[-2000:]}")

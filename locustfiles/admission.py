@@ -1,6 +1,6 @@
 """Who may join a master: a worker proves it holds the run's join token before it is dealt a prompt.
 
-Stage: load. Imports: stdlib only (the orchestrator reads token files with it too). Locust's
+Stage: load. It imports stdlib only (the orchestrator reads token files with it too). Locust's
 master/worker channel has no authentication: whatever reaches the master port could join, be dealt
 prompts (the dataset's text) and send records the master would keep as measurements. So the master
 admits a worker only once it answers a fresh random nonce with HMAC-SHA256(token, nonce + its client

@@ -1,6 +1,6 @@
 """Open-loop arrivals (``--rate``): requests go out on a schedule fixed in advance, not when a user is free.
 
-Stage: load. Imports: stdlib, gevent, and locust inside ``install`` (the schedule and the clock are
+Stage: load. It imports stdlib, gevent, and locust inside ``install`` (the schedule and the clock are
 testable without Locust's monkey-patching). A closed loop hides a slow server (coordinated
 omission): when every user waits, no new request is due, so queueing never shows in the latencies.
 Here the k-th prompt of the run is due ``start + offset_k``; ``users`` is only the cap on requests
@@ -26,7 +26,6 @@ import logging
 import math
 import random
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -34,12 +33,13 @@ import gevent
 
 from locustfiles.loadshape import ARRIVALS
 from locustfiles.records import RequestRecord
+from locustfiles.runstate import ArrivalClock, LlmRun
+from locustfiles.resultfiles import ARRIVALS_JSON
 
 if TYPE_CHECKING:
     from locust.env import Environment
 
     from locustfiles.dataset import Prompt
-    from locustfiles.events import LlmRun
 
 log = logging.getLogger("tokenswarm")
 
@@ -77,32 +77,6 @@ def arrival_offsets(n: int, rate: float, arrival: str = "poisson", burstiness: f
     return out
 
 
-@dataclass
-class ArrivalClock:
-    """Prompt index → wall-clock time it is due (``time.time()`` seconds)."""
-
-    due: dict[int, float] = field(default_factory=dict)
-    info: dict[str, Any] = field(default_factory=dict)
-    """What ``arrivals.json`` says about the schedule (parameters, start, count)."""
-
-    def plan(self, prompts: list[Prompt], offsets: list[float], start: float) -> None:
-        """Fix the schedule: ``prompts[k]`` (the k-th to be handed out) is due at ``start + offsets[k]``."""
-        self.due = {p.index: start + off for p, off in zip(prompts, offsets)}
-
-    def learn(self, indices: list[int], due: list[float]) -> None:
-        """A worker: the due times of the prompts the master just dealt."""
-        self.due.update(zip(indices, due))
-
-    def wait(self, index: int) -> float | None:
-        """Sleep until prompt ``index`` is due; its due time, or None outside the open loop."""
-        due = self.due.get(index)
-        if due is None:
-            return None
-        while (left := due - time.time()) > 0:
-            gevent.sleep(left)
-        return due
-
-
 def spawn_time_s(users: int, spawn_rate: float) -> float:
     """How long Locust takes to start ``users``: batches of ``floor(spawn_rate)`` users, ``batch / spawn_rate``
     seconds apart (``locust.dispatch.UsersDispatcher``), plus a millisecond a user to create it."""
@@ -129,7 +103,7 @@ def stamp(record: RequestRecord, scheduled: float | None) -> None:
 
 def arrivals_file(records_file: str) -> Path:
     """``arrivals.json`` beside ``requests.jsonl``: the schedule's parameters and start."""
-    return Path(records_file).with_name("arrivals.json")
+    return Path(records_file).with_name(ARRIVALS_JSON)
 
 
 def write(records_file: str, info: dict[str, Any]) -> None:

@@ -1,18 +1,16 @@
 """When a request really left, and what opening its connection cost: TTFT starts at the send.
 
-Stage: load. Imports: stdlib, gevent, geventhttpclient (Locust's FastHttpUser client). Taking the
-clock before ``client.request()`` puts the client's own work inside every TTFT: Locust's request
-path, encoding the body, and, on a user's first request or after the server closed the kept-alive
-connection, the TCP connect (a few ms on loopback, more across a network; 3 % of 1,000 prompts at
-32 users are first requests, enough to move p99). Here the user's connection pool makes its
+Stage: load. Taking the clock before ``client.request()`` puts the client's own work inside every TTFT:
+Locust's request path, encoding the body, and, on a user's first request or after the server closed the
+kept-alive connection, the TCP connect (a few ms on loopback, more across a network; 3 % of 1,000
+prompts at 32 users are first requests, enough to move p99). Here the user's connection pool makes its
 sockets through ``_StampedSocket``, which notes the moment the request is handed to the kernel
-(``sent_at``), and times each connect it opens (``connect_ms``); the user starts its clock there.
-A user also opens its first connection when it starts (``open``), a moment before its first
-request, so the server has accepted it by then: a request on a connection the server is still
-accepting waits for that too (measured against a server's own log: 0.5 ms at p50 on loopback).
-It uses geventhttpclient's pool (``_create_socket``, ``_create_tcp_socket``, as in 2.x); with a
-client without them (or TLS, whose socket wraps ours) nothing is stamped and the user keeps the
-clock it took before the request.
+(``sent_at``), and times each connect it opens (``connect_ms``); the user starts its clock there. A user
+also opens its first connection when it starts (``open``), a moment before its first request, so the
+server has accepted it by then: a request on a connection the server is still accepting waits for that
+too (measured against a server's own log: 0.5 ms at p50 on loopback). It uses geventhttpclient's pool
+(``_create_socket``, ``_create_tcp_socket``, as in 2.x); with a client without them (or TLS, whose
+socket wraps ours) nothing is stamped and the user keeps the clock it took before the request.
 """
 
 from __future__ import annotations

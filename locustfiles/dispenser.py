@@ -1,8 +1,8 @@
 """Exactly N prompts across however many users: the one place that hands them out.
 
-Stage: load. Imports: stdlib, gevent. Locust's ``-i`` counts per worker and hangs in multi-user
-runs; this dispenser counts globally, and ends the run (``runner.quit()``) when the last prompt's
-request has finished — not when the last prompt was handed out.
+Stage: load. Locust's ``-i`` counts per worker and hangs in multi-user runs; this dispenser counts
+globally, and ends the run (``runner.quit()``) when the last prompt's request has finished — not when
+the last prompt was handed out.
 """
 
 from __future__ import annotations

@@ -1,13 +1,13 @@
 """Master ↔ workers: prompts go out from the master's one dispenser, records come back in batches.
 
-Stage: load. Imports: stdlib, locust, gevent. A worker host needs neither the dataset nor the
-orchestrator: it asks the master for prompts (``tokenswarm_take``), gets at most as many as it has
-users (``tokenswarm_prompts``), and ships every finished record back (``tokenswarm_records``,
-batched, at most ``FLUSH_INTERVAL_S`` late). The master fires ``llm_record_collected`` for each, so
-the one ``requests.jsonl`` is written there, and counts what each worker was handed and returned:
-a worker that goes missing is reported, with the requests it took but never returned
-(``workers.json``), and the run still ends when every other prompt is answered. Only workers that
-proved the run's join token take part (``joingate.py``); ``workers.json`` names the others.
+Stage: load. A worker host needs neither the dataset nor the orchestrator: it asks the master for
+prompts (``tokenswarm_take``), gets at most as many as it has users (``tokenswarm_prompts``), and ships
+every finished record back (``tokenswarm_records``, batched, at most ``FLUSH_INTERVAL_S`` late). The
+master fires ``llm_record_collected`` for each, so the one ``requests.jsonl`` is written there, and
+counts what each worker was handed and returned: a worker that goes missing is reported, with the
+requests it took but never returned (``workers.json``), and the run still ends when every other prompt
+is answered. Only workers that proved the run's join token take part (``joingate.py``); ``workers.json``
+names the others.
 """
 
 from __future__ import annotations
@@ -28,9 +28,10 @@ from locustfiles.admission import Gate
 from locustfiles.arrivals import is_open_loop
 from locustfiles.dataset import Prompt
 from locustfiles.records import RequestRecord
+from locustfiles.resultfiles import WORKERS_JSON
 
 if TYPE_CHECKING:
-    from locustfiles.events import LlmRun
+    from locustfiles.runstate import LlmRun
 
 log = logging.getLogger("tokenswarm")
 
@@ -134,7 +135,7 @@ class WorkerLedger:
 
 def workers_file(records_file: str) -> Path:
     """``workers.json`` beside ``requests.jsonl``: the master's ledger of its workers."""
-    return Path(records_file).with_name("workers.json")
+    return Path(records_file).with_name(WORKERS_JSON)
 
 
 def install(environment: Environment, run: LlmRun) -> None:

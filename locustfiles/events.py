@@ -1,9 +1,8 @@
 """The seam between measuring and everything else: ``register(events)`` wires tokenswarm into Locust.
 
-Stage: load → records. Imports: stdlib, locust, gevent. ``users.py`` only measures and fires
-``events.llm_record``; the listeners here turn each finished record into Locust rows (the request
-row and METRIC rows, shown in the console, web UI and CSV), append it to ``requests.jsonl``, and own
-the prompt dispenser.
+Stage: load → records. ``users.py`` only measures and fires ``events.llm_record``; the listeners here
+turn each finished record into Locust rows (the request row and METRIC rows, shown in the console, web
+UI and CSV), append it to ``requests.jsonl``, and own the prompt dispenser.
 
 Custom hooks (added to ``environment.events`` at init):
 
@@ -20,8 +19,7 @@ from __future__ import annotations
 import logging
 import os
 import sys
-from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 import gevent
 from locust.env import Environment
@@ -30,11 +28,11 @@ from locust.runners import STATE_STOPPED, STATE_STOPPING, LocalRunner, MasterRun
 from locust.stats import RequestStats
 
 from locustfiles import arrivals, conversations, distributed, finalcsv, options, selfcheck, stages
-from locustfiles.arrivals import ArrivalClock
-from locustfiles.dataset import DatasetError, Prompt
+from locustfiles.dataset import DatasetError
 from locustfiles.dispenser import PromptDispenser
 from locustfiles.promptsource import load_prompts
 from locustfiles.serverwatch import ServerWatch
+from locustfiles.runstate import LlmRun
 from locustfiles.records import CANCELLED, METRIC, NO_CONTENT, OK, REQUEST_NAME, REQUEST_TYPE, RequestRecord
 from locustfiles.webui import install_webui
 
@@ -45,52 +43,6 @@ CANCEL_GRACE_S = 0.2
 
 class RequestFailure(Exception):
     """The failure Locust stores for a request; its text is the fixed error class, so rows group."""
-
-
-class LlmRun:
-    """Per-process state of a tokenswarm run, reachable as ``environment.tokenswarm``."""
-
-    def __init__(self, environment: Environment) -> None:
-        self.environment = environment
-        self.dispenser: PromptDispenser | None = None
-        self.arrivals: ArrivalClock | None = None
-        """Open loop (``--rate``): when each prompt is due (``arrivals.py``); None in a closed loop."""
-        self.records_file: IO[str] | None = None
-        self.records_written = 0
-        self.prompts: list[Prompt] | None = None
-        """Read at init (a bad dataset stops Locust before any user spawns), sent at each test start."""
-        self.server_watch = ServerWatch(on_lost=self.on_server_lost)
-        """Refused connections are retried until the server counts as lost (``serverwatch.py``)."""
-        self._next_id = 0
-
-    @property
-    def worker(self) -> str:
-        runner = self.environment.runner
-        return f"w{runner.client_id}" if isinstance(runner, WorkerRunner) else "local"
-
-    def next_request_id(self) -> str:
-        self._next_id += 1
-        return f"{self.worker}-{self._next_id}"
-
-    def on_server_lost(self, refused_s: float) -> None:
-        """Every connection refused for the window: stop sending (a worker's users stop one by one)."""
-        log.error("tokenswarm: the server refused every connection for %.1f s: server lost; stopping, "
-                  "the prompts not sent yet are counted as unsent", refused_s)
-        runner = self.environment.runner
-        if runner is not None and not isinstance(runner, WorkerRunner):
-            gevent.spawn(runner.quit)
-
-    def open_records(self, path: str) -> None:
-        Path(path).parent.mkdir(parents=True, exist_ok=True)
-        self.records_file = open(path, "a", buffering=1, encoding="utf-8")  # line-buffered: on disk at once
-
-    def close_records(self) -> None:
-        if self.records_file is not None:
-            try:
-                self.records_file.close()
-            except OSError:  # a full disk: the lines written so far are what there is
-                pass
-            self.records_file = None
 
 
 def fire_locust_rows(environment: Environment, record: RequestRecord) -> None:

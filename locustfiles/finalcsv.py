@@ -1,12 +1,12 @@
 """Locust's ``--csv`` files rewritten from the final stats when Locust shuts down.
 
-Stage: load → records. Imports: stdlib, locust. Locust's CSV writer rewrites ``_stats.csv`` every
-second but never at shutdown, so the last second's requests were missing from it (59 of 64 chat
-requests in a run whose ``--json-file`` had all 64). At the ``quit`` event (after the runner has
-stopped and ``--json-file`` is written, before Locust closes its files) the stats, failures and
-exceptions files are written again from the final stats, each to a temp file renamed over the old
-one: Locust's still-open handle then flushes into the replaced file, not into ours. Writing the
-JSON file resets every entry (``get_stripped_report``), so the entries are first read back from it.
+Stage: load → records. Locust's CSV writer rewrites ``_stats.csv`` every second but never at shutdown,
+so the last second's requests were missing from it (59 of 64 chat requests in a run whose
+``--json-file`` had all 64). At the ``quit`` event (after the runner has stopped and ``--json-file`` is
+written, before Locust closes its files) the stats, failures and exceptions files are written again from
+the final stats, each to a temp file renamed over the old one: Locust's still-open handle then flushes
+into the replaced file, not into ours. Writing the JSON file resets every entry
+(``get_stripped_report``), so the entries are first read back from it.
 """
 
 from __future__ import annotations

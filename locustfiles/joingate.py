@@ -1,13 +1,12 @@
 """The join gate inside Locust: a master keeps every worker out of the run until it proves the join token.
 
-Stage: load. Imports: stdlib, locust, gevent, ``locustfiles.admission``. Custom messages alone cannot
-keep a stranger out: Locust counts every worker that says ``client_ready`` toward ``--expect-workers``,
-deals it users, and adds its ``stats`` to the run's counts. So the master's ``handle_message`` is
-wrapped: a new worker's ``client_ready`` is answered with Locust's ``ack`` (the worker then starts and
-can take the challenge) but reaches Locust only once the worker is admitted; anything else from a
-worker that is not admitted is dropped, so it is dealt no prompt and no user, and none of its records
-or stats count. A rejected worker is named in a warning and in ``workers.json``, told why, and sent
-Locust's ``quit``. The messages:
+Stage: load. Custom messages alone cannot keep a stranger out: Locust counts every worker that says
+``client_ready`` toward ``--expect-workers``, deals it users, and adds its ``stats`` to the run's
+counts. So the master's ``handle_message`` is wrapped: a new worker's ``client_ready`` is answered with
+Locust's ``ack`` (the worker then starts and can take the challenge) but reaches Locust only once the
+worker is admitted; anything else from a worker that is not admitted is dropped, so it is dealt no
+prompt and no user, and none of its records or stats count. A rejected worker is named in a warning and
+in ``workers.json``, told why, and sent Locust's ``quit``. The messages:
 
 ``tokenswarm_join`` (worker → master, at init) asks for a challenge; an open master (no token) answers
 with the verdict at once. ``tokenswarm_challenge`` (master → worker): ``{"nonce"}``.

@@ -1,12 +1,11 @@
 """Live LLM figures while a run goes on: what the web UI's LLM tab, chart page and CSVs show.
 
-Stage: load (the process that collects the records: the local runner, or the master). Imports:
-stdlib only, so the unit tests can use it without Locust's monkey-patching. ``webui.py`` feeds it
-from ``llm_record_collected`` and serves it; this module counts, and lays the figures out as the
+Stage: load (the process that collects the records: the local runner, or the master). ``webui.py`` feeds
+it from ``llm_record_collected`` and serves it; this module counts, and lays the figures out as the
 tab's rows and the CSV's (``table_rows``, ``figures_csv_rows``).
 
 These are *live* figures for a person ramping users, not the report: ``summary.json`` comes from
-the records file and ``orchestrate/summarize.py``. The definitions match the report's where they can:
+the records file and ``orchestrate/report/summarize.py``. The definitions match the report's where they can:
 
 - A request counts when its record reaches this process (local: when it ends; distributed: when
   the worker's batch arrives, at most about a second later).

@@ -10,7 +10,7 @@ turn); ``multiturn.select_user_classes`` picks the class at init, on the local r
 Debug one user without Locust's runner: ``python locustfiles/locustfile.py`` (``run_single_user``).
 """
 
-from locust import events, run_single_user
+from locust import events, run_single_user, task
 
 from locustfiles import events as tokenswarm_events
 from locustfiles.stages import StagesShape  # noqa: F401 (Locust finds shapes here; off unless --stages)
@@ -24,9 +24,19 @@ events.init.add_listener(select_user_classes)
 class ShareGPTChatUser(ChatStreamUser):
     """Closed loop: send the next prompt as soon as the last reply has ended."""
 
+    @task
+    def chat_completion(self) -> None:
+        """``POST /v1/chat/completions`` with ``stream: true`` for the next prompt (``users.py`` times it)."""
+        self.chat()
+
 
 class ShareGPTConversationUser(MultiTurnUser):
     """``--mode multi_turn``: the next turn after the reply and the think time, then the next conversation."""
+
+    @task
+    def chat_completion(self) -> None:
+        """The conversation's next turn, its history included, streamed and timed like a single prompt."""
+        self.chat()
 
 
 if __name__ == "__main__":

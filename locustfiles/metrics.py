@@ -1,7 +1,7 @@
 """Per-request metrics, computed here and nowhere else (DESIGN.md "Metric definitions").
 
-Stage: load. Imports: stdlib only. Aggregates (percentiles, throughput) live in
-``orchestrate/summarize.py``; this module turns one ``StreamResult`` into one ``RequestRecord``.
+Stage: load. Aggregates (percentiles, throughput) live in ``orchestrate/report/summarize.py``; this
+module turns one ``StreamResult`` into one ``RequestRecord``.
 """
 
 from __future__ import annotations

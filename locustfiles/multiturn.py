@@ -1,11 +1,10 @@
 """``MultiTurnUser``: one conversation per user, played turn by turn (``--mode multi_turn``).
 
-Stage: load. Imports: stdlib, locust, gevent, ``locustfiles``. Everything about a request (body,
-stream, timing, record, events) is ``ChatStreamUser``'s; this user only decides what the next
-request is: the next turn of its conversation, after a think time, until the conversation is
-done, then the dispenser's next conversation. Playing every turn on the same user keeps the
-turns in order and one after another, so each turn's prompt starts with the previous turn's
-prompt and reply: the prefix the server's prompt cache can serve (``cached_tokens``).
+Stage: load. Everything about a request (body, stream, timing, record, events) is ``ChatStreamUser``'s;
+this user only decides what the next request is: the next turn of its conversation, after a think time,
+until the conversation is done, then the dispenser's next conversation. Playing every turn on the same
+user keeps the turns in order and one after another, so each turn's prompt starts with the previous
+turn's prompt and reply: the prefix the server's prompt cache can serve (``cached_tokens``).
 """
 
 from __future__ import annotations

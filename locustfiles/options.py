@@ -1,7 +1,7 @@
 """tokenswarm's Locust command-line flags (``events.init_command_line_parser``).
 
-Stage: load. Imports: stdlib, locust. They also work in ``locust.conf`` and ``[tool.locust]``;
-in distributed runs Locust ships them to workers at test start.
+Stage: load. They also work in ``locust.conf`` and ``[tool.locust]``; in distributed runs Locust ships
+them to workers at test start.
 """
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ from typing import Any
 
 from locustfiles.loadshape import ARRIVALS, DEFAULT_LATE_MS
 from locustfiles.serverwatch import DEFAULT_LOST_AFTER_S
+from locustfiles.resultfiles import RECORDS_FILE
 
 
 def add_arguments(parser: Any) -> None:
@@ -26,7 +27,7 @@ def add_arguments(parser: Any) -> None:
     group.add_argument("--allow-truncated", action="store_true", default=False,
                        help="a --dataset file cut short (an interrupted download): use its complete "
                        "conversations instead of stopping")
-    group.add_argument("--records-file", default="requests.jsonl",
+    group.add_argument("--records-file", default=RECORDS_FILE,
                        help="where one JSON record per request is appended")
     group.add_argument("--model", default="", help="the `model` field of each request (llama.cpp ignores it)")
     group.add_argument("--api-key-env", default="TOKENSWARM_API_KEY",

@@ -1,6 +1,6 @@
 """``RequestRecord``: the schema of ``requests.jsonl``, one line per request, exact floats.
 
-Stage: load → records. Imports: stdlib, and ``orjson`` when installed (8× faster to write a record
+Stage: load → records. It imports stdlib, and ``orjson`` when installed (8× faster to write a record
 with 200 chunk offsets). This is the contract between the Locust side and the
 report: the orchestrator reads these fields and nothing else about a request.
 """

@@ -1,6 +1,6 @@
 """The load generator checks itself: event-loop lag and CPU of every process that runs users.
 
-Stage: load. Imports: stdlib, gevent, and locust inside ``install`` (the measuring part imports
+Stage: load. It imports stdlib, gevent, and locust inside ``install`` (the measuring part imports
 without it, so tests and the orchestrator can use it). A greenlet sleeps ``INTERVAL_S`` and records how late
 it wakes: when the process is busy (too many streams, a slow user), every timestamp it takes is late
 by about that much, so the lag bounds how much the client inflated TTFT and inter-token times. CPU
@@ -20,11 +20,12 @@ from typing import TYPE_CHECKING, Any
 import gevent
 
 from locustfiles.livestats import percentiles
+from locustfiles.resultfiles import CLIENT_JSON
 
 if TYPE_CHECKING:
     from locust.env import Environment
 
-    from locustfiles.events import LlmRun
+    from locustfiles.runstate import LlmRun
 
 log = logging.getLogger("tokenswarm")
 
@@ -92,7 +93,7 @@ class LoopMonitor:
 
 def client_file(records_file: str) -> Path:
     """``client.json`` beside ``requests.jsonl``: one entry per process that ran users."""
-    return Path(records_file).with_name("client.json")
+    return Path(records_file).with_name(CLIENT_JSON)
 
 
 def install(environment: Environment, run: LlmRun) -> None:

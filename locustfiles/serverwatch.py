@@ -1,12 +1,11 @@
 """Has the server gone? One judge per load process, so a dead server does not burn the prompts.
 
-Stage: load. Imports: stdlib. A request whose connection is refused is not a measurement of the
-server (it never reached it): the user keeps its prompt and tries again after a short back-off.
-When every connection has been refused for ``--server-lost-after`` seconds, with no answer of any
-kind in between, the server is lost: the users stop, the prompts they hold are never sent, and the
-run ends (the orchestrator then reports ``server_lost``, or ``crashed`` when it saw the process
-die). Any answer (even an HTTP error) resets the clock: a server that restarts within the window
-is waited for, not given up on.
+Stage: load. A request whose connection is refused is not a measurement of the server (it never reached
+it): the user keeps its prompt and tries again after a short back-off. When every connection has been
+refused for ``--server-lost-after`` seconds, with no answer of any kind in between, the server is lost:
+the users stop, the prompts they hold are never sent, and the run ends (the orchestrator then reports
+``server_lost``, or ``crashed`` when it saw the process die). Any answer (even an HTTP error) resets the
+clock: a server that restarts within the window is waited for, not given up on.
 """
 
 from __future__ import annotations

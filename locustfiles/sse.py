@@ -1,6 +1,6 @@
 """Read one streamed chat completion into timestamped chunks, and classify how it ended.
 
-Stage: load (inside a Locust worker). Imports: stdlib, and ``orjson`` when installed (a dependency
+Stage: load (inside a Locust worker). It imports stdlib, and ``orjson`` when installed (a dependency
 of the project, optional on a bare worker host). The per-chunk path does no more than take
 ``perf_counter()`` once per network read, split it into lines, parse each event and look at its
 delta; everything else waits for the end.

@@ -1,11 +1,11 @@
 """Ramp-up stages (``--stages``): a Locust ``LoadTestShape`` that holds each stage's user count for its duration.
 
-Stage: load. Imports: stdlib, locust. Locust takes the first shape class it finds in the
-locustfile's namespace and, with one, ignores ``-u``/``-r`` and (headless) ``--run-time``; so
-``locustfile.py`` imports ``StagesShape`` and ``install`` switches it off again at init unless
-``--stages`` was given (and always on workers: the master's shape drives them through Locust's own
-spawn messages). The shape enforces ``--run-time`` itself, and the run ends at the end of the last
-stage (or earlier, when the dispenser has answered every prompt).
+Stage: load. Locust takes the first shape class it finds in the locustfile's namespace and, with one,
+ignores ``-u``/``-r`` and (headless) ``--run-time``; so ``locustfile.py`` imports ``StagesShape`` and
+``install`` switches it off again at init unless ``--stages`` was given (and always on workers: the
+master's shape drives them through Locust's own spawn messages). The shape enforces ``--run-time``
+itself, and the run ends at the end of the last stage (or earlier, when the dispenser has answered every
+prompt).
 
 Locust asks the shape once a second, so a stage begins up to a second after its nominal time and
 then ramps at its spawn rate. The shape writes when each stage actually began (``stages.json``
@@ -27,6 +27,7 @@ from locust.env import Environment
 from locust.runners import WorkerRunner
 
 from locustfiles.loadshape import Stage, default_spawn_rate
+from locustfiles.resultfiles import STAGES_JSON
 
 log = logging.getLogger("tokenswarm")
 
@@ -66,7 +67,7 @@ def _positive(value: Any) -> bool:
 
 def stages_file(records_file: str) -> Path:
     """``stages.json`` beside ``requests.jsonl``: the stages and when each actually began."""
-    return Path(records_file).with_name("stages.json")
+    return Path(records_file).with_name(STAGES_JSON)
 
 
 class StagesShape(LoadTestShape):

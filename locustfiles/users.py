@@ -1,7 +1,7 @@
 """``ChatStreamUser``: one prompt → one streamed chat completion → one record.
 
-Stage: load. Imports: stdlib, locust, gevent. The user measures and fires ``llm_record``; it
-never writes files or computes aggregates (``events.py`` and the orchestrator do).
+Stage: load. The user measures and fires ``llm_record``; it never writes files or computes aggregates
+(``events.py`` and the orchestrator do).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from typing import Any
 import gevent
 from gevent import GreenletExit
 from geventhttpclient.response import HTTPConnectionClosed
-from locust import constant, task
+from locust import constant
 from locust.contrib.fasthttp import FastHttpUser
 from locust.exception import StopUser
 
@@ -127,8 +127,9 @@ class ChatStreamUser(FastHttpUser):
         self.connection.open()
         gevent.sleep(SETTLE_S)
 
-    @task
     def chat(self) -> None:
+        """One streamed chat completion of the next prompt: timed chunk by chunk, recorded, fired as
+        ``llm_record``. The locustfile's ``@task`` calls it (this base class has no task of its own)."""
         prompt = self.next_prompt()
         if prompt is None:
             raise StopUser()

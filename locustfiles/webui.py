@@ -1,9 +1,9 @@
 """tokenswarm in Locust's web UI: an LLM tab, a live chart page, CSVs, and quitting when a test stops.
 
 Stage: load (the collecting process: the local runner, or the master; workers have no web UI).
-Imports: stdlib, locust, gevent, flask (ships with Locust). ``install_webui`` is called by
-``events.install`` when Locust has a web UI; it only listens to ``llm_record_collected``, so the
-figures are the same on one process and on a master aggregating remote workers.
+``install_webui`` is called by ``events.install`` when Locust has a web UI; it only listens to
+``llm_record_collected``, so the figures are the same on one process and on a master aggregating remote
+workers.
 
 What it adds (the figures are defined in ``livestats.py``):
 
@@ -32,6 +32,7 @@ from locust.env import Environment
 
 from locustfiles.livestats import LiveStats, figures_csv_rows, table_rows
 from locustfiles.webui_page import CHARTS_HTML
+from locustfiles.resultfiles import LLM_HISTORY_CSV
 
 log = logging.getLogger("tokenswarm")
 
@@ -40,7 +41,7 @@ CHARTS_PATH = "/tokenswarm/charts"
 LIVE_PATH = "/tokenswarm/live"
 CSV_PATH = "/tokenswarm/llm.csv"
 HISTORY_CSV_PATH = "/tokenswarm/llm_history.csv"
-HISTORY_FILE = "llm_history.csv"
+HISTORY_FILE = LLM_HISTORY_CSV
 """The chart page's points, saved beside the records file when Locust quits (the live history of a UI run)."""
 SAMPLE_INTERVAL_S = 1.0
 """One chart point a second."""

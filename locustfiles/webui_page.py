@@ -1,7 +1,7 @@
 """The live chart page served at ``/tokenswarm/charts``: one self-contained HTML document.
 
-Stage: load (web UI). Imports: nothing. Inline CSS and JS, ``<canvas>`` drawing, nothing fetched
-from anywhere but this Locust (``./live`` once a second): it works on a machine with no internet.
+Stage: load (web UI). Inline CSS and JS, ``<canvas>`` drawing, nothing fetched from anywhere but this
+Locust (``./live`` once a second): it works on a machine with no internet.
 """
 
 CHARTS_HTML = """<!doctype html>

@@ -1,8 +1,9 @@
 """The cache of generated artefacts (the tiny models, synthetic datasets): where, and built safely.
 
-Imports: stdlib. ``$TOKENSWARM_CACHE`` replaces ``~/.cache/tokenswarm``. Artefacts are deterministic
-for their name, so a file that exists is reused; a build writes a temp file and renames it, so
-concurrent builders (parallel tests, two runs) never see a half-written file.
+Stage: shared, at the top (the server, the load and the tools cache what they generate).
+``$TOKENSWARM_CACHE`` replaces ``~/.cache/tokenswarm``. Artefacts are deterministic for their name, so a
+file that exists is reused; a build writes a temp file and renames it, so concurrent builders (parallel
+tests, two runs) never see a half-written file.
 """
 
 from __future__ import annotations

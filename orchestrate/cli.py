@@ -19,12 +19,13 @@ from pathlib import Path
 from typing import NoReturn
 from typing import Any
 
-from orchestrate import loadmodes
+from orchestrate.scenario import loadmodes
 from orchestrate.errors import ResultsError, ScenarioError, TokenswarmError
 from orchestrate.results import VariantPaths, variant_dirs
 from orchestrate.run_options import (positive, add_allow_truncated, add_join_token_file, add_run_arguments,
                                      scenario_of, swarm_of, web_ui_of)
-from orchestrate.scenario import ServerSpec, Variant
+from orchestrate.scenario.settings import retry_description
+from orchestrate.scenario.spec import ServerSpec, Variant
 
 
 def run_main(args: argparse.Namespace) -> int:
@@ -42,7 +43,7 @@ def add_noise_floor_arguments(p: argparse.ArgumentParser) -> None:
 
 def noise_floor_main(args: argparse.Namespace) -> int:
     """One variant, ``--repeats`` identical runs (2 by default): the ratios between them are this host's noise."""
-    from orchestrate.noisefloor import describe, measure
+    from orchestrate.tools.noisefloor import describe, measure
     if args.ui:
         raise ScenarioError("noise-floor runs headless: --ui does not apply")
     for line in describe(measure(scenario_of(args), args.variant, args.results_dir, swarm_of(args))):
@@ -57,8 +58,8 @@ def add_validate_arguments(p: argparse.ArgumentParser) -> None:
 
 def validate_main(args: argparse.Namespace) -> int:
     """The scenario and every dataset file it names, read in full as ``run`` would; starts nothing."""
-    from orchestrate.prompts import check_datasets
-    from orchestrate.scenario import load_scenario
+    from orchestrate.load.prompts import check_datasets
+    from orchestrate.scenario.parse import load_scenario
     scenario = load_scenario(args.scenario)
     if args.allow_truncated:
         scenario = scenario.with_overrides(load={"allow_truncated": True})
@@ -81,8 +82,8 @@ def _shell(args: list[str]) -> str:
 
 def server_command(spec: ServerSpec) -> str:
     """The server a variant starts, as a command line (docker, process), a config (embedded) or a URL."""
-    from orchestrate.flags import llama_server_argv
-    from orchestrate.launchers import embedded_config, models
+    from orchestrate.scenario.flags import llama_server_argv
+    from orchestrate.server.launchers import embedded_config, models
     try:
         model, draft = models(spec, build=False)  # where the generated model will be; not built here
     except ImportError:  # the embedded extras are not installed: say what the scenario says
@@ -96,7 +97,7 @@ def server_command(spec: ServerSpec) -> str:
             return _shell([spec.binary, *argv[:argv.index("--port") + 1], port, *argv[argv.index("--port") + 2:]])
         if spec.launcher == "embedded":
             return repr(embedded_config(spec, model, draft))
-        from orchestrate.launchers.docker import docker_run_line
+        from orchestrate.server.launchers.docker import docker_run_line
         return _shell(docker_run_line(spec, model, draft, port))
     except ScenarioError:
         raise
@@ -122,14 +123,14 @@ def plan_lines(variant: Variant) -> list[str]:
                      f"{sweep.warmup_prompts} warm-up prompts first, {sweep.settle_s:g} s between steps; "
                      f"the load line above is the first step)")
     if variant.retry_with:
-        lines += [f"on load failure: retry once with {variant.retry_description()} (recorded as retried):",
+        lines += [f"on load failure: retry once with {retry_description(variant)} (recorded as retried):",
                   f"  {server_command(variant.with_retry().server)}"]
     return lines
 
 
 def plan_main(args: argparse.Namespace) -> int:
     """Print every variant and the exact server it starts; starts nothing."""
-    from orchestrate.scenario import load_scenario
+    from orchestrate.scenario.parse import load_scenario
     scenario = load_scenario(args.scenario)
     print(f"{args.scenario}: {scenario.name}, {len(scenario.variants)} variant(s)"
           + (f" x {scenario.repeats} repeats, interleaved: {len(scenario.variants) * scenario.repeats} server "
@@ -147,9 +148,9 @@ def add_report_arguments(p: argparse.ArgumentParser) -> None:
 
 def report_main(args: argparse.Namespace) -> int:
     """Rebuild every summary of a run from its files alone (no server needed)."""
-    from orchestrate.hostload import HostLimits
-    from orchestrate.report import console_lines
-    from orchestrate.runloop import build_summary
+    from orchestrate.scenario.hostlimits import HostLimits
+    from orchestrate.report.render import console_lines
+    from orchestrate.report.summary import build_summary
     if not args.run_dir.is_dir():
         raise ScenarioError(f"{args.run_dir}: no such run directory")
     found = variant_dirs(args.run_dir)
@@ -180,7 +181,7 @@ def add_compare_arguments(p: argparse.ArgumentParser) -> None:
 
 def compare_main(args: argparse.Namespace) -> int:
     """Rebuild ``compare.md``/``.json``/``.png`` from the runs' summaries (no server needed)."""
-    from orchestrate.compare_report import comparable, write_comparison
+    from orchestrate.report.compare_report import comparable, write_comparison
     if args.run_dirs and all(p.is_dir() for p in args.run_dirs) and not comparable(args.run_dirs):
         raise ScenarioError(f"compare: {', '.join(map(str, args.run_dirs))} hold(s) one variant result: nothing to "
                             "compare with (give another run, or run the scenario with --repeats 2)")
@@ -208,8 +209,8 @@ def worker_main(args: argparse.Namespace) -> int:
     A worker waits up to five minutes for a master to appear (Locust's connect retries). A master that
     rejects its join token ends it (exit 2).
     """
-    from orchestrate.jointoken import check_token_file
-    from orchestrate.loadrun import worker_command
+    from orchestrate.load.jointoken import check_token_file
+    from orchestrate.load.loadrun import worker_command
     if args.join_token_file:
         check_token_file(args.join_token_file)
     cmd = worker_command(args.master_host, args.master_port, args.join_token_file)
@@ -224,22 +225,22 @@ def worker_main(args: argparse.Namespace) -> int:
 
 
 def add_serve_synthetic_arguments(p: argparse.ArgumentParser) -> None:
-    from orchestrate.refserver import add_arguments
+    from orchestrate.tools.refserver import add_arguments
     add_arguments(p)
 
 
 def serve_synthetic_main(args: argparse.Namespace) -> int:
-    from orchestrate.refserver import serve_main
+    from orchestrate.tools.refserver import serve_main
     return serve_main(args)
 
 
 def add_calibrate_arguments(p: argparse.ArgumentParser) -> None:
-    from orchestrate.calibrate import add_arguments
+    from orchestrate.tools.calibrate import add_arguments
     add_arguments(p)
 
 
 def calibrate_main(args: argparse.Namespace) -> int:
-    from orchestrate.calibrate import calibrate_main as main
+    from orchestrate.tools.calibrate import calibrate_main as main
     return main(args)
 
 

@@ -1,5 +1,6 @@
 """The one error tree of the orchestrator.
 
+Stage: shared, at the top (every stage raises these).
 Every error a user can cause or meet is a ``TokenswarmError``; its message is one line that names
 the file, key, flag or server and says how to fix it. Leaf classes also subclass the builtin that
 fits, so callers can catch either (the pattern of ``requests.exceptions``).

@@ -1,7 +1,7 @@
 """Every path of a run's results, built here and nowhere else.
 
-Stage: records → report. Imports: stdlib, yaml, ``orchestrate.repeats`` (repeat folders). Files are the contract between ``run`` and ``report``:
-``tokenswarm report DIR`` rebuilds every summary from these files without a server.
+Stage: the contract between load and report, at the top (both sides and the pipeline use it). Files are the contract between ``run`` and ``report``: ``tokenswarm report
+DIR`` rebuilds every summary from these files without a server.
 """
 
 from __future__ import annotations
@@ -16,10 +16,24 @@ from typing import Any
 
 import yaml
 
+from locustfiles.resultfiles import (ARRIVALS_JSON, CLIENT_JSON, LLM_HISTORY_CSV, RECORDS_FILE, STAGES_JSON,
+                                     WORKERS_JSON)
 from orchestrate.errors import ResultsError
-from orchestrate.repeats import repeat_index
+from orchestrate.report.repeats import repeat_index
 
 DEFAULT_ROOT = Path("results")
+
+SERVER_COUNTERS = {"prompt_tokens": "prompt_tokens_total", "cached_tokens": "prompt_tokens_cached_total",
+                   "prompt_seconds": "prompt_seconds_total", "predicted_tokens": "tokens_predicted_total",
+                   "predicted_seconds": "tokens_predicted_seconds_total", "decode_calls": "n_decode_total",
+                   "draft_tokens": "spec_decode_num_draft_tokens_total",
+                   "accepted_tokens": "spec_decode_num_accepted_tokens_total"}
+"""The llama.cpp ``/metrics`` counters a sample of ``metrics.jsonl`` keeps (``llamacpp:`` dropped), by their
+``server_counters`` key in the summary. The sampler writes them, the summary reads their deltas.
+``prompt_tokens_total`` counts prefill work only; cached prompt tokens are in ``prompt_tokens_cached_total``
+(recent builds). The throughput gauges (``prompt_tokens_seconds``...) are skipped: each scrape resets them."""
+SERVER_GAUGES = ("requests_processing", "requests_deferred")
+"""The llama.cpp gauges a sample keeps as read."""
 
 
 MIN_FREE_BYTES = int(float(os.environ.get("TOKENSWARM_MIN_FREE_MB", "64")) * 2**20)
@@ -65,25 +79,25 @@ class VariantPaths:
     prompts = property(lambda self: self.dir / "prompts.jsonl")
     conversations = property(lambda self: self.dir / "conversations.json")
     """Multi-turn replay: the sample's plan (conversations, turns, cuts at the context limit)."""
-    records = property(lambda self: self.dir / "requests.jsonl")
+    records = property(lambda self: self.dir / RECORDS_FILE)
     locust_prefix = property(lambda self: self.dir / "locust")
     """``--csv`` prefix: locust_stats.csv, locust_stats_history.csv, locust_failures.csv, …"""
     locust_stats_csv = property(lambda self: self.dir / "locust_stats.csv")
     locust_history_csv = property(lambda self: self.dir / "locust_stats_history.csv")
-    llm_history_csv = property(lambda self: self.dir / "llm_history.csv")
+    llm_history_csv = property(lambda self: self.dir / LLM_HISTORY_CSV)
     """``--ui``: the LLM chart page's points, one a second (``locustfiles/webui.py`` saves it at quit)."""
     """Locust's history: every second, the user count and the aggregated rates (the web UI's charts)."""
     locust_json_stem = property(lambda self: self.dir / "locust_stats")
     """``--json-file`` takes the name without ``.json``."""
     locust_json = property(lambda self: self.dir / "locust_stats.json")
     locust_log = property(lambda self: self.dir / "locust.log")
-    workers_json = property(lambda self: self.dir / "workers.json")
+    workers_json = property(lambda self: self.dir / WORKERS_JSON)
     """The master's ledger in distributed runs (written by ``locustfiles/distributed.py``)."""
-    client_json = property(lambda self: self.dir / "client.json")
+    client_json = property(lambda self: self.dir / CLIENT_JSON)
     """The load generators' self-check (``locustfiles/selfcheck.py``): loop lag and CPU per process."""
-    arrivals_json = property(lambda self: self.dir / "arrivals.json")
+    arrivals_json = property(lambda self: self.dir / ARRIVALS_JSON)
     """Open loop: the schedule's parameters, start and due times (``locustfiles/arrivals.py``)."""
-    stages_json = property(lambda self: self.dir / "stages.json")
+    stages_json = property(lambda self: self.dir / STAGES_JSON)
     """Ramp stages and when each actually began (``locustfiles/stages.py``)."""
 
     def worker_log(self, index: int) -> Path:
@@ -92,16 +106,16 @@ class VariantPaths:
     summary_json = property(lambda self: self.dir / "summary.json")
     summary_md = property(lambda self: self.dir / "summary.md")
     vllm_bench_json = property(lambda self: self.dir / "vllm_bench.json")
-    """The result in ``vllm bench serve --save-result`` JSON (``orchestrate.vllm_format``)."""
+    """The result in ``vllm bench serve --save-result`` JSON (``orchestrate.report.vllm_format``)."""
     plot_png = property(lambda self: self.dir / "latency.png")
     metrics = property(lambda self: self.dir / "metrics.jsonl")
-    """``/metrics`` counters and memory, one JSON line per sample (``orchestrate.sampler``)."""
+    """``/metrics`` counters and memory, one JSON line per sample (``orchestrate.load.sampler``)."""
     throughput_png = property(lambda self: self.dir / "throughput.png")
     """Server-side prefill/decode tok/s, requests in flight and memory over time."""
     sweep_png = property(lambda self: self.dir / "sweep.png")
     ui_steps_png = property(lambda self: self.dir / "ui_steps.png")
-    """A web UI run's user levels as steps (``orchestrate.uisteps``)."""
-    """A sweep's figures against the swept value (``orchestrate.sweep_report``)."""
+    """A web UI run's user levels as steps (``orchestrate.report.uisteps``)."""
+    """A sweep's figures against the swept value (``orchestrate.report.sweep_report``)."""
 
     def step(self, label: str) -> "VariantPaths":
         """A sweep step's own result folder (``steps/users-8``), or the warm-up's (``steps/warmup``)."""

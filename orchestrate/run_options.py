@@ -1,10 +1,9 @@
 """The options of ``tokenswarm run`` (and ``noise-floor``): its flags, and the scenario, load generators
 and web UI they make.
 
-Stage: entry point. Imports: stdlib, ``orchestrate.errors``, ``orchestrate.launchers.base`` (local
-addresses), ``orchestrate.loadrun`` (Swarm, WebUi), ``orchestrate.preflight`` (the API key),
-``orchestrate.results``, ``orchestrate.scenario``, ``orchestrate.jointoken``. Conflicting or impossible flags
-are one line each.
+Stage: entry point. The run stage (launchers, the Locust runner, pre-flight) is imported inside the
+functions that build a run, so the parser of every subcommand loads without it (``tokenswarm report``
+must not pull it in). Conflicting or impossible flags are one line each.
 """
 
 from __future__ import annotations
@@ -17,15 +16,15 @@ import sys
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from orchestrate.errors import ScenarioError
-from orchestrate.jointoken import token_file_of
-from orchestrate.launchers.base import LOCAL_HOSTS
-from orchestrate.loadrun import REMOTE_WORKERS_WAIT_S, Swarm, WebUi
-from orchestrate.preflight import API_KEY_ENV
 from orchestrate.results import DEFAULT_ROOT
-from orchestrate.scenario import Scenario
+from orchestrate.scenario.settings import variant_settings
+from orchestrate.scenario.spec import Scenario
+
+if TYPE_CHECKING:  # the run stage is imported when a run is asked for: `tokenswarm report` never loads it
+    from orchestrate.load.loadrun import Swarm, WebUi
 
 
 def positive(kind: type) -> Callable[[str], object]:
@@ -142,6 +141,9 @@ def add_join_token_file(p: argparse._ActionsContainer, help_text: str) -> None:
 
 def swarm_of(args: argparse.Namespace) -> Swarm:
     """The load generators the flags ask for; conflicting flags are one-line errors."""
+    from orchestrate.load.jointoken import token_file_of
+    from orchestrate.server.launchers.base import LOCAL_HOSTS
+    from orchestrate.load.loadrun import REMOTE_WORKERS_WAIT_S, Swarm
     if args.workers and args.master:
         raise ScenarioError("--workers and --master exclude each other: --workers starts local workers, "
                             "--master waits for workers from other hosts")
@@ -170,7 +172,8 @@ def web_ui_of(args: argparse.Namespace) -> WebUi | None:
         if args.web_host or args.web_port or args.ui_quit_on_stop:
             raise ScenarioError("--web-host/--web-port/--ui-quit-on-stop only apply with --ui")
         return None
-    from orchestrate.launchers.base import free_port
+    from orchestrate.server.launchers.base import LOCAL_HOSTS, free_port
+    from orchestrate.load.loadrun import WebUi
     host = args.web_host or "127.0.0.1"
     if host not in LOCAL_HOSTS:
         print(f"tokenswarm: warning: the web UI listens on {host}: anyone who reaches it can start and stop "
@@ -195,7 +198,8 @@ the package's ShareGPT file is truncated, so its complete conversations are used
 
 def scenario_of(args: argparse.Namespace) -> Scenario:
     """The scenario file with the command line's overrides applied (``run``, ``noise-floor``)."""
-    from orchestrate.scenario import load_scenario, parse_scenario
+    from orchestrate.server.preflight import API_KEY_ENV
+    from orchestrate.scenario.parse import load_scenario, parse_scenario
     if args.scenario is None:
         if not args.url:
             raise ScenarioError("give a scenario file (e.g. scenarios/demo.yaml), or --url URL to measure a server "
@@ -234,7 +238,7 @@ def refuse_unapplied(scenario: Scenario) -> None:
     would be one server measured twice and read as an effect: refused, naming them."""
     seen: dict[str, tuple[str, dict[str, Any]]] = {}
     for v in scenario.variants:
-        settings = v.settings()
+        settings = variant_settings(v)
         load = json.dumps({k: x for k, x in settings.items() if not k.startswith("server.")}, sort_keys=True,
                           default=str)
         if load in seen:

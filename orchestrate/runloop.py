@@ -1,7 +1,6 @@
 """One scenario, variant after variant: launch → ready → pre-flight → load → stop (always) → report.
 
 Stage: the pipeline itself; one call per stage, no arithmetic (that is ``summarize.py``).
-Imports: every other ``orchestrate`` stage.
 """
 
 from __future__ import annotations
@@ -19,32 +18,29 @@ import yaml
 
 from locustfiles.conversations import planned_requests
 from locustfiles.dataset import Prompt
-from orchestrate.compare_report import comparable, write_comparison
-from orchestrate.accounting import connections, server_down, unsent
-from orchestrate.diagnose import diagnose
-from orchestrate.goodput import goodput
+from orchestrate.report.compare_report import comparable, write_comparison
+from orchestrate.server.diagnose import diagnose
 from orchestrate.errors import ServerError, ServerExitedError, TokenswarmError
-from orchestrate.launchers import check_launchers, make_launcher
-from orchestrate.hostload import HostLimits, host_note, summarize_host
-from orchestrate.launchers.base import Launcher
-from orchestrate.liveness import DIED, LOST, ServerWatch
-from orchestrate.loadrun import GAVE_UP_ON_WORKERS, LoadOutcome, LoadPlan, Swarm, WebUi, run_load
-from orchestrate.matrix import factor_record
-from orchestrate.preflight import TOKEN_COUNTERS, ServerFacts, fetch_facts
-from orchestrate.repeats import Repeat, interleaved, keep_host_floor, repeat_dir
-from orchestrate.preflight import session as preflight_session
-from orchestrate.prompts import PreparedPrompts, check_datasets, prepare_prompts
-from orchestrate.report import console_lines, write_reports
-from orchestrate.results import VariantPaths, read_json, run_dir, scenario_copy
-from orchestrate.sampler import MetricsSampler
-from orchestrate.scenario import LoadSpec, Scenario, Variant
-from orchestrate.loadreport import load_mode_summary, notes as load_mode_notes
-from orchestrate.turns import summarize_turns
-from orchestrate.uisteps import ui_steps, user_levels, users_over_time
-from orchestrate.summarize import (crosscheck_agrees, jsonl_rows, load_records, locust_crosscheck, server_metrics,
-                                   summarize_client, summarize_metrics, summarize_records)
-from orchestrate.sweep import Sweep, deal_prompts, sampling_load as sweep_sampling, warmup_load
-from orchestrate.sweep_report import collect_steps
+from orchestrate.server.launchers import check_launchers, make_launcher
+from orchestrate.scenario.hostlimits import HostLimits
+from orchestrate.server.launchers.base import Launcher
+from orchestrate.server.liveness import DIED, LOST, ServerWatch
+from orchestrate.load.loadrun import GAVE_UP_ON_WORKERS, LoadOutcome, LoadPlan, Swarm, WebUi, run_load
+from orchestrate.scenario.matrix import factor_record
+from orchestrate.server.preflight import ServerFacts, fetch_facts
+from orchestrate.report.repeats import Repeat, interleaved, keep_host_floor, repeat_dir
+from orchestrate.server.preflight import session as preflight_session
+from orchestrate.load.prompts import PreparedPrompts, check_datasets, prepare_prompts
+from orchestrate.report.render import console_lines
+from orchestrate.results import VariantPaths, run_dir, scenario_copy
+from orchestrate.load.sampler import MetricsSampler
+from orchestrate.load.steps import merge_step_records
+from orchestrate.scenario.settings import retry_description, variant_settings
+from orchestrate.scenario.spec import LoadSpec, Scenario, Variant
+from orchestrate.report.summary import build_summary
+from orchestrate.scenario.spec import Sweep
+from orchestrate.scenario.sweep import deal_prompts, sampling_load as sweep_sampling, warmup_load
+from orchestrate.report.sweep_report import sweep_block
 
 
 @dataclass(frozen=True)
@@ -115,7 +111,7 @@ def run_scenario(scenario: Scenario, results_root: Path, swarm: Swarm = Swarm(),
         paths = VariantPaths.create(folder, variant.name)
         result = run_variant(context, variant, paths, swarm=swarm, ui=ui)
         if result.status == "failed_to_load" and variant.retry_with:
-            print(f"[{variant.name}] failed to load ({result.cause}); retrying with {variant.retry_description()}", flush=True)
+            print(f"[{variant.name}] failed to load ({result.cause}); retrying with {retry_description(variant)}", flush=True)
             if paths.server_log.exists():
                 paths.server_log.replace(paths.first_attempt_log)
             result = run_variant(context, variant.with_retry(), paths, first_attempt=result, swarm=swarm, ui=ui)
@@ -168,7 +164,7 @@ def run_variant(context: Context, variant: Variant, paths: VariantPaths,
                     result.outcome = run_load(plan, paths, variant.name, server_down=result.watch.down)
                 else:
                     result.outcome = run_steps(result, url, swarm)
-                    collect_steps(paths, variant.sweep)  # the variant's records: its steps' 
+                    merge_step_records(paths, variant.sweep)  # the variant's records: its steps'
                 down = result.watch.settle()
             result.exit_code = launcher.exit_status()
             result.status = ("crashed" if result.exit_code is not None or down == DIED
@@ -252,7 +248,7 @@ def run_steps(result: VariantRun, url: str, swarm: Swarm) -> LoadOutcome:
             "error": None if sent or crashed else f"locust sent no request; see {paths.locust_log}",
             "stopped_by": outcome.stopped_by,
             "step": {"key": sweep.key, "value": sweep.values[i]}, "planned_prompts": planned_requests(prompts),
-            "settings": replace(result.variant, load=load, sweep=None, steps=()).settings(),
+            "settings": variant_settings(replace(result.variant, load=load, sweep=None, steps=())),
             "factors": factor_record(result.variant.factors),
             "slo": result.variant.slo.as_dict() if result.variant.slo else None}, result.context.host_limits)
         if crashed or outcome.stopped_by == "interrupted":
@@ -263,7 +259,7 @@ def run_steps(result: VariantRun, url: str, swarm: Swarm) -> LoadOutcome:
 def finish_variant(result: VariantRun) -> dict[str, Any]:
     """Write ``server.json``, then summarize whatever was measured, even after a failure."""
     result.paths.server_json.write_text(json.dumps(result.server_info(), indent=2, default=str) + "\n")
-    settings = result.variant.settings()
+    settings = variant_settings(result.variant)
     if result.variant.server.launcher == "external" and result.facts is not None:
         settings.update(result.facts.reported())  # a server tokenswarm did not start: what it says it is
     extra: dict[str, Any] = {"status": result.status, "error": result.error, "machine": machine(),
@@ -273,7 +269,7 @@ def finish_variant(result: VariantRun) -> dict[str, Any]:
     if result.first_attempt is not None:
         first = result.first_attempt
         extra["first_attempt"] = {"status": first.status, "cause": first.cause, "hint": first.hint,
-                                  "exit_code": first.exit_code, "settings": first.variant.settings(),
+                                  "exit_code": first.exit_code, "settings": variant_settings(first.variant),
                                   "log": result.paths.first_attempt_log.name}
     if result.outcome:
         extra["stopped_by"] = result.outcome.stopped_by
@@ -296,7 +292,8 @@ def finish_variant(result: VariantRun) -> dict[str, Any]:
                              "complete_conversations": result.prompts.conversations}
     sweep = result.variant.sweep
     if sweep is not None:  # the variant's records are its steps' (the warm-up's stay in steps/warmup)
-        extra["sweep"] = collect_steps(result.paths, sweep)
+        merge_step_records(result.paths, sweep)  # again: a run stopped mid-sweep never reached the first
+        extra["sweep"] = sweep_block(result.paths, sweep)
     return build_summary(result.paths, context.scenario, result.variant.name, extra, context.host_limits)
 
 
@@ -311,101 +308,3 @@ def model_file(facts: ServerFacts | None, named: str) -> dict[str, Any]:
         if candidate and Path(candidate).is_file():
             return {"path": candidate, "bytes": Path(candidate).stat().st_size}
     return {}
-
-
-def build_summary(paths: VariantPaths, scenario: str, variant: str, extra: dict[str, Any],
-                  host_limits: HostLimits = HostLimits()) -> dict[str, Any]:
-    """Summarize a variant's files (also used by ``tokenswarm report`` without a server)."""
-    records = load_records(paths.records)
-    summary: dict[str, Any] = {"scenario": scenario, "variant": variant, **extra}
-    summary.update(summarize_records(records))
-    summary["goodput"] = goodput(records, summary.get("slo"), summary["duration_s"])
-    summary["locust_crosscheck"] = locust_crosscheck(paths.locust_json, paths.locust_stats_csv)
-    summary["crosscheck_agrees"] = crosscheck_agrees(summary, summary["locust_crosscheck"])
-    summary["connections"] = connections(records)
-    metrics = summarize_metrics(paths.metrics)
-    summary["memory"] = metrics["memory"]
-    samples = jsonl_rows(paths.metrics)
-    summary["host"] = summarize_host(samples, host_limits)
-    summary["server_metrics"] = server_metrics(metrics, records)
-    summary["server"] = read_json(paths.server_json) or {}
-    if summary.get("status") in ("crashed", "server_lost"):
-        summary["server_down"] = server_down(records, summary["server"].get("down_at"), samples)
-    summary["workers"] = read_json(paths.workers_json)
-    summary["client"] = summarize_client(read_json(paths.client_json))
-    summary["workers_lost"] = (summary["workers"] or {}).get("workers_lost", 0)
-    summary["requests"]["unsent"] = unsent(summary.get("planned_prompts"), summary["requests"]["sent"]
-                                           + (summary["workers"] or {}).get("lost_in_flight", 0))
-    summary.update(load_mode_summary(paths, records))  # open loop: arrivals; ramp: stages
-    if summary.get("ui"):  # a person ramped the users: what they were, and each level held as a step
-        levels = user_levels(paths.locust_history_csv)
-        summary["users_over_time"], summary["ui_steps"] = users_over_time(levels), ui_steps(records, levels)
-        if summary["users_over_time"] and summary.get("settings"):  # the users the person set, not the form's prefill
-            summary["settings"] = {**summary["settings"], "load.users": summary["users_over_time"]["max"]}
-    summary.update(summarize_turns(paths, records, conversations=not summary.get("sweep")))  # multi-turn
-    summary["notes"] = notes(summary)
-    write_reports(summary, paths, records)
-    return summary
-
-
-def notes(summary: dict[str, Any]) -> list[str]:
-    """Plain-language caveats a reader must see next to the numbers."""
-    out = []
-    sampling = summary.get("sampling") or {}
-    counter = sampling.get("token_counter", "server_tokenize")
-    if counter != "server_tokenize":
-        out.append(f"prompt lengths: {TOKEN_COUNTERS.get(counter, counter)}"
-                   + ("" if counter == "server_tokenize_local_template" else "; sampling limits are approximate"))
-    if sampling.get("truncated"):
-        out.append(f"the dataset file is truncated (allow_truncated): prompts were sampled from its "
-                   f"{sampling['complete_conversations']:,} complete conversations only")
-    if sampling.get("shortfall"):
-        out.append(f"the dataset yielded {sampling['shortfall']} fewer prompts than asked for "
-                   f"(dropped by rule: {sampling['dropped']})")
-    first = summary.get("first_attempt")
-    if first:
-        changed = {k: v for k, v in (summary.get("settings") or {}).items() if first["settings"].get(k) != v}
-        out.append(f"the first attempt failed to load ({first['cause']}); this result is the retry with "
-                   + ", ".join(f"{k}={v}" for k, v in changed.items()) + f" (log: {first['log']})")
-    client = summary.get("client")
-    if client and client["saturated"]:
-        out.append(f"the load generator was saturated (loop lag p99 {client['loop_lag_ms']['p99']:.1f} ms, "
-                   f"max {client['loop_lag_ms']['max']:.0f} ms, CPU {client['cpu_pct']:.0f} %): timings are "
-                   f"inflated by up to {client['loop_lag_ms']['p99']:.1f} ms at p99 — add workers (--workers N)")
-    elif client and client.get("host_busy"):
-        out.append(f"the load generator waited for a CPU (loop lag p99 {client['loop_lag_ms']['p99']:.1f} ms, of "
-                   f"which at most {client['loop_lag_ms']['own_p99']:.1f} ms its own work): timings are inflated "
-                   f"by up to {client['loop_lag_ms']['p99']:.1f} ms at p99 — other processes hold the host's "
-                   "cores; give the client free ones")
-    if summary.get("workers_lost"):
-        workers = summary["workers"]
-        out.append(f"{workers['workers_lost']} load-generating worker(s) went missing during the run with "
-                   f"{workers['lost_in_flight']} request(s) in flight; those requests are not in the records")
-    if summary.get("status") in ("crashed", "server_lost"):
-        gone = "died" if summary["status"] == "crashed" else "stopped answering"
-        out.append(f"the server {gone} during the load: the streams it cut are `stream_cut` errors; the "
-                   f"{summary['requests'].get('unsent', 0):,} prompts not sent after that are counted apart (unsent), "
-                   "not as errors")
-    if summary.get("stopped_by") == "ui_stop":
-        out.append("the test was stopped in the web UI (Stop, or the form's run time) before every prompt was sent")
-    if summary.get("stopped_by") == "time_cap":
-        out.append("the time cap (max_seconds) ended the run before every prompt was sent")
-    no_content = (summary.get("requests") or {}).get("no_content")
-    if no_content:
-        out.append(f"{no_content} of {summary['requests']['completed']} completed replies carried no content "
-                   "(the model ended at once: EOS as its first token); they count in the token totals and "
-                   "throughput, and have no TTFT or TPOT")
-    if "chunks" in (summary.get("output_tokens_source") or []):
-        out.append("some output token counts are chunk counts (the server sent no usage or timings)")
-    if summary.get("crosscheck_agrees") is False:
-        out.append("Locust's own counts differ from the per-request records; see locust_crosscheck")
-    server = summary.get("server_metrics") or {}
-    if str(server.get("unavailable_reason")).startswith(("http_", "not_llamacpp")):
-        out.append(f"the server gave no llama.cpp /metrics ({server['unavailable_reason']}): no server-side "
-                   "token counts (start llama-server with --metrics); memory was still sampled")
-    if server.get("within_tolerance") is False:
-        out.append("the server's /metrics token counts differ from the records by more than the incomplete "
-                   "requests explain (another client on the server? a restart?); see server_metrics.vs_records")
-    out += [line for line in (host_note(summary.get("host")),) if line]
-    out += load_mode_notes(summary)
-    return out

@@ -22,10 +22,10 @@ import docker
 import pytest
 import requests
 
-from orchestrate.launchers.base import Launcher
-from orchestrate.launchers.embedded import EmbeddedConfig, EmbeddedLauncher
-from orchestrate.repeats import NOISE_FLOOR_ENV
-from orchestrate.tinymodel import tiny_draft_spec, tiny_model_path
+from orchestrate.server.launchers.base import Launcher
+from orchestrate.server.launchers.embedded import EmbeddedConfig, EmbeddedLauncher
+from orchestrate.report.repeats import NOISE_FLOOR_ENV
+from orchestrate.tools.tinymodel import tiny_draft_spec, tiny_model_path
 from tests.fixtures.fault_proxy import FaultProxy
 
 
@@ -74,7 +74,7 @@ def tiny_draft_model() -> Path:
 def llama_server_binary() -> Path:
     """The real ``llama-server``: ``$TOKENSWARM_LLAMA_SERVER``, else the cached build of
     ``make llama-server`` (``make test`` builds it first; about 13 min once per machine)."""
-    from orchestrate.llama_build import cached_binary
+    from orchestrate.server.llama_build import cached_binary
     given = os.environ.get("TOKENSWARM_LLAMA_SERVER")
     found = Path(given) if given else cached_binary()
     if found is None or not found.is_file():
@@ -85,7 +85,7 @@ def llama_server_binary() -> Path:
 @pytest.fixture(scope="session")
 def gemma_model() -> Path:
     """Gemma 3 270M Q4_K_M assembled from its package into the cache (``model: gemma-3-270m``)."""
-    from orchestrate.packaged_models import packaged_model_path
+    from orchestrate.server.packaged_models import packaged_model_path
     return packaged_model_path("gemma-3-270m")
 
 
@@ -93,8 +93,8 @@ def gemma_model() -> Path:
 def start_real_server(folder: Path, binary: Path, flags: dict[str, Any] | None = None,
                       draft_model: str | None = None) -> Iterator[Launcher]:
     """The real ``llama-server`` with Gemma 3 270M through the process launcher, ready; stopped on exit."""
-    from orchestrate.launchers import make_launcher
-    from orchestrate.scenario import ServerSpec
+    from orchestrate.server.launchers import make_launcher
+    from orchestrate.scenario.spec import ServerSpec
     spec = ServerSpec(launcher="process", binary=str(binary), model="gemma-3-270m", draft_model=draft_model,
                       flags={"parallel": 4, "ctx-size": 8192, "threads": 1, **(flags or {})})
     folder.mkdir(parents=True, exist_ok=True)
@@ -199,7 +199,7 @@ above the hard limit of some machines and is then refused."""
 PODMAN_START_TIMEOUT_S = 30.0
 TEST_IMAGE = "localhost/tokenswarm-test"
 """The test image: an almost empty root whose entrypoint is the llama-server stand-in
-(``orchestrate.launchers.llama_server_shim``) run by this venv's python, mounted from the host."""
+(``orchestrate.server.launchers.llama_server_shim``) run by this venv's python, mounted from the host."""
 
 
 @pytest.fixture(scope="session")
@@ -271,7 +271,7 @@ def docker_engine(podman_socket: str) -> Iterator[docker.DockerClient]:
 @pytest.fixture(scope="session")
 def docker_test_image(docker_engine: docker.DockerClient, podman_home: Path) -> str:
     """The test image's tag; imported once (``podman import``), kept in the engine's storage."""
-    entrypoint = [sys.executable, "-m", "orchestrate.launchers.llama_server_shim"]
+    entrypoint = [sys.executable, "-m", "orchestrate.server.launchers.llama_server_shim"]
     tag = f"{TEST_IMAGE}:{hashlib.sha256(json.dumps(entrypoint).encode()).hexdigest()[:12]}"
     try:
         docker_engine.images.get(tag)

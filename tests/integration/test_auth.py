@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from orchestrate.launchers.embedded import EmbeddedLauncher
+from orchestrate.server.launchers.embedded import EmbeddedLauncher
 from tests.helpers import write_scenario
 
 pytestmark = pytest.mark.integration

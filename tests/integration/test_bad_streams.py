@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from locustfiles.dataset import Prompt
-from orchestrate.loadrun import LOCUSTFILE
+from locustfiles.command import LOCUSTFILE
 from tests.helpers import read_jsonl
 
 pytestmark = pytest.mark.integration

@@ -90,7 +90,7 @@ def test_a_worker_killed_mid_run_is_reported_and_nothing_is_counted_twice(tmp_pa
 def test_a_remote_worker_serves_every_variant_and_sweep_step(tmp_path: Path) -> None:
     """`tokenswarm run --master` starts a master per variant and per sweep step; one `tokenswarm
     worker` joins each in turn (a Locust worker quits with its master)."""
-    from orchestrate.launchers.base import free_port
+    from orchestrate.server.launchers.base import free_port
     port = free_port("127.0.0.1")
     token = token_file(tmp_path)
     worker = subprocess.Popen([sys.executable, "-m", "orchestrate.cli", "worker", "--master-host", "127.0.0.1",
@@ -118,7 +118,7 @@ def test_a_remote_worker_serves_every_variant_and_sweep_step(tmp_path: Path) -> 
 
 def test_a_master_that_no_worker_joins_gives_up_in_one_line(tmp_path: Path) -> None:
     """Waiting states end: Locust's --expect-workers-max-wait, said at the start and in the result."""
-    from orchestrate.launchers.base import free_port
+    from orchestrate.server.launchers.base import free_port
     started = time.monotonic()
     proc, run = tokenswarm_run(tmp_path, write_scenario(tmp_path), "--master", "--expect-workers", "1",
                                "--expect-workers-max-wait", "4s", "--master-bind-host", "127.0.0.1",
@@ -133,7 +133,7 @@ def test_a_master_that_no_worker_joins_gives_up_in_one_line(tmp_path: Path) -> N
 
 def test_an_interrupted_worker_says_what_a_worker_does(tmp_path: Path) -> None:
     import signal
-    from orchestrate.launchers.base import free_port
+    from orchestrate.server.launchers.base import free_port
     worker = subprocess.Popen([sys.executable, "-m", "orchestrate.cli", "worker", "--master-host", "127.0.0.1",
                                "--master-port", str(free_port())], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                               text=True)
@@ -151,7 +151,7 @@ def test_only_workers_that_prove_the_join_token_take_part(tmp_path: Path) -> Non
     """Two workers hold the master's join token; a worker with a wrong one, a worker with none, and a rogue
     that ignores its rejection (forging records and Locust stats) get no prompt and no user, do not count
     toward --expect-workers, and nothing they send counts: exactly N records, all from the admitted two."""
-    from orchestrate.launchers.base import free_port
+    from orchestrate.server.launchers.base import free_port
     port, token = free_port("127.0.0.1"), "the-join-token-of-this-test"
     good, wrong = token_file(tmp_path, token), token_file(tmp_path, "not-the-join-token", "wrong-token")
     env = {k: v for k, v in os.environ.items() if k != JOIN_TOKEN_ENV}

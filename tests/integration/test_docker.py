@@ -21,9 +21,9 @@ import docker
 import pytest
 
 from orchestrate.errors import ScenarioError, ServerExitedError
-from orchestrate.launchers import resolve_model
-from orchestrate.launchers.docker import LABEL, DockerLauncher, device_requests, docker_options, remove_leftovers
-from orchestrate.scenario import ServerSpec
+from orchestrate.server.launchers import resolve_model
+from orchestrate.server.launchers.docker import LABEL, DockerLauncher, device_requests, docker_options, remove_leftovers
+from orchestrate.scenario.spec import ServerSpec
 from tests.helpers import read_jsonl, tokenswarm_run, write_scenario
 
 pytestmark = pytest.mark.integration

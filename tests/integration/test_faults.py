@@ -18,7 +18,7 @@ from typing import Any
 import psutil
 import pytest
 
-from orchestrate.launchers.base import Launcher
+from orchestrate.server.launchers.base import Launcher
 from tests.helpers import read_jsonl, write_scenario
 
 pytestmark = pytest.mark.integration
@@ -53,7 +53,7 @@ def descendants(pid: int) -> list[psutil.Process]:
 
 
 def embedded_server(processes: list[psutil.Process]) -> psutil.Process:
-    (server,) = [p for p in processes if "orchestrate.launchers.embedded_child" in " ".join(p.cmdline())]
+    (server,) = [p for p in processes if "orchestrate.server.launchers.embedded_child" in " ".join(p.cmdline())]
     return server
 
 

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from orchestrate.launchers.embedded import EmbeddedLauncher
-from orchestrate.loadrun import LOCUSTFILE
+from orchestrate.server.launchers.embedded import EmbeddedLauncher
+from locustfiles.command import LOCUSTFILE
 from tests.helpers import read_jsonl
 
 pytestmark = pytest.mark.integration

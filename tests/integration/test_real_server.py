@@ -19,8 +19,9 @@ from typing import Any
 import pytest
 import yaml
 
-from orchestrate.flags import FLAG_ALIASES, RENAMED, SHORT_NAMES, flag_args, llama_server_argv
-from orchestrate.scenario import ServerSpec, load_scenario
+from orchestrate.scenario.flags import FLAG_ALIASES, RENAMED, SHORT_NAMES, flag_args, llama_server_argv
+from orchestrate.scenario.spec import ServerSpec
+from orchestrate.scenario.parse import load_scenario
 from tests.helpers import read_jsonl, tokenswarm_run
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(1200)]

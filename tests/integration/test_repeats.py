@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from orchestrate.repeats import NOISE_FLOOR_ENV
+from orchestrate.report.repeats import NOISE_FLOOR_ENV
 from tests.helpers import read_jsonl, tokenswarm_run, write_scenario
 
 pytestmark = pytest.mark.integration

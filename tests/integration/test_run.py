@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from orchestrate.launchers.embedded import EmbeddedLauncher
+from orchestrate.server.launchers.embedded import EmbeddedLauncher
 from tests.conftest import reference_server
 from tests.helpers import read_jsonl, tokenswarm_run, write_scenario
 

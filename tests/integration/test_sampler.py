@@ -1,4 +1,4 @@
-"""orchestrate/sampler.py against the real embedded llama.cpp server: counters, memory, cached prompts."""
+"""orchestrate/load/sampler.py against the real embedded llama.cpp server: counters, memory, cached prompts."""
 
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 import requests
 
-from orchestrate.launchers.embedded import EmbeddedLauncher
-from orchestrate.sampler import MetricsSampler
-from orchestrate.summarize import summarize_metrics
+from orchestrate.server.launchers.embedded import EmbeddedLauncher
+from orchestrate.load.sampler import MetricsSampler
+from orchestrate.report.summarize import summarize_metrics
 
 pytestmark = pytest.mark.integration
 

@@ -1,4 +1,4 @@
-"""locustfiles/admission.py and orchestrate/jointoken.py: who may join a master, and where the token lives.
+"""locustfiles/admission.py and orchestrate/load/jointoken.py: who may join a master, and where the token lives.
 
 The Locust wiring (``joingate.py``) runs against real processes in ``integration/test_distributed.py``.
 """
@@ -12,9 +12,9 @@ import pytest
 
 from locustfiles.admission import (JOIN_TOKEN_ENV, NO_TOKEN, WRONG_TOKEN, AdmissionError, Gate, join_token, proof,
                                    read_token_file)
-from orchestrate import jointoken
+from orchestrate.load import jointoken
 from orchestrate.errors import ScenarioError
-from orchestrate.loadrun import LoadPlan, Swarm, locust_command, worker_command
+from orchestrate.load.loadrun import LoadPlan, Swarm, locust_command, worker_command
 from orchestrate.results import VariantPaths
 
 

@@ -8,7 +8,7 @@ import threading
 
 import pytest
 
-from orchestrate.background import BACKGROUND_NICE, lower_this_thread
+from orchestrate.server.background import BACKGROUND_NICE, lower_this_thread
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="per-thread niceness is Linux's")

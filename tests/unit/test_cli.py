@@ -10,14 +10,15 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import orchestrate.report
+import orchestrate.report.render
 import orchestrate.runloop
+import orchestrate.report.summary
 from locustfiles.admission import JOIN_TOKEN_ENV
 from locustfiles.records import RequestRecord
 from orchestrate.cli import main, server_command
-from orchestrate.loadrun import LoadPlan, Swarm, WebUi, locust_command
+from orchestrate.load.loadrun import LoadPlan, Swarm, WebUi, locust_command
 from orchestrate.results import VariantPaths
-from orchestrate.scenario import Scenario, ServerSpec
+from orchestrate.scenario.spec import Scenario, ServerSpec
 from tests.unit.test_scenario import YAML_PIECES
 
 DEMO = Path(__file__).resolve().parents[2] / "scenarios" / "demo.yaml"
@@ -224,8 +225,8 @@ def test_validate_reads_the_datasets(tmp_path: Path, capsys):
         assert main(["validate", str(scenario), *args]) == 0
         out = capsys.readouterr()
         assert out.out == f"{scenario}: ok, 3 variant(s): a, b, c\n" and out.err == ""
-    from orchestrate.prompts import check_datasets
-    from orchestrate.scenario import load_scenario
+    from orchestrate.load.prompts import check_datasets
+    from orchestrate.scenario.parse import load_scenario
     loads = [v.load for v in load_scenario(three_variants(tmp_path, path, allow=True)).variants]
     assert check_datasets(loads) == [f"{path}: truncated at byte {path.stat().st_size:,}; sampling from its "
                                      f"{complete} complete conversations (allow_truncated)"]
@@ -248,8 +249,8 @@ def test_a_truncated_dataset_is_noted_in_the_summary():
     sampling = {"dataset": "/d/cut.json", "token_counter": "server_tokenize", "examined": 10,
                 "dropped": {}, "shortfall": 0, "truncated": True, "complete_conversations": 17671}
     assert ("the dataset file is truncated (allow_truncated): prompts were sampled from its 17,671 complete "
-            "conversations only") in orchestrate.runloop.notes({"sampling": sampling})
-    assert not [n for n in orchestrate.runloop.notes({"sampling": {**sampling, "truncated": False}})
+            "conversations only") in orchestrate.report.summary.notes({"sampling": sampling})
+    assert not [n for n in orchestrate.report.summary.notes({"sampling": {**sampling, "truncated": False}})
                 if "truncated" in n]
 
 
@@ -274,7 +275,7 @@ def test_report_of_a_missing_dir(tmp_path: Path, capsys):
 
 
 def test_report_rebuilds_a_summary_from_files(tmp_path: Path, capsys, monkeypatch):
-    monkeypatch.setattr(orchestrate.report, "plot", lambda *args: None)  # plotting is test_report's
+    monkeypatch.setattr(orchestrate.report.render, "plot", lambda *args: None)  # plotting is test_report's
     run = tmp_path / "20260101T000000Z-demo"
     paths = VariantPaths.create(run, "base")
     paths.server_json.write_text(json.dumps({"status": "completed"}))
@@ -296,7 +297,7 @@ def test_report_rebuilds_a_summary_from_files(tmp_path: Path, capsys, monkeypatc
 
 
 def test_report_keeps_the_slo_and_judges_goodput_again(tmp_path: Path, monkeypatch):
-    monkeypatch.setattr(orchestrate.report, "plot", lambda *args: None)
+    monkeypatch.setattr(orchestrate.report.render, "plot", lambda *args: None)
     run = tmp_path / "20260101T000000Z-demo"
     paths = VariantPaths.create(run, "base")
     paths.server_json.write_text(json.dumps({"status": "completed"}))

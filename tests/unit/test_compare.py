@@ -1,4 +1,4 @@
-"""orchestrate/compare.py: hand-built summary.json files of a 2×2 study (flash-attn on/off × drafter none/mtp)."""
+"""orchestrate/report/compare.py: hand-built summary.json files of a 2×2 study (flash-attn on/off × drafter none/mtp)."""
 
 from __future__ import annotations
 
@@ -10,10 +10,11 @@ from typing import Any
 import pytest
 import yaml
 
-from orchestrate.compare import compare, read_variants
-from orchestrate.compare_report import write_comparison
+from orchestrate.report.compare import compare, read_variants
+from orchestrate.report.compare_report import write_comparison
 from orchestrate.errors import ResultsError
 from orchestrate.results import VariantPaths, compare_json, compare_md, compare_png
+from orchestrate.scenario.settings import variant_settings
 
 DRAFT = "/models/gemma-4-E4B-MTP.gguf"
 
@@ -205,7 +206,7 @@ def test_missing_summary_and_missing_settings(tmp_path: Path):
 
 
 def test_settings_fall_back_to_the_runs_scenario_yaml(tmp_path: Path):
-    from orchestrate.scenario import parse_scenario
+    from orchestrate.scenario.parse import parse_scenario
     scenario = parse_scenario("matrix:\n  flash-attn: [on, off]\n", Path("s.yaml"))
     run = tmp_path / "run"
     run.mkdir()
@@ -215,7 +216,7 @@ def test_settings_fall_back_to_the_runs_scenario_yaml(tmp_path: Path):
         del s["settings"]
     write_run(run, dict(zip(["flash-attn-on", "flash-attn-off"], old)))
     data = compare(read_variants([run]))
-    assert [r["settings"] for r in data["variants"]] == [v.settings() for v in scenario.variants]
+    assert [r["settings"] for r in data["variants"]] == [variant_settings(v) for v in scenario.variants]
     assert factors_with_effects(data) == {"server.flags.flash-attn"}
 
 
@@ -524,7 +525,7 @@ def test_the_bars_carry_their_values(tmp_path: Path, monkeypatch: pytest.MonkeyP
     matplotlib = pytest.importorskip("matplotlib")
     matplotlib.use("Agg")
     from matplotlib.axes import Axes
-    from orchestrate.compare_report import plot
+    from orchestrate.report.compare_report import plot
     seen: list[list[str]] = []
     original = Axes.bar_label
     monkeypatch.setattr(Axes, "bar_label", lambda self, bars, labels=None, **kw: seen.append(list(labels))

@@ -1,10 +1,10 @@
-"""orchestrate/conditions.py: which conditions beside the settings make a pair of variants unfair."""
+"""orchestrate/report/conditions.py: which conditions beside the settings make a pair of variants unfair."""
 
 from __future__ import annotations
 
 import pytest
 
-from orchestrate.conditions import busy_text, common_prompts, conditions
+from orchestrate.report.conditions import busy_text, common_prompts, conditions
 
 QUIET = {"foreign_cpu_pct": {"p50": 1.0, "max": 4.0}, "steal_pct": {"p50": 0.0, "max": 0.0}, "busy": False}
 BUSY = {"foreign_cpu_pct": {"p50": 55.0, "max": 90.0}, "steal_pct": {"p50": 0.0, "max": 0.0}, "busy": True}

@@ -12,7 +12,7 @@ import pytest
 from locustfiles.conversations import (ThinkTime, add_arguments, check_mode, conversation_pairs, planned_requests,
                                        sample_conversations, turn_prompt)
 from locustfiles.dataset import DatasetError, Prompt, SamplingConfig, estimate_tokens, sample_prompts
-from orchestrate.sharegpt_synth import generate_sharegpt
+from orchestrate.tools.sharegpt_synth import generate_sharegpt
 
 
 def words(texts: list[str]) -> list[int]:

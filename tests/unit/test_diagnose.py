@@ -1,10 +1,10 @@
-"""orchestrate/diagnose.py: cause and hint from server logs, including the reference study's abort."""
+"""orchestrate/server/diagnose.py: cause and hint from server logs, including the reference study's abort."""
 
 from __future__ import annotations
 
 import pytest
 
-from orchestrate.diagnose import diagnose, exit_meaning, failure_cause
+from orchestrate.server.diagnose import diagnose, exit_meaning, failure_cause
 
 FATTN_LOG = [
     "load_tensors: offloaded 43/43 layers to GPU",

@@ -1,11 +1,11 @@
-"""orchestrate/flags.py: scenario flags → llama-server argv, the reference study's command."""
+"""orchestrate/scenario/flags.py: scenario flags → llama-server argv, the reference study's command."""
 
 from __future__ import annotations
 
 import pytest
 
-from orchestrate.flags import flag_args, llama_server_argv
-from orchestrate.scenario import ServerSpec
+from orchestrate.scenario.flags import flag_args, llama_server_argv
+from orchestrate.scenario.spec import ServerSpec
 
 
 def test_reference_study_command() -> None:

@@ -14,7 +14,7 @@ import pytest
 from locustfiles.livestats import (HISTORY_POINTS, LiveStats, figures_csv_rows, percentiles,
                                    table_rows)
 from locustfiles.records import CANCELLED, ERROR, OK, RequestRecord
-from orchestrate.summarize import weighted_stats
+from orchestrate.report.summarize import weighted_stats
 
 
 class Clock:

@@ -1,4 +1,4 @@
-"""orchestrate/llama_build.py: where the real llama-server's build is cached, and how the process
+"""orchestrate/server/llama_build.py: where the real llama-server's build is cached, and how the process
 launcher finds it (the build itself runs in ``make llama-server``; the real-parts tests use it)."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from orchestrate.errors import ServerError
-from orchestrate.launchers.process import find_binary
-from orchestrate.llama_build import VERSION, binary_path, cached_binary, main
+from orchestrate.server.launchers.process import find_binary
+from orchestrate.server.llama_build import VERSION, binary_path, cached_binary, main
 
 
 @pytest.fixture

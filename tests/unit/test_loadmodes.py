@@ -1,4 +1,4 @@
-"""orchestrate/loadmodes.py: ``rate``/``arrival``/``burstiness``/``late_ms`` and ``stages`` in a scenario,
+"""orchestrate/scenario/loadmodes.py: ``rate``/``arrival``/``burstiness``/``late_ms`` and ``stages`` in a scenario,
 one-line errors, the Locust flags they become, and how a staged run says why it stopped."""
 
 from __future__ import annotations
@@ -10,10 +10,11 @@ from pathlib import Path
 import pytest
 
 from locustfiles.loadshape import Stage
-from orchestrate import loadmodes
-from orchestrate.loadrun import LoadPlan, locust_command
+from orchestrate.scenario import loadmodes
+from orchestrate.load.loadrun import LoadPlan, locust_command
 from orchestrate.results import VariantPaths
-from orchestrate.scenario import LoadSpec
+from orchestrate.scenario.settings import variant_settings
+from orchestrate.scenario.spec import LoadSpec
 from tests.helpers import parse_text as parse, scenario_error as error_of
 
 
@@ -39,11 +40,11 @@ def test_rate_settings_and_flags() -> None:
           late_ms: 50
           seed: 3
     """).variants[0]
-    settings = variant.settings()
+    settings = variant_settings(variant)
     assert settings["load.rate"] == 2.5 and settings["load.burstiness"] == 0.5 and settings["load.arrival"] == "poisson"
     assert loadmodes.locust_args(variant.load) == ["--rate", "2.5", "--arrival", "poisson", "--burstiness", "0.5",
                                                    "--late-ms", "50", "--seed", "3"]
-    assert "load.rate" not in parse("load: {users: 2}").variants[0].settings()  # a closed loop's settings as before
+    assert "load.rate" not in variant_settings(parse("load: {users: 2}").variants[0])  # a closed loop's settings as before
 
 
 def test_stages_replace_users() -> None:
@@ -60,7 +61,7 @@ def test_stages_replace_users() -> None:
     assert load.users == 32 and loadmodes.stages_duration_s(load) == 40.0
     args = loadmodes.locust_args(load)
     assert args[0] == "--stages" and json.loads(args[1])[1] == {"duration_s": 10.0, "users": 16, "spawn_rate": 8.0}
-    assert variant.settings()["load.stages"][2] == {"duration_s": 20.0, "users": 32, "spawn_rate": 2.0}
+    assert variant_settings(variant)["load.stages"][2] == {"duration_s": 20.0, "users": 32, "spawn_rate": 2.0}
     assert variant.sweep is None  # a list of stages is one value, not a sweep
 
 

@@ -1,4 +1,4 @@
-"""orchestrate/loadreport.py: the ``arrivals`` and ``stages`` blocks from records, and how they read in summary.md."""
+"""orchestrate/report/loadreport.py: the ``arrivals`` and ``stages`` blocks from records, and how they read in summary.md."""
 
 from __future__ import annotations
 
@@ -11,10 +11,10 @@ import pytest
 
 from locustfiles.arrivals import stamp
 from locustfiles.records import RequestRecord
-from orchestrate import loadreport
-from orchestrate.report import markdown
+from orchestrate.report import loadreport
+from orchestrate.report.render import markdown
 from orchestrate.results import VariantPaths
-from orchestrate.summarize import load_records, summarize_records
+from orchestrate.report.summarize import load_records, summarize_records
 
 T0 = 1_000_000.0
 
@@ -129,7 +129,7 @@ def test_requests_cancelled_by_a_ramp_down_end_there() -> None:
 
 
 def test_the_columnar_frame_gives_the_same_blocks(tmp_path: Path) -> None:
-    """``tokenswarm report`` reads records columnar (``orchestrate.recordsfile``): stages and arrivals as from lists."""
+    """``tokenswarm report`` reads records columnar (``orchestrate.report.recordsfile``): stages and arrivals as from lists."""
     one = [rec(k, T0 + 0.5 * k, scheduled=T0 + 0.5 * k) for k in range(4)]
     three = [rec(4 + k, T0 + 2.1 + 0.3 * k, status="error" if k == 2 else "ok", ttft=150.0, chunks=3 + k % 4)
              for k in range(9)]

@@ -1,4 +1,4 @@
-"""orchestrate/matrix.py: value names and the cross product (validation is test_scenario's)."""
+"""orchestrate/scenario/matrix.py: value names and the cross product (validation is test_scenario's)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,8 @@ from typing import Any
 
 import pytest
 
-from orchestrate.matrix import Combination, Factor, expand_matrix, factor_record, fold, folded_factors, value_name
+from orchestrate.scenario.matrix import Combination, expand_matrix, factor_record, fold, folded_factors, value_name
+from orchestrate.scenario.spec import Factor
 
 
 def fail(at: tuple[Any, ...], message: str) -> Exception:

@@ -1,4 +1,4 @@
-"""orchestrate/packaged_models.py: a model name → the GGUF its package assembles, once, in the cache."""
+"""orchestrate/server/packaged_models.py: a model name → the GGUF its package assembles, once, in the cache."""
 
 from __future__ import annotations
 
@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from orchestrate import packaged_models
+from orchestrate.server import packaged_models
 from orchestrate.errors import ScenarioError
-from orchestrate.launchers import resolve_model
-from orchestrate.packaged_models import PackagedModel, packaged_model_path
+from orchestrate.server.launchers import resolve_model
+from orchestrate.server.packaged_models import PackagedModel, packaged_model_path
 
 
 @pytest.fixture

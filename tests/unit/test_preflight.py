@@ -1,4 +1,4 @@
-"""orchestrate/preflight.py: the pre-flight session survives a kept-alive connection the server dropped."""
+"""orchestrate/server/preflight.py: the pre-flight session survives a kept-alive connection the server dropped."""
 
 from __future__ import annotations
 
@@ -10,7 +10,8 @@ import pytest
 
 import jinja2
 
-from orchestrate.preflight import TOKEN_COUNTERS, ServerFacts, prompt_token_counter, session, template_renderer
+from orchestrate.server.preflight import ServerFacts, prompt_token_counter, session, template_renderer
+from orchestrate.report.summary import TOKEN_COUNTERS
 
 OK = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 15\r\nConnection: keep-alive\r\n\r\n"
 BODY = b'{"tokens":[1]}\n'

@@ -1,4 +1,4 @@
-"""orchestrate/prompts.py: dataset resolution and the estimate fallback (no server needed)."""
+"""orchestrate/load/prompts.py: dataset resolution and the estimate fallback (no server needed)."""
 
 from __future__ import annotations
 
@@ -9,10 +9,10 @@ import pytest
 import requests
 
 from locustfiles.dataset import Prompt
-from orchestrate.preflight import ServerFacts
-from orchestrate.prompts import prepare_prompts, resolve_dataset
-from orchestrate.runloop import notes
-from orchestrate.scenario import LoadSpec
+from orchestrate.server.preflight import ServerFacts
+from orchestrate.load.prompts import prepare_prompts, resolve_dataset
+from orchestrate.report.summary import notes
+from orchestrate.scenario.spec import LoadSpec
 
 
 def test_synthetic_dataset_is_generated_once_and_cached(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

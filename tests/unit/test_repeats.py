@@ -1,4 +1,4 @@
-"""orchestrate/repeats.py: interleaved order, repeat folders, spread and disagreement of ratios."""
+"""orchestrate/report/repeats.py: interleaved order, repeat folders, spread and disagreement of ratios."""
 
 from __future__ import annotations
 
@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from orchestrate.repeats import disagree, interleaved, keep_host_floor, read_floor, repeat_dir, repeat_index, spread
+from orchestrate.report.repeats import (disagree, interleaved, keep_host_floor, read_floor, repeat_dir, repeat_index,
+                                        spread)
 
 
 def test_interleaved_order_runs_every_variant_once_per_round() -> None:
@@ -46,7 +47,7 @@ def test_the_hosts_floor_is_copied_into_a_run(tmp_path: Path, monkeypatch: pytes
     run.mkdir()
     keep_host_floor(run)
     assert read_floor(run) is None  # nothing measured on this host yet
-    from orchestrate.repeats import host_floor_file
+    from orchestrate.report.repeats import host_floor_file
     host_floor_file().parent.mkdir(parents=True)
     host_floor_file().write_text('{"floor": {"decode_tok_s": 0.02}}')
     keep_host_floor(run)

@@ -1,4 +1,4 @@
-"""orchestrate/replay.py: the load section's multi-turn keys, validated with file:line, and their Locust flags."""
+"""orchestrate/scenario/replay.py: the load section's multi-turn keys, validated with file:line, and their Locust flags."""
 
 from __future__ import annotations
 
@@ -6,8 +6,9 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from orchestrate.replay import locust_args
-from orchestrate.scenario import LoadSpec
+from orchestrate.scenario.replay import locust_args
+from orchestrate.scenario.settings import variant_settings
+from orchestrate.scenario.spec import LoadSpec
 from tests.helpers import parse_text as parse, scenario_error as error_of
 
 
@@ -17,7 +18,7 @@ from tests.helpers import parse_text as parse, scenario_error as error_of
 def test_defaults_are_single_mode_and_add_no_setting() -> None:
     (v,) = parse("load:\n  users: 2\n").variants
     assert (v.load.mode, v.load.history, v.load.think_time_s, v.load.max_turns) == ("single", "dataset", 0.0, None)
-    assert not any(k in v.settings() for k in ("load.mode", "load.history", "load.think_time_s"))
+    assert not any(k in variant_settings(v) for k in ("load.mode", "load.history", "load.think_time_s"))
     assert locust_args(v.load) == ()
 
 
@@ -40,7 +41,7 @@ def test_multi_turn_keys_parse_and_become_settings_and_flags() -> None:
         ("multi_turn", "model", (0.5, 2.0), 8)
     assert ranged.sweep is None  # [min, max] is one value, not a sweep
     assert fixed.load.think_time_s == 1.0
-    assert {k: v for k, v in ranged.settings().items() if k in ("load.mode", "load.history", "load.think_time_s",
+    assert {k: v for k, v in variant_settings(ranged).items() if k in ("load.mode", "load.history", "load.think_time_s",
                                                                   "load.max_turns")} == {
         "load.mode": "multi_turn", "load.history": "model", "load.think_time_s": (0.5, 2.0), "load.max_turns": 8}
     assert locust_args(ranged.load) == ("--mode", "multi_turn", "--history", "model", "--think-time", "0.5,2",

@@ -1,4 +1,4 @@
-"""orchestrate/sampler.py (+ the metrics parts of summarize.py and report.py): hand-written inputs."""
+"""orchestrate/load/sampler.py (+ the metrics parts of summarize.py and report.py): hand-written inputs."""
 
 from __future__ import annotations
 
@@ -15,13 +15,13 @@ import pytest
 import requests
 
 from locustfiles.records import CANCELLED, ERROR, OK, RequestRecord
-from orchestrate import sampler
-from orchestrate.launchers.base import Launcher
-from orchestrate.report import fmt_bytes, markdown, memory_line, server_metrics_line
-from orchestrate.runloop import notes
-from orchestrate.sampler import GpuMemoryProbe, MetricsSampler, parse_nvidia_smi, parse_prometheus
-from orchestrate.summarize import (counter_increase, metrics_timeline, server_metrics, summarize_metrics,
-                                   summarize_records)
+from orchestrate.load import sampler
+from orchestrate.server.launchers.base import Launcher
+from orchestrate.report.render import fmt_bytes, markdown, memory_line, server_metrics_line
+from orchestrate.report.summary import notes
+from orchestrate.load.sampler import GpuMemoryProbe, MetricsSampler, parse_nvidia_smi, parse_prometheus
+from orchestrate.report.summarize import (counter_increase, metrics_timeline, server_metrics, summarize_metrics,
+                                          summarize_records)
 
 GIB = 1024 ** 3
 MIB = 1024 ** 2

@@ -1,4 +1,4 @@
-"""orchestrate/scenario.py: YAML → frozen Scenario/Variant, and one-line ``FILE:LINE key.path: message`` errors."""
+"""orchestrate/scenario/parse.py: YAML → frozen Scenario/Variant, and one-line ``FILE:LINE key.path: message`` errors."""
 
 from __future__ import annotations
 
@@ -11,9 +11,10 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from orchestrate.errors import ScenarioError, TokenswarmError
-from orchestrate.matrix import Factor
-from orchestrate.scenario import (LAUNCHER_KINDS, LOAD_KEYS, SAMPLING_KEYS, SERVER_KEYS, TOP_KEYS, VARIANT_KEYS,
-                                  LoadSpec, Scenario, ServerSpec, load_scenario, parse_scenario)
+from orchestrate.scenario.settings import variant_settings
+from orchestrate.scenario.spec import Factor
+from orchestrate.scenario.spec import LAUNCHER_KINDS, SAMPLING_KEYS, SERVER_KEYS, LoadSpec, Scenario, ServerSpec
+from orchestrate.scenario.parse import LOAD_KEYS, TOP_KEYS, VARIANT_KEYS, load_scenario, parse_scenario
 from tests.helpers import SCENARIO_PATH, parse_text as parse, scenario_error as error_of
 
 PATH = SCENARIO_PATH
@@ -141,7 +142,7 @@ def test_packaged_dataset_and_allow_truncated():
     a, b = (v.load for v in scenario.variants)
     assert (a.dataset, a.allow_truncated, b.allow_truncated) == ("sharegpt-v3", True, False)
     assert LoadSpec().allow_truncated is False and "allow_truncated" in LOAD_KEYS
-    assert "load.allow_truncated" not in scenario.variants[0].settings()  # changes no measurement
+    assert "load.allow_truncated" not in variant_settings(scenario.variants[0])  # changes no measurement
     assert scenario.with_overrides(load={"allow_truncated": True}).variants[1].load.allow_truncated
 
 
@@ -446,7 +447,7 @@ def test_matrix_2x2_expands_into_four_named_variants_first_axis_slowest():
         "flash-attn-on_draft_model-none", "flash-attn-on_draft_model-mtp",
         "flash-attn-off_draft_model-none", "flash-attn-off_draft_model-mtp"]
     mtp = "/models/gemma-4-E4B-MTP.gguf"
-    assert [v.settings() for v in scenario.variants] == [
+    assert [variant_settings(v) for v in scenario.variants] == [
         expected_settings("on", None), expected_settings("on", mtp),
         expected_settings("off", None), expected_settings("off", mtp)]
     # the axis value lands in the flags as YAML read it; flags.py renders a boolean as on/off
@@ -470,8 +471,8 @@ def test_matrix_times_listed_variants():
         ("big_flash-attn-on", 32, {"parallel": 64, "flash-attn": True}),
         ("big_flash-attn-off", 32, {"parallel": 64, "flash-attn": "off"})]
     # YAML's boolean and the string "off" are the same setting
-    assert scenario.variants[0].settings()["server.flags.flash-attn"] == "on"
-    assert scenario.variants[1].settings()["server.flags.flash-attn"] == "off"
+    assert variant_settings(scenario.variants[0])["server.flags.flash-attn"] == "on"
+    assert variant_settings(scenario.variants[1])["server.flags.flash-attn"] == "off"
 
 
 def test_short_and_long_flag_names_are_one_setting():
@@ -482,7 +483,7 @@ def test_short_and_long_flag_names_are_one_setting():
           - name: long
             server: {flags: {flash-attn: off, parallel: 32, ctx-size: 65536}}
     """)
-    short, long = (v.settings() for v in scenario.variants)
+    short, long = (variant_settings(v) for v in scenario.variants)
     assert short == long and short["server.flags.flash-attn"] == "off"
 
 
@@ -612,13 +613,13 @@ def test_a_factor_axis_sets_its_settings_together_and_is_named_like_any_axis():
     assert [v.factors for v in variants] == [{"drafter": Factor(value, DRAFTER_COVERS)}
                                              for value in ("none", "mtp", "none", "mtp")]
     # the flash-attn axis is a single setting, as before: no factor
-    assert set(on_mtp.settings()) - set(on_none.settings()) == {"server.flags.spec-type",
+    assert set(variant_settings(on_mtp)) - set(variant_settings(on_none)) == {"server.flags.spec-type",
                                                                 "server.flags.spec-draft-n-max"}
     # the retry applies after the factor and keeps it; on the fa-off variants the rule changes nothing
     assert (on_mtp.retry_with, off_none.retry_with, off_mtp.retry_with) == ({"flash-attn": False}, None, None)
     retried = on_mtp.with_retry()
     assert retried.factors == on_mtp.factors
-    assert retried.settings() == off_mtp.settings()
+    assert variant_settings(retried) == variant_settings(off_mtp)
 
 
 def test_a_factor_times_listed_variants():
@@ -715,7 +716,7 @@ def test_retry_with_top_level_and_per_variant():
     assert retried.server.ready_timeout_s == 600.0
     assert retried.server.draft_model == mtp.server.draft_model
     assert retried.retry_with is None  # no second retry
-    assert retried.settings()["server.flags.flash-attn"] == "off"
+    assert variant_settings(retried)["server.flags.flash-attn"] == "off"
     assert mtp.server.flags == {"flash-attn": "on"}  # frozen: the original is unchanged
     assert fa_off.with_retry() is fa_off
 
@@ -736,7 +737,7 @@ def test_retry_over_a_matrix():
         on_load_failure: {retry_with: {flash-attn: off}}
     """).variants
     assert (fa_on.retry_with, fa_off.retry_with) == ({"flash-attn": False}, None)
-    assert fa_on.with_retry().settings() == fa_off.settings()
+    assert variant_settings(fa_on.with_retry()) == variant_settings(fa_off)
 
 
 @pytest.mark.parametrize("text, expected", [
@@ -780,7 +781,7 @@ def test_settings_of_a_docker_variant_leave_out_what_does_not_define_the_experim
           max_seconds: 900
           sampling: {max_prompt_tokens: 512}
     """).variants
-    assert variant.settings() == {
+    assert variant_settings(variant) == {
         "server.launcher": "docker", "server.model": "/models/m.gguf", "server.draft_model": None,
         "server.image": "llama:full-cuda", "server.docker.gpus": [0, 1],
         "server.flags.flash-attn": "off", "server.flags.cont-batching": True,
@@ -791,7 +792,7 @@ def test_settings_of_a_docker_variant_leave_out_what_does_not_define_the_experim
 
 def test_settings_of_an_external_variant_name_the_url():
     (variant,) = parse("server: {launcher: external, url: 'http://10.0.0.2:8080'}\n").variants
-    settings = variant.settings()
+    settings = variant_settings(variant)
     assert settings["server.url"] == "http://10.0.0.2:8080"
     assert "server.image" not in settings and "server.binary" not in settings
 

@@ -1,11 +1,12 @@
-"""orchestrate/slo.py: ``slo:`` at the top level and per variant, merged key by key, one-line errors."""
+"""orchestrate/scenario/slo.py: ``slo:`` at the top level and per variant, merged key by key, one-line errors."""
 
 from __future__ import annotations
 
 
 import pytest
 
-from orchestrate.slo import Slo
+from orchestrate.scenario.settings import variant_settings
+from orchestrate.scenario.slo import Slo
 from tests.helpers import parse_text as parse, scenario_error as error_of
 
 
@@ -28,7 +29,7 @@ def test_top_level_slo_and_a_variant_overriding_one_limit():
     assert c.slo == a.slo  # an empty section inherits
     assert b.slo is not None and b.slo.as_dict() == {"ttft_ms": 2000.0, "tpot_ms": 50.5, "e2e_ms": 30000.0}
     # the limits change no measurement: not a setting, so a and b still compare as repeats
-    assert a.settings() == b.settings()
+    assert variant_settings(a) == variant_settings(b)
 
 
 def test_no_slo_is_none():

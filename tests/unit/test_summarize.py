@@ -1,4 +1,4 @@
-"""orchestrate/summarize.py: every aggregate of a variant, from hand-built records, hand-computed."""
+"""orchestrate/report/summarize.py: every aggregate of a variant, from hand-built records, hand-computed."""
 
 from __future__ import annotations
 
@@ -12,10 +12,10 @@ import pandas as pd
 import pytest
 
 from locustfiles.records import CANCELLED, ERROR, OK, RequestRecord
-from orchestrate import blockstats, chunkcolumn
-from orchestrate.summarize import (crosscheck_agrees, itl_stats, load_records, locust_crosscheck,
-                                   output_tokens_per_second, peak_in_flight, server_timings, speculative,
-                                   summarize_records, tokens_received, weighted_stats)
+from orchestrate.report import blockstats, chunkcolumn
+from orchestrate.report.summarize import (crosscheck_agrees, itl_stats, load_records, locust_crosscheck,
+                                          output_tokens_per_second, peak_in_flight, server_timings, speculative,
+                                          summarize_records, tokens_received, weighted_stats)
 
 T0 = 1000.0
 CONTEXT_ERROR = "http_400:exceed_context_size_error"
@@ -380,7 +380,7 @@ def test_output_tokens_per_second_of_nothing_is_empty():
     assert output_tokens_per_second(pd.DataFrame()).empty
 
 
-# --- the columnar form (orchestrate.recordsfile) -------------------------------------------------------
+# --- the columnar form (orchestrate.report.recordsfile) -------------------------------------------------------
 
 def columnar(tmp_path: Path, records: list[RequestRecord]) -> pd.DataFrame:
     path = tmp_path / "requests.jsonl"

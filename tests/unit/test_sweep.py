@@ -1,4 +1,4 @@
-"""orchestrate/sweep.py: a load key listing values becomes steps; prompts are dealt without reuse."""
+"""orchestrate/scenario/sweep.py: a load key listing values becomes steps; prompts are dealt without reuse."""
 
 from __future__ import annotations
 
@@ -8,8 +8,9 @@ import pytest
 
 from locustfiles.dataset import Prompt
 from orchestrate.errors import ScenarioError
-from orchestrate.scenario import parse_scenario
-from orchestrate.sweep import deal_prompts, sampling_load, warmup_load
+from orchestrate.scenario.parse import parse_scenario
+from orchestrate.scenario.settings import variant_settings
+from orchestrate.scenario.sweep import deal_prompts, sampling_load, warmup_load
 
 HEAD = """name: s
 server: {launcher: embedded, model: tiny}
@@ -27,7 +28,7 @@ def test_a_listed_key_becomes_steps_and_the_variant_keeps_the_first():
     assert v.sweep.settle_s == 0.5 and v.sweep.warmup_prompts == 8
     assert [s.users for s in v.steps] == [1, 4, 16] and v.load.users == 1
     assert {s.num_prompts for s in v.steps} == {10}
-    assert v.settings()["load.users"] == [1, 4, 16]  # two swept variants compare step by step
+    assert variant_settings(v)["load.users"] == [1, 4, 16]  # two swept variants compare step by step
     assert sampling_load(v).num_prompts == 8 + 30
     assert warmup_load(v).users == 16
 

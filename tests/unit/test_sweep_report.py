@@ -1,10 +1,10 @@
-"""orchestrate/sweep_report.py: step-by-step speedups and where they cross 1.0, on fixed step figures."""
+"""orchestrate/report/sweep_report.py: step-by-step speedups and where they cross 1.0, on fixed step figures."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from orchestrate.sweep_report import crossover_sentence, markdown, plot, speedups
+from orchestrate.report.sweep_report import crossover_sentence, markdown, plot, speedups
 
 
 def block(decode: list[float | None], key: str = "users", values: list[int] | None = None) -> dict:

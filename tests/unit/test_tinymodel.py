@@ -8,10 +8,10 @@ import gguf
 import numpy as np
 import pytest
 
-from orchestrate import tinymodel
-from orchestrate.lexicon import pseudo_words
-from orchestrate.tinymodel import (SPACE, TinyModelSpec, build_tiny_model, build_vocab,
-                                   tiny_draft_spec, tiny_model_path)
+from orchestrate.tools import tinymodel
+from orchestrate.tools.lexicon import pseudo_words
+from orchestrate.tools.tinymodel import (SPACE, TinyModelSpec, build_tiny_model, build_vocab, tiny_draft_spec,
+                                         tiny_model_path)
 
 SMALL = TinyModelSpec(n_words=300)
 

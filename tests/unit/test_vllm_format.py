@@ -1,4 +1,4 @@
-"""orchestrate/vllm_format.py: ``vllm_bench.json`` from a fixed record set, its fields, types and values by hand."""
+"""orchestrate/report/vllm_format.py: ``vllm_bench.json`` from a fixed record set, its fields, types and values by hand."""
 
 from __future__ import annotations
 
@@ -13,10 +13,10 @@ import pandas as pd
 import pytest
 
 from locustfiles.records import CANCELLED, ERROR, OK, RequestRecord
-from orchestrate import blockstats
-from orchestrate.goodput import goodput
-from orchestrate.summarize import load_records, summarize_records
-from orchestrate.vllm_format import vllm_bench, write_vllm_bench
+from orchestrate.report import blockstats
+from orchestrate.report.goodput import goodput
+from orchestrate.report.summarize import load_records, summarize_records
+from orchestrate.report.vllm_format import vllm_bench, write_vllm_bench
 
 T0 = 1_700_000_000.0
 CONTEXT_ERROR = "http_400:exceed_context_size_error"

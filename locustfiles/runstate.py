@@ -1,0 +1,100 @@
+"""The per-process state of a run (``environment.tokenswarm``): its dispenser, arrival clock and records file.
+
+Stage: load. ``events.install`` creates one ``LlmRun`` per Locust process; the listeners of
+``arrivals.py``, ``distributed.py`` and ``selfcheck.py`` are handed it, so they import this module
+and never ``events.py``, which imports them.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, TYPE_CHECKING, Any
+
+import gevent
+
+from locustfiles.serverwatch import ServerWatch
+
+if TYPE_CHECKING:  # locust is imported where a run starts: the arrival clock is tested without its patching
+    from locust.env import Environment
+
+    from locustfiles.dataset import Prompt
+    from locustfiles.dispenser import PromptDispenser
+
+log = logging.getLogger("tokenswarm")
+
+
+@dataclass
+class ArrivalClock:
+    """Prompt index → wall-clock time it is due (``time.time()`` seconds)."""
+
+    due: dict[int, float] = field(default_factory=dict)
+    info: dict[str, Any] = field(default_factory=dict)
+    """What ``arrivals.json`` says about the schedule (parameters, start, count)."""
+
+    def plan(self, prompts: list[Prompt], offsets: list[float], start: float) -> None:
+        """Fix the schedule: ``prompts[k]`` (the k-th to be handed out) is due at ``start + offsets[k]``."""
+        self.due = {p.index: start + off for p, off in zip(prompts, offsets)}
+
+    def learn(self, indices: list[int], due: list[float]) -> None:
+        """A worker: the due times of the prompts the master just dealt."""
+        self.due.update(zip(indices, due))
+
+    def wait(self, index: int) -> float | None:
+        """Sleep until prompt ``index`` is due; its due time, or None outside the open loop."""
+        due = self.due.get(index)
+        if due is None:
+            return None
+        while (left := due - time.time()) > 0:
+            gevent.sleep(left)
+        return due
+
+
+class LlmRun:
+    """Per-process state of a tokenswarm run, reachable as ``environment.tokenswarm``."""
+
+    def __init__(self, environment: Environment) -> None:
+        self.environment = environment
+        self.dispenser: PromptDispenser | None = None
+        self.arrivals: ArrivalClock | None = None
+        """Open loop (``--rate``): when each prompt is due (``arrivals.py``); None in a closed loop."""
+        self.records_file: IO[str] | None = None
+        self.records_written = 0
+        self.prompts: list[Prompt] | None = None
+        """Read at init (a bad dataset stops Locust before any user spawns), sent at each test start."""
+        self.server_watch = ServerWatch(on_lost=self.on_server_lost)
+        """Refused connections are retried until the server counts as lost (``serverwatch.py``)."""
+        self._next_id = 0
+
+    @property
+    def worker(self) -> str:
+        from locust.runners import WorkerRunner
+        runner = self.environment.runner
+        return f"w{runner.client_id}" if isinstance(runner, WorkerRunner) else "local"
+
+    def next_request_id(self) -> str:
+        self._next_id += 1
+        return f"{self.worker}-{self._next_id}"
+
+    def on_server_lost(self, refused_s: float) -> None:
+        """Every connection refused for the window: stop sending (a worker's users stop one by one)."""
+        log.error("tokenswarm: the server refused every connection for %.1f s: server lost; stopping, "
+                  "the prompts not sent yet are counted as unsent", refused_s)
+        from locust.runners import WorkerRunner
+        runner = self.environment.runner
+        if runner is not None and not isinstance(runner, WorkerRunner):
+            gevent.spawn(runner.quit)
+
+    def open_records(self, path: str) -> None:
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        self.records_file = open(path, "a", buffering=1, encoding="utf-8")  # line-buffered: on disk at once
+
+    def close_records(self) -> None:
+        if self.records_file is not None:
+            try:
+                self.records_file.close()
+            except OSError:  # a full disk: the lines written so far are what there is
+                pass
+            self.records_file = None

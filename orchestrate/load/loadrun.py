@@ -1,0 +1,304 @@
+"""Run the ``locust`` command for one variant, show progress, and stop it if the server dies.
+
+Stage: load. Locust runs as its own process (headless, or with its web UI for ``--ui``), exactly as a
+user would run it; its CSV/JSON stats and our ``requests.jsonl`` are the outputs. Locust exits 1 when
+any request failed: that is a result, not an error here.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import IO
+
+import requests
+
+from locustfiles.command import LOCUSTFILE, headless_command
+from locustfiles.serverwatch import DEFAULT_LOST_AFTER_S
+from orchestrate.load import jointoken
+from orchestrate.scenario import loadmodes, replay
+from orchestrate.errors import LoadRunError
+from orchestrate.server.launchers.base import free_port
+from orchestrate.processes import stop_process
+from orchestrate.results import VariantPaths
+from orchestrate.scenario.spec import LoadSpec
+
+PROGRESS_INTERVAL_S = 5.0
+LOCUST_STOP_GRACE_S = 30.0
+"""How long Locust gets after SIGTERM to stop its users and write its final stats."""
+DEFAULT_MASTER_PORT = 5557
+"""Locust's own default, for workers on other hosts; local workers get a free port."""
+EXPECT_WORKERS_WAIT_S = 60
+REMOTE_WORKERS_WAIT_S = 300.0
+"""How long a master waits for workers from other hosts by default (Locust's own waits forever)."""
+GAVE_UP_ON_WORKERS = "Gave up waiting for workers to connect"
+"""Locust's log line when ``--expect-workers-max-wait`` passed without enough workers."""
+WEB_UI_WAIT_S = 30.0
+"""How long ``--ui`` waits for Locust's web UI to answer before printing its address anyway."""
+
+
+@dataclass(frozen=True)
+class Swarm:
+    """Where the load comes from: one local process, local workers, or workers on other hosts."""
+
+    workers: int = 0
+    """``--workers N``: a master and N local worker processes (each one core's worth of load)."""
+    remote_workers: int = 0
+    """``--master --expect-workers N``: a master only; N workers join from other hosts."""
+    master_bind_host: str = "127.0.0.1"
+    master_bind_port: int = 0
+    """0 picks a free port (local workers) or Locust's 5557 (remote workers)."""
+    workers_wait_s: float = REMOTE_WORKERS_WAIT_S
+    """``--expect-workers-max-wait``: how long the master waits for remote workers before giving up."""
+    join_token_file: Path | None = None
+    """Where the master and local workers read the join token (``jointoken.py``); None: they inherit
+    ``TOKENSWARM_JOIN_TOKEN``, or local workers get one made for the run."""
+
+    @property
+    def distributed(self) -> bool:
+        return bool(self.workers or self.remote_workers)
+
+
+@dataclass(frozen=True)
+class WebUi:
+    """``tokenswarm run --ui``: Locust's web UI instead of headless; a person starts and ramps users."""
+
+    host: str = "127.0.0.1"
+    port: int = 0
+    """The CLI picks a free port once per run, so every variant has the same address."""
+    quit_on_stop: bool = False
+    """``--ui-quit-on-stop``: Locust quits when the test stops; else its UI stays up for a look, and
+    Ctrl-C in the terminal writes the results and goes on."""
+
+    @property
+    def url(self) -> str:
+        return f"http://{'[' + self.host + ']' if ':' in self.host else self.host}:{self.port}"
+
+
+@dataclass(frozen=True)
+class LoadPlan:
+    """Everything the Locust process needs for one variant."""
+
+    url: str
+    users: int
+    spawn_rate: float
+    num_prompts: int
+    max_tokens: int
+    max_seconds: float | None
+    read_timeout_s: float
+    cache_prompt: bool
+    model: str | None
+    swarm: Swarm = Swarm()
+    ui: WebUi | None = None
+    """Locust's web UI (``-u``/``-r`` then only prefill its form), and ``--quit-on-stop``."""
+    load: LoadSpec | None = None
+    """The scenario's load section: its request rate or ramp stages (``loadmodes.py``), when it has one."""
+    server_lost_after_s: float = DEFAULT_LOST_AFTER_S
+
+    @classmethod
+    def for_load(cls, load: LoadSpec, url: str, num_prompts: int, model: str | None, swarm: Swarm = Swarm(),
+                 ui: WebUi | None = None) -> "LoadPlan":
+        """The plan for a scenario's load section, once its ``num_prompts`` prompts are written."""
+        return cls(url=url, users=load.users, spawn_rate=load.spawn_rate, num_prompts=num_prompts,
+                   max_tokens=load.max_tokens, max_seconds=load.max_seconds, read_timeout_s=load.read_timeout_s,
+                   cache_prompt=load.cache_prompt, model=model, swarm=swarm, ui=ui, load=load,
+                   server_lost_after_s=load.server_lost_after_s)
+
+
+@dataclass(frozen=True)
+class LoadOutcome:
+    exit_code: int
+    wall_s: float
+    stopped_by: str
+    """``num_prompts`` (all sent), ``time_cap``, ``server_died`` (its process exited), ``server_lost`` (it
+    stopped answering for ``server_lost_after_s``), ``interrupted``, or ``ui_stop`` (stopped
+    in the web UI before every prompt was sent: the Stop button or the form's run time)."""
+
+
+def locust_command(plan: LoadPlan, paths: VariantPaths) -> list[str]:
+    """The exact ``locust`` command line (also shown in ``server.json``/docs)."""
+    cmd = headless_command(plan.users, plan.spawn_rate, plan.url, paths.prompts, plan.num_prompts, plan.max_tokens,
+                           paths.records)
+    cmd += ["--read-timeout", f"{plan.read_timeout_s:g}", "--server-lost-after", f"{plan.server_lost_after_s:g}",
+            "--csv", str(paths.locust_prefix), "--csv-full-history", "--json-file", str(paths.locust_json_stem),
+            "--only-summary", "--loglevel", "INFO", "--exit-with-parent", str(os.getpid())]
+    if plan.max_seconds:
+        cmd += ["--run-time", f"{int(plan.max_seconds)}s"]
+    if not plan.cache_prompt:
+        cmd.append("--no-cache-prompt")
+    cmd += loadmodes.locust_args(plan.load)  # --rate ... or --stages ...
+    if plan.load is not None:
+        cmd += replay.locust_args(plan.load)  # --mode multi_turn --history ... --think-time ...
+    if plan.model:
+        cmd += ["--model", plan.model]
+    swarm = plan.swarm
+    if swarm.distributed:
+        cmd += ["--master", "--expect-workers", str(swarm.workers or swarm.remote_workers),
+                "--expect-workers-max-wait", f"{EXPECT_WORKERS_WAIT_S if swarm.workers else swarm.workers_wait_s:g}",
+                "--master-bind-host", swarm.master_bind_host, "--master-bind-port", str(master_port(swarm)),
+                "--enable-rebalancing"]
+        cmd += _token_file_args(swarm.join_token_file)
+    if plan.ui is not None:  # the web UI instead of headless; Stop (or the last prompt) ends Locust
+        cmd.remove("--headless")
+        cmd += ["--web-host", plan.ui.host, "--web-port", str(plan.ui.port)]
+        cmd += ["--quit-on-stop"] * plan.ui.quit_on_stop
+    return cmd
+
+
+def master_port(swarm: Swarm) -> int:
+    return swarm.master_bind_port or DEFAULT_MASTER_PORT
+
+
+def worker_command(master_host: str, master_port: int, join_token_file: Path | None = None) -> list[str]:
+    """A worker: needs only the project installed (no dataset, no orchestrator, no Docker)."""
+    return [sys.executable, "-m", "locust", "-f", str(LOCUSTFILE), "--worker", "--master-host", master_host,
+            "--master-port", str(master_port), "--loglevel", "INFO",
+            *_token_file_args(join_token_file)]  # a worker quits when its master does
+
+
+def _token_file_args(join_token_file: Path | None) -> list[str]:
+    """The token's file by path: the token itself never goes on a command line."""
+    return ["--join-token-file", str(join_token_file)] if join_token_file else []
+
+
+def _progress(records: Path, offset: int, counts: list[int]) -> int:
+    """Count records (and errors) appended since ``offset``; returns the new offset."""
+    try:
+        with records.open("rb") as f:
+            f.seek(offset)
+            chunk = f.read()
+    except FileNotFoundError:
+        return offset
+    complete = chunk[: chunk.rfind(b"\n") + 1]
+    counts[0] += complete.count(b"\n")
+    counts[1] += complete.count(b'"status":"error"')
+    return offset + len(complete)
+
+
+def run_load(plan: LoadPlan, paths: VariantPaths, label: str,
+             server_down: Callable[[], str | None] = lambda: None) -> LoadOutcome:
+    """Run Locust to the end; print ``[label] n/N requests`` every few seconds.
+
+    ``server_down`` (``liveness.ServerWatch.down``) names a server that died or was lost: Locust is
+    stopped then, and that is how the load ended.
+
+    With ``plan.swarm.workers`` the master and that many local worker processes run; with
+    ``remote_workers`` the master waits for workers started elsewhere (``tokenswarm worker``).
+    """
+    if plan.swarm.workers and not plan.swarm.master_bind_port:
+        plan = replace(plan, swarm=replace(plan.swarm, master_bind_port=free_port()))
+    cmd = locust_command(plan, paths)
+    started = time.monotonic()
+    counts, offset, last_print = [0, 0], 0, started
+    stopped_by = "num_prompts"
+    waiting_said = stopped_said = False
+    workers: list[subprocess.Popen[bytes]] = []
+    swarm = plan.swarm
+    env = jointoken.locust_env(bool(swarm.workers), swarm.join_token_file)
+    with paths.locust_log.open("ab") as log:
+        proc = _spawn(cmd, log, env)
+        if swarm.remote_workers:
+            print(f"[{label}] master waiting up to {swarm.workers_wait_s:g} s for {swarm.remote_workers} "
+                  f"worker(s) (--expect-workers-max-wait): on each worker host run "
+                  f"{jointoken.how_to_join(master_port(swarm), swarm.join_token_file)}", flush=True)
+        for i in range(swarm.workers):
+            with paths.worker_log(i).open("ab") as worker_log:
+                workers.append(_spawn(worker_command("127.0.0.1", master_port(swarm), swarm.join_token_file),
+                                      worker_log, env))
+        try:
+            if plan.ui is not None:  # inside the try: Ctrl-C while waiting for the UI still stops Locust
+                _announce_web_ui(plan.ui, proc, label)
+            while proc.poll() is None:
+                time.sleep(0.2)
+                now = time.monotonic()
+                down = server_down()
+                if down is not None:
+                    stopped_by = down
+                    _stop(proc)
+                    break
+                if now - last_print >= PROGRESS_INTERVAL_S:
+                    offset = _progress(paths.records, offset, counts)
+                    if plan.ui is not None and not plan.ui.quit_on_stop and not stopped_said and \
+                            counts[0] and ui_state(plan.ui) == "stopped":
+                        print(f"[{label}] the test stopped; the web UI stays up to look at: press Ctrl-C here to "
+                              "write the results and go on", flush=True)
+                        stopped_said = True
+                    if plan.ui is not None and not counts[0]:  # nothing sent yet: the person has not pressed Start
+                        if not waiting_said:
+                            print(f"[{label}] waiting for START in the web UI ({plan.ui.url})", flush=True)
+                            waiting_said = True
+                    else:
+                        print(f"[{label}] {counts[0]}/{plan.num_prompts} requests, {counts[1]} errors, "
+                              f"{now - started:.0f} s", flush=True)
+                    last_print = now
+        except KeyboardInterrupt:
+            _stop(proc)
+            if not (stopped_said or (plan.ui is not None and ui_state(plan.ui) == "stopped" and counts[0])):
+                stopped_by = "interrupted"
+                raise
+            stopped_by = "ui_stop"  # the person looked at a stopped test and quit: a finished run
+        finally:
+            for p in (proc, *workers):
+                if p.poll() is None:
+                    _stop(p)
+    wall = time.monotonic() - started
+    if stopped_by == "num_prompts" and plan.max_seconds and wall >= plan.max_seconds:
+        stopped_by = "time_cap"
+    if plan.ui is not None and stopped_by in ("num_prompts", "time_cap"):  # the wall clock includes idle UI time
+        stopped_by = "num_prompts" if _count_lines(paths.records) >= plan.num_prompts else "ui_stop"
+    stopped_by = loadmodes.stopped_by(plan.load, stopped_by, lambda: _count_lines(paths.records) >= plan.num_prompts)
+    if proc.returncode not in (0, 1) and not paths.locust_json.exists():
+        raise LoadRunError(f"locust exited with code {proc.returncode} and wrote no stats; "
+                           f"see {paths.locust_log}")
+    return LoadOutcome(exit_code=proc.returncode, wall_s=wall, stopped_by=stopped_by)
+
+
+def ui_state(ui: WebUi) -> str | None:
+    """Locust's test state as its web UI reports it (``running``, ``stopped``, ...); None without an answer."""
+    try:
+        return requests.get(f"{ui.url}/stats/requests", timeout=2).json().get("state")
+    except (requests.RequestException, ValueError, AttributeError):
+        return None
+
+
+def _announce_web_ui(ui: WebUi, proc: subprocess.Popen[bytes], label: str) -> None:
+    """Print the web UI's address once it answers (or at once, if it does not within the wait)."""
+    deadline = time.monotonic() + WEB_UI_WAIT_S
+    while proc.poll() is None and time.monotonic() < deadline:
+        try:
+            socket.create_connection((ui.host if ui.host not in ("0.0.0.0", "::") else "127.0.0.1", ui.port),
+                                     timeout=1).close()
+            break
+        except OSError:
+            time.sleep(0.2)
+    after = ("STOP (or the last prompt answered) ends the test and tokenswarm writes the results" if ui.quit_on_stop
+             else "after STOP the UI stays up to look at; Ctrl-C here then writes the results (the last prompt "
+             "answered ends it too)")
+    print(f"[{label}] web UI: {ui.url}\n[{label}]   open it, set the users and press START; {after}", flush=True)
+
+
+def _count_lines(path: Path) -> int:
+    try:
+        with path.open("rb") as f:
+            return sum(1 for line in f if line.strip())
+    except FileNotFoundError:
+        return 0
+
+
+def _spawn(cmd: list[str], log: IO[bytes], env: dict[str, str]) -> subprocess.Popen[bytes]:
+    try:
+        return subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+                                env={**os.environ, "PYTHONUNBUFFERED": "1", **env})
+    except OSError as exc:
+        raise LoadRunError(f"cannot start locust ({exc}); is the project installed?") from None
+
+
+def _stop(proc: subprocess.Popen[bytes]) -> None:
+    """SIGTERM to Locust alone lets it quit cleanly and write its final stats; SIGKILL its group after a grace period."""
+    stop_process(proc, LOCUST_STOP_GRACE_S, term_group=False)

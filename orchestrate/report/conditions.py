@@ -1,0 +1,49 @@
+"""The conditions of a comparison beside its settings: the host's own load and the prompts completed.
+
+Stage: report (``orchestrate.report.compare``'s confound check). Two variants one setting apart still
+give no clean effect when the host was busy during either (a foreign load is never the same twice) or
+when they completed different prompts (a time cap ends a slow variant on the early, short ones): each
+such condition is named in ``confounded_by``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Set
+from pathlib import Path
+from typing import Any
+
+from orchestrate.report.formats import summary_numbers
+from orchestrate.report.hostreport import busy_reasons
+from orchestrate.results import VariantPaths
+from orchestrate.report.summarize import load_records, numeric_column, summarize_records
+
+HostBlock = dict[str, Any] | None
+"""A summary's ``host`` block (``orchestrate.report.hostreport.summarize_host``), or None before it existed."""
+
+
+def busy_text(host: HostBlock) -> str | None:
+    """What kept the host busy (foreign CPU, steal, GPU users), or None when it was quiet."""
+    return "; ".join(busy_reasons(host)) or None
+
+
+def common_prompts(a: Set[int] | None, b: Set[int] | None) -> int | None:
+    """How many prompts both completed (None when a summary does not say)."""
+    return None if a is None or b is None else len(a & b)
+
+
+def conditions(host_a: HostBlock, host_b: HostBlock, prompts_a: Set[int] | None,
+               prompts_b: Set[int] | None) -> list[str]:
+    """``host_load`` and ``prompt_set``, for those that make the pair unfair (empty: a fair pair)."""
+    busy = bool(host_a and host_a.get("busy")) or bool(host_b and host_b.get("busy"))
+    other = prompts_a is not None and prompts_b is not None and prompts_a != prompts_b
+    return ["host_load"] * busy + ["prompt_set"] * other
+
+
+def numbers_over(variant_dir: Path, prompts: Set[int]) -> dict[str, Any] | None:
+    """A variant's figures recomputed from its records of these prompts only (``summary_numbers``'s keys);
+    None without such records. Aggregates (decode tok/s) then cover the span those requests took,
+    which overlapped others'."""
+    records = load_records(VariantPaths(variant_dir).records)
+    if not records.empty:
+        records = records[numeric_column(records, "prompt_index").isin(list(prompts))]
+    return None if records.empty else summary_numbers(summarize_records(records))

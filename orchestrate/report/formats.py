@@ -1,0 +1,49 @@
+"""How numbers are written for a person, and the flat figures results are compared by.
+
+Stage: report. Shared by ``report.py``, ``compare.py`` and ``sweep_report.py``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+GIB = 1024 ** 3
+MIB = 1024 ** 2
+
+
+def fmt_ms(ms: float | None) -> str:
+    """``105 ms`` below a second, ``1.3 s`` above, ``–`` for none."""
+    if ms is None:
+        return "–"
+    if round(ms) >= 1000:
+        return f"{ms / 1000:.1f} s"
+    return f"{ms:.0f} ms" if round(ms, 2) >= 10 else f"{ms:.2f} ms"
+
+
+def fmt_num(x: float | None, digits: int = 1) -> str:
+    return "–" if x is None else f"{x:,.{digits}f}"
+
+
+def fmt_bytes(n: float | None) -> str:
+    """``1.25 GiB`` from 1 GiB up, ``412.3 MiB`` below, ``–`` for none."""
+    if n is None:
+        return "–"
+    return f"{n / GIB:,.2f} GiB" if n >= GIB else f"{n / MIB:,.1f} MiB"
+
+
+def summary_numbers(summary: dict[str, Any]) -> dict[str, Any]:
+    """The figures variants and sweep steps are compared by, flat, straight from a ``summary.json``."""
+    req, thr = summary.get("requests") or {}, summary.get("throughput") or {}
+    lat, spec, mem = summary.get("latency_ms") or {}, summary.get("speculative") or {}, summary.get("memory") or {}
+    out = {"completed": req.get("completed"), "errors": req.get("errors"), "sent": req.get("sent"),
+           "prefill_tok_s": thr.get("prefill_tok_s"), "decode_tok_s": thr.get("decode_tok_s"),
+           "acceptance": spec.get("acceptance_rate"), "peak_memory_bytes": mem.get("peak_bytes"),
+           "memory_source": mem.get("source")}
+    for metric in ("ttft", "tpot"):
+        for p in ("p50", "p99"):
+            out[f"{metric}_{p}_ms"] = (lat.get(metric) or {}).get(p)
+    good = summary.get("goodput") or {}  # the limits too: goodput of two variants compares only under one SLO
+    out.update({"goodput_slo": good.get("slo"), "goodput_requests": good.get("requests_meeting"),
+                "goodput_share": good.get("share"), "goodput_rps": good.get("requests_per_s"),
+                "goodput_tok_s": good.get("output_tokens_per_s")})
+    return out

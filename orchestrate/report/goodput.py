@@ -1,0 +1,88 @@
+"""Goodput: how many requests met the scenario's SLOs (``orchestrate.scenario.slo``), and at what rate.
+
+Stage: records → report. Computed here and only here; ``vllm_format`` copies ``requests_per_s`` as
+vLLM's ``request_goodput``.
+
+The definition is vLLM's (``vllm bench serve --goodput ttft:MS tpot:MS e2el:MS``, after DistServe):
+a request is good when it completed and each limit set holds with ``value <= limit``; goodput is
+good requests / the benchmark's duration. Where tokenswarm differs, and why:
+
+- TPOT of a request with one output token is undefined (no second token): it MEETS a TPOT limit, as
+  in vLLM (which sets such a TPOT to 0 for goodput); its TTFT and E2E are still judged.
+- A completed request with no content chunk has no TTFT: it MISSES a TTFT limit (nothing ever
+  reached the user; vLLM counts such a response as failed, which is never good either).
+- Errors and cancelled requests (in flight when the run stopped; vLLM always waits for every
+  request, so it has none) are never good, and ``share`` divides by ALL requests sent, so they
+  lower it. vLLM reports neither ``share`` nor ``output_tokens_per_s`` (Σ output tokens of the good
+  requests / duration), nor ``missed_by``.
+- The measured values are tokenswarm's (DESIGN.md): TTFT starts at the first content chunk, E2E
+  ends with the stream; vLLM's start at its first chunk with ``choices`` and end at its last one.
+- A limit must be > 0 (vLLM accepts 0, which no request can meet).
+
+The per-second figures divide by the summary's ``duration_s`` (first send → last end), the one its
+throughput uses, through the same ``per_second``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+
+from locustfiles.records import CANCELLED, ERROR, OK
+from orchestrate.report.formats import fmt_ms, fmt_num
+from orchestrate.scenario.slo import SLO_KEYS
+from orchestrate.report.summarize import numeric_column, per_second
+
+LABELS = {"ttft_ms": "TTFT", "tpot_ms": "TPOT", "e2e_ms": "E2E"}
+
+
+def goodput(records: pd.DataFrame, slo: dict[str, float] | None, duration_s: float) -> dict[str, Any] | None:
+    """``summary.json``'s ``goodput`` block; None without an SLO.
+
+    ``missed_by`` counts, per limit, the completed requests over it (one request over two limits is
+    counted under both), plus every ``error`` and ``cancelled`` request: a completed request is
+    good exactly when it is in none of the limit counts.
+
+    :param duration_s: the summary's ``duration_s``, so goodput and throughput share one window.
+    """
+    if not slo:
+        return None
+    limits = {key: float(slo[key]) for key in SLO_KEYS if slo.get(key) is not None}
+    status = records["status"] if "status" in records else pd.Series(dtype=object)
+    completed = status == OK
+    good = completed.copy()
+    missed: dict[str, int] = {}
+    for key, limit in limits.items():
+        values = numeric_column(records, key)
+        # NaN compares False: a missing TPOT (one output token) is not over its limit, a missing TTFT is
+        over = values > limit if key == "tpot_ms" else ~(values <= limit)
+        missed[key] = int((completed & over).sum())
+        good &= ~over
+    missed["error"], missed["cancelled"] = int((status == ERROR).sum()), int((status == CANCELLED).sum())
+    n_good = int(good.sum())
+    tokens = int(numeric_column(records, "output_tokens")[good].fillna(0).sum())
+    return {"slo": limits, "requests_meeting": n_good, "share": n_good / len(records) if len(records) else None,
+            "requests_per_s": per_second(n_good, duration_s), "output_tokens_per_s": per_second(tokens, duration_s),
+            "missed_by": missed}
+
+
+def slo_text(slo: dict[str, float]) -> str:
+    """``TTFT ≤ 2.0 s, TPOT ≤ 100 ms``."""
+    return ", ".join(f"{LABELS[key]} ≤ {fmt_ms(slo[key])}" for key in SLO_KEYS if key in slo)
+
+
+def markdown(block: dict[str, Any] | None) -> list[str]:
+    """The goodput lines of ``summary.md``; none without an SLO."""
+    if not block:
+        return []
+    share = block["share"]
+    missed = block["missed_by"]
+    misses = [f"{LABELS[key]} {missed[key]}" for key in SLO_KEYS if key in missed]
+    misses += [f"errors {missed['error']}", f"cancelled {missed['cancelled']}"]
+    return ["## Goodput", "",
+            f"**{block['requests_meeting']} requests met the SLO ({slo_text(block['slo'])})"
+            + (f": {100 * share:.1f} % of all sent" if share is not None else "")
+            + f"; {fmt_num(block['requests_per_s'], 2)} req/s, "
+            f"{fmt_num(block['output_tokens_per_s'])} output tok/s**  ",
+            "missed by: " + ", ".join(misses) + " (a request over two limits counts under both)", ""]

@@ -1,0 +1,130 @@
+"""The one home of ``summary.json``: a variant's result files → its summary, notes and reports.
+
+Stage: report. The run loop calls ``build_summary`` when a variant ends, and ``tokenswarm report``
+calls it to rebuild a run from its files alone; so this module reads files and imports nothing of
+the run stage (launchers, the Locust runner, the sampler, pre-flight), which a test holds.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from orchestrate.report.accounting import connections, server_down, unsent
+from orchestrate.report.goodput import goodput
+from orchestrate.scenario.hostlimits import HostLimits
+from orchestrate.report.hostreport import host_note, summarize_host
+from orchestrate.report.loadreport import load_mode_summary, notes as load_mode_notes
+from orchestrate.report.render import write_reports
+from orchestrate.results import VariantPaths, read_json
+from orchestrate.report.summarize import (crosscheck_agrees, jsonl_rows, load_records, locust_crosscheck,
+                                          server_metrics, summarize_client, summarize_metrics, summarize_records)
+from orchestrate.report.turns import summarize_turns
+from orchestrate.report.uisteps import ui_steps, user_levels, users_over_time
+
+TOKEN_COUNTERS = {
+    "server_tokenize": "exact: the server's /apply-template and /tokenize",
+    "server_tokenize_local_template": "the server's /tokenize over its /props chat template rendered by "
+                                      "tokenswarm (the server has no /apply-template)",
+    "server_tokenize_no_template": "the server's /tokenize over the message text alone: the chat template's "
+                                   "tokens are not counted (no /apply-template, no usable template in /props)",
+    "estimate_chars_div_4": "ESTIMATED (characters / 4): the server has no /tokenize",
+}
+"""How prompt lengths were measured (``summary.json`` ``sampling.token_counter``, set by pre-flight), best first."""
+
+
+def build_summary(paths: VariantPaths, scenario: str, variant: str, extra: dict[str, Any],
+                  host_limits: HostLimits = HostLimits()) -> dict[str, Any]:
+    """Summarize a variant's files (also used by ``tokenswarm report`` without a server)."""
+    records = load_records(paths.records)
+    summary: dict[str, Any] = {"scenario": scenario, "variant": variant, **extra}
+    summary.update(summarize_records(records))
+    summary["goodput"] = goodput(records, summary.get("slo"), summary["duration_s"])
+    summary["locust_crosscheck"] = locust_crosscheck(paths.locust_json, paths.locust_stats_csv)
+    summary["crosscheck_agrees"] = crosscheck_agrees(summary, summary["locust_crosscheck"])
+    summary["connections"] = connections(records)
+    metrics = summarize_metrics(paths.metrics)
+    summary["memory"] = metrics["memory"]
+    samples = jsonl_rows(paths.metrics)
+    summary["host"] = summarize_host(samples, host_limits)
+    summary["server_metrics"] = server_metrics(metrics, records)
+    summary["server"] = read_json(paths.server_json) or {}
+    if summary.get("status") in ("crashed", "server_lost"):
+        summary["server_down"] = server_down(records, summary["server"].get("down_at"), samples)
+    summary["workers"] = read_json(paths.workers_json)
+    summary["client"] = summarize_client(read_json(paths.client_json))
+    summary["workers_lost"] = (summary["workers"] or {}).get("workers_lost", 0)
+    summary["requests"]["unsent"] = unsent(summary.get("planned_prompts"), summary["requests"]["sent"]
+                                           + (summary["workers"] or {}).get("lost_in_flight", 0))
+    summary.update(load_mode_summary(paths, records))  # open loop: arrivals; ramp: stages
+    if summary.get("ui"):  # a person ramped the users: what they were, and each level held as a step
+        levels = user_levels(paths.locust_history_csv)
+        summary["users_over_time"], summary["ui_steps"] = users_over_time(levels), ui_steps(records, levels)
+        if summary["users_over_time"] and summary.get("settings"):  # the users the person set, not the form's prefill
+            summary["settings"] = {**summary["settings"], "load.users": summary["users_over_time"]["max"]}
+    summary.update(summarize_turns(paths, records, conversations=not summary.get("sweep")))  # multi-turn
+    summary["notes"] = notes(summary)
+    write_reports(summary, paths, records)
+    return summary
+
+
+def notes(summary: dict[str, Any]) -> list[str]:
+    """Plain-language caveats a reader must see next to the numbers."""
+    out = []
+    sampling = summary.get("sampling") or {}
+    counter = sampling.get("token_counter", "server_tokenize")
+    if counter != "server_tokenize":
+        out.append(f"prompt lengths: {TOKEN_COUNTERS.get(counter, counter)}"
+                   + ("" if counter == "server_tokenize_local_template" else "; sampling limits are approximate"))
+    if sampling.get("truncated"):
+        out.append(f"the dataset file is truncated (allow_truncated): prompts were sampled from its "
+                   f"{sampling['complete_conversations']:,} complete conversations only")
+    if sampling.get("shortfall"):
+        out.append(f"the dataset yielded {sampling['shortfall']} fewer prompts than asked for "
+                   f"(dropped by rule: {sampling['dropped']})")
+    first = summary.get("first_attempt")
+    if first:
+        changed = {k: v for k, v in (summary.get("settings") or {}).items() if first["settings"].get(k) != v}
+        out.append(f"the first attempt failed to load ({first['cause']}); this result is the retry with "
+                   + ", ".join(f"{k}={v}" for k, v in changed.items()) + f" (log: {first['log']})")
+    client = summary.get("client")
+    if client and client["saturated"]:
+        out.append(f"the load generator was saturated (loop lag p99 {client['loop_lag_ms']['p99']:.1f} ms, "
+                   f"max {client['loop_lag_ms']['max']:.0f} ms, CPU {client['cpu_pct']:.0f} %): timings are "
+                   f"inflated by up to {client['loop_lag_ms']['p99']:.1f} ms at p99 — add workers (--workers N)")
+    elif client and client.get("host_busy"):
+        out.append(f"the load generator waited for a CPU (loop lag p99 {client['loop_lag_ms']['p99']:.1f} ms, of "
+                   f"which at most {client['loop_lag_ms']['own_p99']:.1f} ms its own work): timings are inflated "
+                   f"by up to {client['loop_lag_ms']['p99']:.1f} ms at p99 — other processes hold the host's "
+                   "cores; give the client free ones")
+    if summary.get("workers_lost"):
+        workers = summary["workers"]
+        out.append(f"{workers['workers_lost']} load-generating worker(s) went missing during the run with "
+                   f"{workers['lost_in_flight']} request(s) in flight; those requests are not in the records")
+    if summary.get("status") in ("crashed", "server_lost"):
+        gone = "died" if summary["status"] == "crashed" else "stopped answering"
+        out.append(f"the server {gone} during the load: the streams it cut are `stream_cut` errors; the "
+                   f"{summary['requests'].get('unsent', 0):,} prompts not sent after that are counted apart (unsent), "
+                   "not as errors")
+    if summary.get("stopped_by") == "ui_stop":
+        out.append("the test was stopped in the web UI (Stop, or the form's run time) before every prompt was sent")
+    if summary.get("stopped_by") == "time_cap":
+        out.append("the time cap (max_seconds) ended the run before every prompt was sent")
+    no_content = (summary.get("requests") or {}).get("no_content")
+    if no_content:
+        out.append(f"{no_content} of {summary['requests']['completed']} completed replies carried no content "
+                   "(the model ended at once: EOS as its first token); they count in the token totals and "
+                   "throughput, and have no TTFT or TPOT")
+    if "chunks" in (summary.get("output_tokens_source") or []):
+        out.append("some output token counts are chunk counts (the server sent no usage or timings)")
+    if summary.get("crosscheck_agrees") is False:
+        out.append("Locust's own counts differ from the per-request records; see locust_crosscheck")
+    server = summary.get("server_metrics") or {}
+    if str(server.get("unavailable_reason")).startswith(("http_", "not_llamacpp")):
+        out.append(f"the server gave no llama.cpp /metrics ({server['unavailable_reason']}): no server-side "
+                   "token counts (start llama-server with --metrics); memory was still sampled")
+    if server.get("within_tolerance") is False:
+        out.append("the server's /metrics token counts differ from the records by more than the incomplete "
+                   "requests explain (another client on the server? a restart?); see server_metrics.vs_records")
+    out += [line for line in (host_note(summary.get("host")),) if line]
+    out += load_mode_notes(summary)
+    return out

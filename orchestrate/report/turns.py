@@ -1,0 +1,105 @@
+"""Multi-turn replay in the summary: figures per turn index, and what became of the conversations.
+
+Stage: records → report. The per-turn view is where prefix caching shows: turn k resends turn k-1's
+prompt and reply, so from turn 1 on most of a prompt can come from the server's cache
+(``cached_tokens``) and only the rest is prefilled (``prefill_tokens``, llama.cpp's
+``timings.prompt_n``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+
+from locustfiles.dataset import DatasetError, Prompt
+from locustfiles.records import OK
+from orchestrate.report.formats import fmt_ms, fmt_num
+from orchestrate.results import VariantPaths, read_json
+from orchestrate.report.summarize import weighted_stats
+
+
+def _mean(df: pd.DataFrame, column: str) -> float | None:
+    if column not in df or df[column].isna().all():
+        return None
+    return float(df[column].mean())
+
+
+def turn_rows(records: pd.DataFrame) -> list[dict[str, Any]]:
+    """One row per turn index: requests sent there; TTFT percentiles and token means over the
+    completed ones; ``cache_hit_share`` = Σ cached / Σ prompt tokens (of those reporting both)."""
+    rows = []
+    played = records.dropna(subset=["turn"])
+    for turn, group in played.groupby(played["turn"].astype(int), sort=True):
+        ok = group[group["status"] == OK]
+        ttft = weighted_stats(ok["ttft_ms"].dropna().to_numpy()) if "ttft_ms" in ok else None
+        both = ok.dropna(subset=["prompt_tokens", "cached_tokens"]) if "cached_tokens" in ok else ok.iloc[0:0]
+        prompt_sum = float(both["prompt_tokens"].sum()) if len(both) else 0.0
+        rows.append({"turn": int(turn), "requests": int(len(group)), "completed": int(len(ok)),
+                     "ttft_p50_ms": ttft["p50"] if ttft else None, "ttft_p99_ms": ttft["p99"] if ttft else None,
+                     "prompt_tokens_mean": _mean(ok, "prompt_tokens"),
+                     "cached_tokens_mean": _mean(ok, "cached_tokens"),
+                     "prefill_tokens_mean": _mean(ok, "prefill_tokens"),
+                     "cache_hit_share": float(both["cached_tokens"].sum()) / prompt_sum if prompt_sum else None})
+    return rows
+
+
+def conversation_counts(records: pd.DataFrame, planned_turns: dict[int, int], plan: dict[str, Any]
+                        ) -> dict[str, Any]:
+    """``planned``: conversations in the prompts file; ``completed``: those whose every planned turn
+    completed; ``cut``/``turns_dropped``: conversations the sampler cut short (``conversations.json``)."""
+    played = records.dropna(subset=["turn"])
+    ok = played[played["status"] == OK]
+    done = ok.groupby("prompt_index")["turn"].nunique() if len(ok) else pd.Series(dtype=int)
+    completed = sum(1 for index, turns in planned_turns.items() if int(done.get(index, 0)) >= turns)
+    return {"planned": len(planned_turns), "completed": completed, "cut": int(plan.get("cut") or 0),
+            "turns_dropped": int(plan.get("turns_dropped") or 0), "turns_planned": sum(planned_turns.values()),
+            "cut_by": plan.get("cut_by") or {}, "max_turns": plan.get("max_turns")}
+
+
+def _planned_turns(paths: VariantPaths) -> dict[int, int]:
+    """Prompt index → planned turns, from the prompts file the run replayed."""
+    try:
+        with paths.prompts.open(encoding="utf-8") as f:
+            prompts = [Prompt.from_json(line) for line in f if line.strip()]
+    except (FileNotFoundError, DatasetError):
+        return {}
+    return {p.index: p.requests for p in prompts}
+
+
+def summarize_turns(paths: VariantPaths, records: pd.DataFrame, conversations: bool = True) -> dict[str, Any]:
+    """``turns`` and ``conversations`` for ``summary.json``; empty for a run of single requests.
+
+    :param conversations: False for a sweep's variant summary: its records are its steps', each
+        numbered from 0, so conversations are counted in each step's own summary.
+    """
+    if records.empty or "turn" not in records or records["turn"].isna().all():
+        return {}
+    if not conversations:
+        return {"turns": turn_rows(records)}
+    plan = read_json(paths.conversations) or {}
+    return {"turns": turn_rows(records), "conversations": conversation_counts(records, _planned_turns(paths), plan)}
+
+
+def markdown(summary: dict[str, Any]) -> list[str]:
+    """``summary.md``'s per-turn table and conversation line; nothing for single requests."""
+    rows, conv = summary.get("turns"), summary.get("conversations")
+    if not rows:
+        return []
+
+    def share(value: float | None) -> str:
+        return "–" if value is None else f"{100 * value:.1f} %"
+
+    out = ["| turn | requests | TTFT p50 | TTFT p99 | prompt tok | cached tok | prefilled tok | cache hit |",
+           "|---|---|---|---|---|---|---|---|"]
+    out += [f"| {r['turn']} | {r['requests']} | {fmt_ms(r['ttft_p50_ms'])} | {fmt_ms(r['ttft_p99_ms'])} | "
+            f"{fmt_num(r['prompt_tokens_mean'])} | {fmt_num(r['cached_tokens_mean'])} | "
+            f"{fmt_num(r['prefill_tokens_mean'])} | {share(r['cache_hit_share'])} |" for r in rows]
+    if conv:
+        out.append("")
+        out.append(f"conversations: {conv['completed']}/{conv['planned']} completed every turn "
+                   f"({conv['turns_planned']} turns planned); {conv['cut']} cut short by the sampler "
+                   f"({conv['turns_dropped']} turns dropped: "
+                   + (", ".join(f"{k} {v}" for k, v in conv["cut_by"].items() if v) or "none") + ")  ")
+    out += ["token columns are means over completed requests; cache hit = Σ cached / Σ prompt tokens  ", ""]
+    return out

@@ -1,0 +1,90 @@
+"""A web UI ramp as steps: each user level a person held for a while, with its own figures.
+
+Stage: report. Users ramp by hand (4 → 16 → 32, then Stop) to find where the server saturates, so one
+pooled set of percentiles would describe no load that ever ran. Locust's own history
+(``locust_stats_history.csv``: the user count every second) says what happened; a level held at least
+``HOLD_S`` is a step, and its records are those sent while it held (a request belongs to the level it
+was sent under). The step block has the shape of a sweep's (``orchestrate.report.sweep_report`` draws
+and tabulates it).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from orchestrate.report.formats import summary_numbers
+from orchestrate.report.summarize import numeric_column, summarize_records
+
+HOLD_S = 10.0
+"""A user level held at least this long (seconds of Locust's history) is a step."""
+
+
+@dataclass(frozen=True)
+class Level:
+    """A user count as it held, from one history row to the first row with another count."""
+
+    users: int
+    start: float
+    end: float
+
+    @property
+    def held_s(self) -> float:
+        return self.end - self.start
+
+
+def user_levels(history_csv: Path) -> list[Level]:
+    """The user count over time, as runs of one count (the ``Aggregated`` rows of Locust's history)."""
+    try:
+        history = pd.read_csv(history_csv)
+    except (OSError, ValueError, pd.errors.EmptyDataError):
+        return []
+    if not {"Timestamp", "User Count", "Name"} <= set(history.columns):
+        return []
+    rows = history[history["Name"] == "Aggregated"].sort_values("Timestamp")
+    levels: list[Level] = []
+    for ts, users in zip(rows["Timestamp"].astype(float), rows["User Count"].astype(int)):
+        if levels and levels[-1].users == users:
+            continue
+        if levels:
+            levels[-1] = Level(levels[-1].users, levels[-1].start, ts)
+        levels.append(Level(users, ts, ts))
+    if levels and len(rows):
+        last = float(rows["Timestamp"].max()) + 1.0  # the last row covers its own second
+        levels[-1] = Level(levels[-1].users, levels[-1].start, last)
+    return levels
+
+
+def users_over_time(levels: list[Level]) -> dict[str, Any] | None:
+    """``summary.json``'s record of what the users really were (not the scenario's number)."""
+    if not levels:
+        return None
+    return {"max": max(level.users for level in levels),
+            "levels": [{"users": level.users, "from": level.start, "held_s": round(level.held_s, 1)}
+                       for level in levels if level.users > 0]}
+
+
+def ui_steps(records: pd.DataFrame, levels: list[Level], hold_s: float = HOLD_S) -> dict[str, Any] | None:
+    """The steps block (``sweep_report``'s shape, key ``users``); None without two levels to tell apart."""
+    held = [level for level in levels if level.users > 0 and level.held_s >= hold_s]
+    if not held or records.empty:
+        return None
+    sent = numeric_column(records, "send_ts")
+    steps = []
+    for i, level in enumerate(held):
+        mine = records[(sent >= level.start) & (sent < level.end)]
+        figures = summary_numbers(summarize_records(mine))
+        steps.append({"value": level.users, "label": f"users-{level.users}-{i + 1}", "status": "completed",
+                      "held_s": round(level.held_s, 1), **figures})
+    return {"key": "users", "values": [s["value"] for s in steps], "hold_s": hold_s, "steps": steps}
+
+
+def markdown_intro(block: dict[str, Any]) -> list[str]:
+    """The words above the step table of a web UI run."""
+    return ["## Steps of the web UI ramp", "",
+            f"Each user level held at least {block['hold_s']:g} s (Locust's own history of the user count) is a "
+            "step; its figures are over the requests sent while it held. The whole-run figures above pool "
+            "every level.", ""]

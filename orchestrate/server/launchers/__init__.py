@@ -1,0 +1,120 @@
+"""Server launchers: one small interface (``base.Launcher``), chosen by kind in ``LAUNCHERS``.
+
+Stage: server.
+``make_launcher`` turns a scenario's ``ServerSpec`` into a launcher. Every kind reads the scenario's
+flags through ``orchestrate.scenario.flags.llama_server_argv``.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+from orchestrate.errors import ScenarioError
+from orchestrate.scenario.flags import llama_server_argv
+from orchestrate.server.launchers.base import LOCAL_HOSTS, Launcher
+from orchestrate.scenario.spec import LAUNCHER_KINDS, ServerSpec
+
+def resolve_model(name: str, build: bool = True) -> str:
+    """``tiny``, ``tiny-draft``, ``tiny-deep``, ``tiny-deep-draft`` → the generated GGUF;
+    ``gemma-3-270m`` → the packaged real model (``orchestrate.server.packaged_models``); each built once and
+    cached, unless ``build`` is False; anything else is a path."""
+    from orchestrate.server.packaged_models import PACKAGED_MODELS, packaged_model_path
+    from orchestrate.tools.tinymodel import MODELS, tiny_model_path
+    if name in PACKAGED_MODELS:
+        return str(packaged_model_path(name, build))
+    return str(tiny_model_path(MODELS[name], build=build)) if name in MODELS else name
+
+
+def embedded_config(spec: ServerSpec, model: str, draft_model: str | None) -> Any:
+    """The flags go through the same llama-server argv as for docker and process, then through the
+    stand-in's parser (``llama_server_shim``), so all three read a scenario alike."""
+    from orchestrate.server.launchers.embedded import EmbeddedConfig
+    from orchestrate.server.launchers.llama_server_shim import config_of, parse_args
+    try:
+        argv = llama_server_argv(spec, model, draft_model, spec.host, spec.port)
+        return EmbeddedConfig(**config_of(parse_args(argv)))  # type: ignore[arg-type]
+    except ValueError as exc:
+        raise ScenarioError(f"server.flags: {exc}") from None
+
+
+def embedded_launcher(spec: ServerSpec, log_path: Path) -> Launcher:
+    from orchestrate.server.launchers.embedded import EmbeddedLauncher
+    return EmbeddedLauncher(embedded_config(spec, *models(spec)), log_path, start_timeout_s=spec.ready_timeout_s)
+
+
+def models(spec: ServerSpec, build: bool = True) -> tuple[str, str | None]:
+    """The model and draft paths a variant uses (the generated ones built unless ``build`` is False)."""
+    return (resolve_model(spec.model, build),
+            resolve_model(spec.draft_model, build) if spec.draft_model else None)
+
+
+def process_launcher(spec: ServerSpec, log_path: Path) -> Launcher:
+    from orchestrate.server.launchers.process import ProcessLauncher
+    return _flag_errors_as_scenario_errors(lambda: ProcessLauncher(spec, *models(spec), log_path))
+
+
+def docker_launcher(spec: ServerSpec, log_path: Path) -> Launcher:
+    from orchestrate.server.launchers.docker import DockerLauncher
+    return _flag_errors_as_scenario_errors(lambda: DockerLauncher(spec, *models(spec), log_path))
+
+
+def _flag_errors_as_scenario_errors(build: Callable[[], Launcher]) -> Launcher:
+    try:
+        return build()
+    except ScenarioError:
+        raise
+    except ValueError as exc:  # a flag tokenswarm sets itself (orchestrate.scenario.flags)
+        raise ScenarioError(str(exc)) from None
+
+
+def external_launcher(spec: ServerSpec, log_path: Path) -> Launcher:
+    from orchestrate.server.launchers.external import ExternalLauncher
+    assert spec.url, "validated by scenario.py"
+    return ExternalLauncher(spec.url, log_path)
+
+
+_FACTORIES: dict[str, Callable[[ServerSpec, Path], Launcher]] = {
+    "embedded": embedded_launcher,
+    "process": process_launcher,
+    "docker": docker_launcher,
+    "external": external_launcher,
+}
+LAUNCHERS = {kind: _FACTORIES[kind] for kind in LAUNCHER_KINDS}
+"""A factory per kind a scenario may name; the kinds themselves are ``scenario.spec.LAUNCHER_KINDS`` (the
+parser checks them without importing this stage), and a kind without a factory fails at import."""
+
+
+def check_launchers(specs: Iterable[ServerSpec]) -> None:
+    """Before any variant starts, refuse what would fail every variant of a kind the same way.
+
+    One line and exit 2 (``TokenswarmError``) instead of a run folder of identical ``failed_to_load``
+    results (and useless ``retry_with`` retries): an external server that does not answer, bad
+    ``server.docker`` options, no Docker engine,
+    an image that is neither present nor pullable (pulled here, so no variant's readiness time
+    includes a pull).
+    """
+    specs = list(specs)
+    for url in dict.fromkeys(spec.url for spec in specs if spec.launcher == "external" and spec.url):
+        from orchestrate.server.launchers.external import probe
+        probe(url)  # an unreachable --url: one line, before a results folder is made
+    docker_specs = [spec for spec in specs if spec.launcher == "docker"]
+    if docker_specs:
+        from orchestrate.server.launchers.docker import check_engine, docker_options
+        for spec in docker_specs:
+            docker_options(spec.docker)
+        check_engine([spec.image for spec in docker_specs])
+
+
+def make_launcher(spec: ServerSpec, log_path: Path) -> Launcher:
+    if spec.launcher != "external" and spec.host not in LOCAL_HOSTS:
+        print(f"tokenswarm: warning: the server binds {spec.host}, so other machines can reach it "
+              f"(server.host; the default is 127.0.0.1)", file=sys.stderr, flush=True)
+    try:
+        factory = LAUNCHERS[spec.launcher]
+    except KeyError:
+        raise ScenarioError(f"server.launcher: unknown kind {spec.launcher!r}; "
+                            f"available: {', '.join(LAUNCHERS)}") from None
+    return factory(spec, log_path)
