@@ -78,7 +78,8 @@ def test_server_killed_mid_run_is_crashed_and_completed_requests_are_kept(tmp_pa
     req = summary["requests"]
     assert req["sent"] == len(records) and req["errors"] == sum(r["status"] == "error" for r in records)
     # refused connections are retried, not sent again and again: the prompts left are unsent, not errors
-    assert set(req["errors_by_class"]) <= {"stream_cut"}, req
+    # cut mid-stream, or taken and dropped before a response; never a refused storm
+    assert set(req["errors_by_class"]) <= {"stream_cut", "connection_closed", "connection_reset"}, req
     assert req["completed"] + req["errors"] + req["cancelled"] + req["unsent"] == summary["planned_prompts"] == 300
     assert req["unsent"] > 200, req
     assert all(r["bytes_received"] is not None for r in records if r["error_class"] == "stream_cut")

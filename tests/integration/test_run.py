@@ -40,7 +40,7 @@ def test_exact_counts_tokens_and_locust_agreement(tmp_path: Path) -> None:
         assert r["n_chunks"] == r["output_tokens"]  # one token per SSE event
         # What /tokenize measured before the run is what the server counted.
         assert r["prompt_tokens"] == r["expected_prompt_tokens"] == by_index[r["prompt_index"]]["prompt_tokens"]
-        assert 0 < r["ttft_ms"] < r["e2e_ms"]
+        assert 0 < r["ttft_ms"] <= r["e2e_ms"]  # equal when a whole reply arrives in one network read
         assert r["chunk_offsets_ms"][0] == pytest.approx(r["ttft_ms"], abs=1e-3)
     assert summary["tokens"]["prompt"] == sum(p["prompt_tokens"] for p in prompts)
     # Locust's own stats, read from its JSON alone, agree with the records.
