@@ -1,6 +1,6 @@
 """Open-loop arrivals (``--rate``): requests go out on a schedule fixed in advance, not when a user is free.
 
-Stage: load. It imports stdlib, gevent, and locust inside ``install`` (the schedule and the clock are
+Stage: load. It imports stdlib, and locust inside ``install`` (the schedule and the clock are
 testable without Locust's monkey-patching). A closed loop hides a slow server (coordinated
 omission): when every user waits, no new request is due, so queueing never shows in the latencies.
 Here the k-th prompt of the run is due ``start + offset_k``; ``users`` is only the cap on requests
@@ -29,7 +29,6 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import gevent
 
 from locustfiles.loadshape import ARRIVALS
 from locustfiles.records import RequestRecord

@@ -8,16 +8,12 @@ from __future__ import annotations
 import argparse
 import errno
 import json
-import os
 import shlex
 import signal
 import subprocess
 import sys
-from collections.abc import Callable
-from dataclasses import replace
 from pathlib import Path
 from typing import NoReturn
-from typing import Any
 
 from orchestrate.scenario import loadmodes
 from orchestrate.errors import ResultsError, ScenarioError, TokenswarmError

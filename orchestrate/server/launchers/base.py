@@ -9,9 +9,7 @@ while the load runs.
 
 from __future__ import annotations
 
-import os
 import socket
-import subprocess
 import time
 from abc import ABC, abstractmethod
 from pathlib import Path
