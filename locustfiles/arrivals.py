@@ -29,9 +29,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-
 from locustfiles.loadshape import ARRIVALS
-from locustfiles.records import RequestRecord
 from locustfiles.runstate import ArrivalClock, LlmRun
 from locustfiles.resultfiles import ARRIVALS_JSON
 
@@ -87,17 +85,6 @@ def wait_until_due(run: LlmRun, prompt: Prompt) -> float | None:
     """Called by a user before it sends ``prompt``: returns at its scheduled time (at once when late)."""
     clock = run.arrivals
     return clock.wait(prompt.index) if clock is not None else None
-
-
-def stamp(record: RequestRecord, scheduled: float | None) -> None:
-    """Fill the record's open-loop fields: delay of the actual send, and latencies from the schedule."""
-    if scheduled is None:
-        return
-    record.scheduled_ts = scheduled
-    delay = max(0.0, (record.send_ts - scheduled) * 1000.0)  # a wake-up a hair early is on time
-    record.send_delay_ms = delay
-    record.ttft_from_schedule_ms = None if record.ttft_ms is None else delay + record.ttft_ms
-    record.e2e_from_schedule_ms = None if record.e2e_ms is None else delay + record.e2e_ms
 
 
 def arrivals_file(records_file: str) -> Path:

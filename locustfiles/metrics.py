@@ -68,6 +68,18 @@ def build_record(record: RequestRecord, send_t: float, stream: StreamResult) -> 
     return record
 
 
+def stamp_schedule(record: RequestRecord, scheduled: float | None) -> None:
+    """Open loop: the record's send delay (actual − scheduled send, ≥ 0) and its latencies counted from
+    the schedule (``arrivals.py`` sets the schedule); nothing in a closed loop (``scheduled`` None)."""
+    if scheduled is None:
+        return
+    record.scheduled_ts = scheduled
+    delay = max(0.0, (record.send_ts - scheduled) * MS)  # a wake-up a hair early is on time
+    record.send_delay_ms = delay
+    record.ttft_from_schedule_ms = None if record.ttft_ms is None else delay + record.ttft_ms
+    record.e2e_from_schedule_ms = None if record.e2e_ms is None else delay + record.e2e_ms
+
+
 def itl_gaps_ms(chunk_offsets_ms: list[float]) -> list[float]:
     """Gaps between consecutive content chunks (each weighted by tokens per chunk when pooled)."""
     return [b - a for a, b in zip(chunk_offsets_ms, chunk_offsets_ms[1:])]

@@ -21,7 +21,7 @@ from locust.exception import StopUser
 from locustfiles import arrivals
 from locustfiles.dataset import Prompt
 from locustfiles.connection import Connection
-from locustfiles.metrics import build_record
+from locustfiles.metrics import build_record, stamp_schedule
 from locustfiles.records import CANCELLED, ERROR, RequestRecord
 from locustfiles.serverwatch import ServerLost, backoff_s
 from locustfiles.sse import StreamResult, classify_exception, classify_http_error, read_stream
@@ -156,7 +156,7 @@ class ChatStreamUser(FastHttpUser):
             raise
         finally:
             if sent:
-                arrivals.stamp(record, scheduled)
+                stamp_schedule(record, scheduled)
                 self.environment.events.llm_record.fire(record=record)
 
     def stream_chat(self, prompt: Prompt, record: RequestRecord) -> StreamResult | None:

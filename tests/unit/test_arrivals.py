@@ -8,7 +8,8 @@ import time
 import gevent
 import pytest
 
-from locustfiles.arrivals import ArrivalClock, arrival_offsets, spawn_time_s, stamp
+from locustfiles.arrivals import ArrivalClock, arrival_offsets, spawn_time_s
+from locustfiles.metrics import stamp_schedule as stamp
 from locustfiles.dataset import Prompt
 from locustfiles.records import RequestRecord
 

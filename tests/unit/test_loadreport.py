@@ -9,7 +9,7 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from locustfiles.arrivals import stamp
+from locustfiles.metrics import stamp_schedule as stamp
 from locustfiles.records import RequestRecord
 from orchestrate.report import loadreport
 from orchestrate.report.render import markdown
