@@ -7,8 +7,8 @@ prompts at 32 users are first requests, enough to move p99). Here the user's con
 sockets through ``_StampedSocket``, which notes the moment the request is handed to the kernel
 (``sent_at``), and times each connect it opens (``connect_ms``); the user starts its clock there. A user
 also opens its first connection when it starts (``open``), a moment before its first request, so the
-server has accepted it by then: a request on a connection the server is still accepting waits for that
-too (measured against a server's own log: 0.5 ms at p50 on loopback). It uses geventhttpclient's pool
+server has accepted it by then (the issue asked for it; measured against a server's own log, a
+connection's first request still waits longest there: +0.7 to +1.7 ms p50). It uses geventhttpclient's pool
 (``_create_socket``, ``_create_tcp_socket``, as in 2.x); with a client without them (or TLS, whose
 socket wraps ours) nothing is stamped and the user keeps the clock it took before the request.
 """

@@ -24,6 +24,9 @@ try:
 except ImportError:  # a worker host without orjson still works, at about 40 % of the speed
     _loads = json.loads
 
+CLOSED_BEFORE_RESPONSE = ("connection_closed", "connection_reset")
+"""The connection was closed before any response: a kept-alive one the server had closed (reopened once),
+or a request the server took and dropped as it went down (cut, when it did)."""
 DATA_PREFIX = b"data:"
 DONE = b"[DONE]"
 

@@ -24,15 +24,13 @@ from locustfiles.connection import Connection
 from locustfiles.metrics import build_record, stamp_schedule
 from locustfiles.records import CANCELLED, ERROR, RequestRecord
 from locustfiles.serverwatch import ServerLost, backoff_s
-from locustfiles.sse import StreamResult, classify_exception, classify_http_error, read_stream
+from locustfiles.sse import CLOSED_BEFORE_RESPONSE, StreamResult, classify_exception, classify_http_error, read_stream
 
 RECV_BYTES = 65536
 """Most bytes one read takes: when a fast server is ahead, one read brings hundreds of events
 (geventhttpclient's own 4 KB would take about 25)."""
 SETTLE_S = 0.01
 """Between opening a user's connection and its first request: the server accepts it meanwhile."""
-RECONNECT_CLASSES = ("connection_closed", "connection_reset")
-"""A kept-alive connection the server closed after the last stream: reconnect once, not an error."""
 
 
 def body_reader(stream: Any) -> Callable[[], bytes]:
@@ -196,7 +194,7 @@ class ChatStreamUser(FastHttpUser):
                     self._waiting = False
                     record.refused_retries += 1
                     continue
-                if not reconnected and error_class in RECONNECT_CLASSES:
+                if not reconnected and error_class in CLOSED_BEFORE_RESPONSE:  # a kept-alive one the server closed
                     reconnected = True
                     continue
                 self._fail(record, send_t, error_class, f"{type(error).__name__}: {error}")

@@ -15,11 +15,10 @@ from typing import Any
 import pandas as pd
 
 from locustfiles.records import OK
-from orchestrate.report.summarize import weighted_stats
+from locustfiles.sse import CLOSED_BEFORE_RESPONSE
+from orchestrate.report.summarize import numeric_column, request_ends, weighted_stats
 
 CUT = "stream_cut"
-DROPPED = ("connection_closed", "connection_reset")
-"""A request the server took and closed before any response: cut too, when the server went down."""
 
 
 def unsent(planned: int | None, sent: int) -> int:
@@ -33,12 +32,10 @@ def connections(records: pd.DataFrame) -> dict[str, Any] | None:
     reopened mid-run after the server closed the last one; None for records that do not say."""
     if records.empty or "connect_ms" not in records:
         return None
-    connect = pd.to_numeric(records["connect_ms"], errors="coerce").dropna()
-    reconnects = int(records["reconnect"].fillna(False).astype(bool).sum()) if "reconnect" in records else 0
-    return {"opened": int(connect.size), "reconnects": reconnects,
+    connect = numeric_column(records, "connect_ms").dropna()
+    return {"opened": int(connect.size), "reconnects": int(numeric_column(records, "reconnect").fillna(0).sum()),
             "connect_ms": weighted_stats(connect.to_numpy()),
-            "refused_retries": int(pd.to_numeric(records.get("refused_retries"), errors="coerce").fillna(0).sum())
-            if "refused_retries" in records else 0}
+            "refused_retries": int(numeric_column(records, "refused_retries").fillna(0).sum())}
 
 
 def down_at(records: pd.DataFrame, watched_at: float | None) -> float | None:
@@ -46,7 +43,7 @@ def down_at(records: pd.DataFrame, watched_at: float | None) -> float | None:
     ``watched_at`` (the liveness watch's own moment) if that is earlier; None if neither is known."""
     candidates = [watched_at] if watched_at is not None else []
     if not records.empty and "error_class" in records:
-        ends = records["send_ts"] + records["e2e_ms"].fillna(0) / 1000.0
+        ends = request_ends(records)
         ok_ends = ends[records["status"] == OK]
         last_ok = ok_ends.max() if not ok_ends.empty else float("-inf")
         cuts = ends[(records["error_class"] == CUT) & (ends > last_ok)]
@@ -66,7 +63,7 @@ def server_down(records: pd.DataFrame, watched_at: float | None,
     before = [s for s in samples if s.get("t", float("inf")) <= at]
     last = before[-1] if before else None
     classes = records["error_class"] if "error_class" in records else pd.Series(dtype=object)
-    cut, dropped = int((classes == CUT).sum()), int(classes.isin(DROPPED).sum())
+    cut, dropped = int((classes == CUT).sum()), int(classes.isin(CLOSED_BEFORE_RESPONSE).sum())
     return {"at_ts": at, "at_s": round(at - first_send, 3), "streams_cut": cut, "dropped_before_response": dropped,
             "last_metrics_sample": None if last is None else
             {k: last.get(k) for k in ("t", "elapsed_s", "server_memory_bytes", "gpu_memory_used_bytes", "metrics")}}

@@ -141,8 +141,7 @@ def summarize_records(df: pd.DataFrame) -> dict[str, Any]:
                 "latency_ms": {}, "server_timings": None, "speculative": None, "completed_prompts": []}
     ok = df.loc[df["status"] == OK, [c for c in df if c in _COMPLETED_FIELDS]]
     errors = df.loc[df["status"] == ERROR, ["error_class"]]
-    ends = df["send_ts"] + df["e2e_ms"].fillna(0) / 1000.0
-    duration = float(ends.max() - df["send_ts"].min())
+    duration = float(request_ends(df).max() - df["send_ts"].min())
     tokens = {"prompt": _sum(ok, "prompt_tokens") or 0, "cached": _sum(ok, "cached_tokens") or 0,
               "output": _sum(ok, "output_tokens") or 0}
     per_s = (lambda n: per_second(n, duration))
@@ -353,6 +352,11 @@ def counter_increase(values: pd.Series) -> float | None:
         return None
     steps = v.diff().iloc[1:]
     return float(steps.where(steps >= 0, v.iloc[1:]).sum())
+
+
+def request_ends(df: pd.DataFrame) -> pd.Series:
+    """Each request's end, wall clock: its send time plus its E2E (a request without one ends at its send)."""
+    return df["send_ts"] + df["e2e_ms"].fillna(0) / 1000.0
 
 
 def numeric_column(df: pd.DataFrame, column: str) -> pd.Series:
