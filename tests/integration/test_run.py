@@ -150,7 +150,7 @@ def test_a_variant_cut_by_the_time_cap_is_no_clean_effect(tmp_path: Path) -> Non
     scenario.write_text("name: cut\nserver: {launcher: embedded, model: tiny, flags: {parallel: 4, threads: 1}}\n"
                         "load: {dataset: 'synthetic:400', users: 4, num_prompts: 40, max_tokens: 64, max_seconds: 5}\n"
                         "matrix:\n  model: [tiny, tiny-deep]\n"
-                        "host_limits: {foreign_cpu_pct: 100}\n")  # the prompt sets are judged here, not the host
+                        "host_limits: {foreign_cpu_pct: 100, steal_pct: 100}\n")  # the prompt sets are judged here, not the host (nor a VM's steal)
     proc, run = tokenswarm_run(tmp_path, scenario)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     fast = json.loads((run / "model-tiny" / "summary.json").read_text())
