@@ -8,7 +8,7 @@ sockets through ``_StampedSocket``, which notes the moment the request is handed
 (``sent_at``), and times each connect it opens (``connect_ms``); the user starts its clock there. A user
 also opens its first connection when it starts (``open``), a moment before its first request, so the
 server has accepted it by then (the issue asked for it; measured against a server's own log, a
-connection's first request still waits longest there: +0.7 to +1.7 ms p50). It uses geventhttpclient's pool
+connection's first request is +0.3 to +0.4 ms p50, docs/benchmarks.md). It uses geventhttpclient's pool
 (``_create_socket``, ``_create_tcp_socket``, as in 2.x); with a client without them (or TLS, whose
 socket wraps ours) nothing is stamped and the user keeps the clock it took before the request.
 """

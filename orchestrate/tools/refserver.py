@@ -154,7 +154,7 @@ class RefServer:
             write(http_error(404, "not_found_error", "File Not Found", keep_alive))
 
     def _chat(self, conn: HttpConnection, headers: dict[bytes, bytes], body: bytes, keep_alive: bool) -> None:
-        t0_loop, t0_wall = self.loop.time(), time.time()
+        t0_loop, t0_wall = conn.arrived or (self.loop.time(), time.time())
         assert conn.transport is not None
         try:
             req = json.loads(body)

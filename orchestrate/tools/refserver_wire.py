@@ -126,6 +126,9 @@ class HttpConnection(asyncio.Protocol):
         self.buf = b""
         self.stream: Stream | None = None
         self.served = 0
+        self.arrived: tuple[float, float] | None = None
+        """(loop time, wall clock) when the first bytes of the request being read came in: the truth's
+        arrival, taken before any request is handled (see ``data_received``)."""
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = transport  # type: ignore[assignment]
@@ -135,9 +138,14 @@ class HttpConnection(asyncio.Protocol):
         self.transport = None
 
     def data_received(self, data: bytes) -> None:
+        """Stamp the arrival now, handle the request after this loop pass: requests that come in
+        together (32 users' first requests) are all stamped before any is built, so a burst's last
+        arrival is not stamped late by the server's own work on the others."""
+        if not self.buf:
+            self.arrived = (self.server.loop.time(), time.time())
         self.buf += data
         if self.stream is None:
-            self._handle()
+            self.server.loop.call_soon(self._handle)
 
     def end_stream(self, keep_alive: bool) -> None:
         """After a response: close if asked, or silently after ``close_after`` responses (as
@@ -176,6 +184,8 @@ class HttpConnection(asyncio.Protocol):
             keep_alive = conn_header != b"close" and (version != b"HTTP/1.0" or conn_header == b"keep-alive")
             served = self.served
             self.server.dispatch(self, method, target.split(b"?", 1)[0], headers, body, keep_alive)
+            if not self.buf:
+                self.arrived = None
             if self.stream is None and self.served == served:  # answered at once, not by a stream
                 self.end_stream(keep_alive)
                 return
