@@ -144,9 +144,8 @@ def add_report_arguments(p: argparse.ArgumentParser) -> None:
 
 def report_main(args: argparse.Namespace) -> int:
     """Rebuild every summary of a run from its files alone (no server needed)."""
-    from orchestrate.scenario.hostlimits import HostLimits
     from orchestrate.report.render import console_lines
-    from orchestrate.report.summary import build_summary
+    from orchestrate.report.summary import rebuild_summary
     if not args.run_dir.is_dir():
         raise ScenarioError(f"{args.run_dir}: no such run directory")
     found = variant_dirs(args.run_dir)
@@ -157,12 +156,7 @@ def report_main(args: argparse.Namespace) -> int:
                            "requests.jsonl (plain Locust: run it with --records-file DIR/requests.jsonl, and "
                            "--csv DIR/locust --json-file DIR/locust_stats for its cross-check)")
     for paths in found:
-        old = json.loads(paths.summary_json.read_text()) if paths.summary_json.exists() else {}
-        keep = {k: old[k] for k in ("status", "error", "stopped_by", "planned_prompts", "sampling", "settings",
-                                    "factors", "retried", "first_attempt", "slo", "repeat", "warmup", "machine", "model")
-                if k in old}
-        limits = HostLimits(**((old.get("host") or {}).get("limits") or {}))
-        summary = build_summary(paths, old.get("scenario", args.run_dir.name), paths.dir.name, keep, limits)
+        summary = rebuild_summary(paths, args.run_dir.name)
         print(f"== {paths.dir.relative_to(args.run_dir) if paths.dir != args.run_dir else paths.dir.name}")
         for line in console_lines(summary):
             print(f"   {line}")

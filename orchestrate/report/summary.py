@@ -12,12 +12,14 @@ from typing import Any
 from orchestrate.report.accounting import connections, server_down, unsent
 from orchestrate.report.goodput import goodput
 from orchestrate.scenario.hostlimits import HostLimits
+from orchestrate.scenario.spec import Sweep
 from orchestrate.report.hostreport import host_note, summarize_host
 from orchestrate.report.loadreport import load_mode_summary, notes as load_mode_notes
 from orchestrate.report.render import write_reports
 from orchestrate.results import VariantPaths, read_json
 from orchestrate.report.summarize import (crosscheck_agrees, jsonl_rows, load_records, locust_crosscheck,
                                           server_metrics, summarize_client, summarize_metrics, summarize_records)
+from orchestrate.report.sweep_report import sweep_block
 from orchestrate.report.turns import summarize_turns
 from orchestrate.report.uisteps import ui_steps, user_levels, users_over_time
 
@@ -65,6 +67,28 @@ def build_summary(paths: VariantPaths, scenario: str, variant: str, extra: dict[
     summary["notes"] = notes(summary)
     write_reports(summary, paths, records)
     return summary
+
+
+KEPT_ON_REBUILD = ("status", "error", "stopped_by", "planned_prompts", "sampling", "settings", "factors", "retried",
+                   "first_attempt", "slo", "repeat", "warmup", "machine", "model", "step")
+"""What ``tokenswarm report`` keeps of an old summary: what the run knew and its files do not say."""
+
+
+def rebuild_summary(paths: VariantPaths, scenario: str) -> dict[str, Any]:
+    """``tokenswarm report``: a variant's summary rebuilt from its files and what its old summary kept;
+    a sweep's steps are rebuilt first, then its ``sweep`` block from their new summaries."""
+    old = read_json(paths.summary_json) or {}
+    keep = {k: old[k] for k in KEPT_ON_REBUILD if k in old}
+    if old.get("sweep"):
+        block = old["sweep"]
+        sweep = Sweep(block["key"], tuple(block["values"]), block["warmup_prompts"], block["settle_s"])
+        for value in sweep.values:
+            step = VariantPaths(paths.dir / "steps" / sweep.label(value))
+            if step.summary_json.is_file():
+                rebuild_summary(step, scenario)
+        keep["sweep"] = sweep_block(paths, sweep)
+    limits = HostLimits(**((old.get("host") or {}).get("limits") or {}))
+    return build_summary(paths, old.get("scenario", scenario), old.get("variant", paths.dir.name), keep, limits)
 
 
 def notes(summary: dict[str, Any]) -> list[str]:

@@ -4,6 +4,8 @@ every figure, a folder per step, and the drafter's speedup step by step in the c
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 
 import pytest
 
@@ -51,3 +53,19 @@ def test_users_sweep_with_and_without_a_drafter(tmp_path, tiny_model, tiny_draft
     text = (run / "compare.md").read_text()
     assert "step by step" in text and "users" in text
     assert (run / "compare_sweep.png").stat().st_size > 10_000
+    # `tokenswarm report` rebuilds the steps, then the sweep block from them: nothing of the sweep is lost
+    before = {name: json.loads((run / name / "summary.json").read_text()) for name in ("base", "drafter")}
+    step = run / "base" / "steps" / "users-3" / "summary.json"
+    stale = json.loads(step.read_text())
+    step.write_text(json.dumps({**stale, "completed_prompts": [], "latency_ms": None}))  # a step summary gone stale
+    report = subprocess.run([sys.executable, "-m", "orchestrate.cli", "report", str(run)], capture_output=True,
+                            text=True, timeout=120)
+    assert report.returncode == 0, report.stdout + report.stderr
+    rebuilt = json.loads(step.read_text())
+    assert rebuilt["latency_ms"] == stale["latency_ms"] and rebuilt["completed_prompts"] == stale["completed_prompts"]
+    assert rebuilt["step"] == {"key": "users", "value": 3}
+    for name in ("base", "drafter"):
+        after = json.loads((run / name / "summary.json").read_text())
+        assert after["sweep"] == before[name]["sweep"]
+        assert after["requests"] == before[name]["requests"]
+        assert "## Sweep over `users`" in (run / name / "summary.md").read_text()
