@@ -29,6 +29,7 @@ from locustfiles.arrivals import is_open_loop
 from locustfiles.dataset import Prompt
 from locustfiles.records import RequestRecord
 from locustfiles.resultfiles import WORKERS_JSON
+from locustfiles.runstate import MSG_SERVER_LOST
 
 if TYPE_CHECKING:
     from locustfiles.runstate import LlmRun
@@ -230,7 +231,17 @@ def _install_master(environment: Environment, runner: MasterRunner, run: LlmRun,
             ledger_json = {**ledger.to_json(), **gate.to_json()}
             workers_file(opts.records_file).write_text(json.dumps(ledger_json, indent=2) + "\n")
 
+    def on_server_lost(msg: Any, **_kw: Any) -> None:
+        """A worker judged the server lost: end the run here, or a plain master would wait out its run time."""
+        if not run.server_watch.lost:
+            run.server_watch.lost = True
+            log.error("tokenswarm: worker %s found the server lost (every connection refused for %.1f s); "
+                      "ending the run, the prompts not sent yet are counted as unsent", msg.node_id,
+                      msg.data.get("refused_s", 0.0))
+            gevent.spawn(runner.quit)
+
     runner.register_message(MSG_TAKE, on_take)
     runner.register_message(MSG_RECORDS, on_records)
+    runner.register_message(MSG_SERVER_LOST, on_server_lost)
     environment.events.quitting.add_listener(on_quitting)
     gevent.spawn(watch)

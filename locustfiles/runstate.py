@@ -52,6 +52,10 @@ class ArrivalClock:
         return due
 
 
+MSG_SERVER_LOST = "tokenswarm_server_lost"
+"""A worker's users found the server lost: the master ends the run (``distributed.py``)."""
+
+
 class LlmRun:
     """Per-process state of a tokenswarm run, reachable as ``environment.tokenswarm``."""
 
@@ -79,12 +83,15 @@ class LlmRun:
         return f"{self.worker}-{self._next_id}"
 
     def on_server_lost(self, refused_s: float) -> None:
-        """Every connection refused for the window: stop sending (a worker's users stop one by one)."""
+        """Every connection refused for the window: stop sending. A worker tells its master, which ends
+        the run for every worker (its users stop one by one meanwhile); a local run or a master quits."""
         log.error("tokenswarm: the server refused every connection for %.1f s: server lost; stopping, "
                   "the prompts not sent yet are counted as unsent", refused_s)
         from locust.runners import WorkerRunner
         runner = self.environment.runner
-        if runner is not None and not isinstance(runner, WorkerRunner):
+        if isinstance(runner, WorkerRunner):
+            runner.send_message(MSG_SERVER_LOST, {"refused_s": refused_s})
+        elif runner is not None:
             gevent.spawn(runner.quit)
 
     def open_records(self, path: str) -> None:

@@ -25,12 +25,16 @@ from orchestrate.load import jointoken
 from orchestrate.scenario import loadmodes, replay
 from orchestrate.errors import LoadRunError
 from orchestrate.server.launchers.base import free_port
+from orchestrate.server.liveness import DIED
 from orchestrate.processes import stop_process
 from orchestrate.results import VariantPaths
 from orchestrate.scenario.spec import LoadSpec
 
 PROGRESS_INTERVAL_S = 5.0
 LOCUST_STOP_GRACE_S = 30.0
+CUT_GRACE_S = 1.0
+"""After the server's process exited, Locust runs this long more before it is stopped: the streams the
+exit cut end at once, and their users classify them (``stream_cut``) instead of being cancelled."""
 """How long Locust gets after SIGTERM to stop its users and write its final stats."""
 DEFAULT_MASTER_PORT = 5557
 """Locust's own default, for workers on other hosts; local workers get a free port."""
@@ -220,6 +224,8 @@ def run_load(plan: LoadPlan, paths: VariantPaths, label: str,
                 down = server_down()
                 if down is not None:
                     stopped_by = down
+                    if down == DIED:  # its streams were cut as it died: let the users read that first
+                        _wait(proc, CUT_GRACE_S)
                     _stop(proc)
                     break
                 if now - last_print >= PROGRESS_INTERVAL_S:
@@ -302,3 +308,11 @@ def _spawn(cmd: list[str], log: IO[bytes], env: dict[str, str]) -> subprocess.Po
 def _stop(proc: subprocess.Popen[bytes]) -> None:
     """SIGTERM to Locust alone lets it quit cleanly and write its final stats; SIGKILL its group after a grace period."""
     stop_process(proc, LOCUST_STOP_GRACE_S, term_group=False)
+
+
+def _wait(proc: subprocess.Popen[bytes], seconds: float) -> None:
+    """Let Locust run up to ``seconds`` more (it may end on its own)."""
+    try:
+        proc.wait(seconds)
+    except subprocess.TimeoutExpired:
+        pass

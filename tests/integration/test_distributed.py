@@ -4,15 +4,19 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import psutil
 import pytest
 
+from locustfiles.command import LOCUSTFILE
 from locustfiles.admission import JOIN_TOKEN_ENV, MSG_CHALLENGE, MSG_VERDICT, NO_TOKEN, WRONG_TOKEN
+from orchestrate.server.launchers.embedded import EmbeddedLauncher
 from tests.helpers import read_jsonl, tokenswarm_run, write_scenario
 
 pytestmark = pytest.mark.integration
@@ -210,3 +214,42 @@ def test_only_workers_that_prove_the_join_token_take_part(tmp_path: Path) -> Non
     log = (variant / "locust.log").read_text()
     assert all(f"worker {w} rejected" in log for w in rejected)
     assert not [p for p in variant.parent.rglob("*") if p.is_file() and token in p.read_text(errors="replace")]
+
+
+def test_a_plain_master_ends_the_run_when_its_worker_finds_the_server_lost(
+        tmp_path: Path, embedded: Callable[..., EmbeddedLauncher]) -> None:
+    """Plain Locust (`locust --master` and `--worker`, no orchestrator): the worker's users find every
+    connection refused, the worker tells the master, and the master ends the run long before its run time."""
+    from orchestrate.server.launchers.base import free_port
+    server = embedded(parallel=2)
+    port = free_port("127.0.0.1")
+    env = {**os.environ, JOIN_TOKEN_ENV: "a-token-for-this-test"}
+    records = tmp_path / "requests.jsonl"
+    common = [sys.executable, "-m", "locust", "-f", str(LOCUSTFILE)]
+    master = subprocess.Popen([*common, "--headless", "--master", "--master-bind-host", "127.0.0.1",
+                               "--master-bind-port", str(port), "--expect-workers", "1", "-u", "2", "-r", "2",
+                               "--host", server.url or "", "--dataset", "synthetic:400", "--num-prompts", "200",
+                               "--max-tokens", "200", "--records-file", str(records), "--server-lost-after", "2",
+                               "-t", "180s"], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    worker = subprocess.Popen([*common, "--worker", "--master-host", "127.0.0.1", "--master-port", str(port)],
+                              env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        deadline = time.monotonic() + 90
+        while not (records.exists() and records.read_text().count("\n") >= 3):
+            assert time.monotonic() < deadline and master.poll() is None, "no records from the worker"
+            time.sleep(0.2)
+        pid = server.pid()
+        assert pid is not None
+        os.kill(pid, signal.SIGKILL)
+        killed = time.monotonic()
+        out, _ = master.communicate(timeout=60)
+        assert time.monotonic() - killed < 30, out  # the 2 s window and the quit, not the 180 s run time
+        worker_out, _ = worker.communicate(timeout=30)
+    finally:
+        for proc in (master, worker):
+            proc.kill()
+    assert "found the server lost" in out, out[-3000:]
+    assert "server lost; stopping" in worker_out, worker_out[-3000:]
+    sent = read_jsonl(records)
+    assert 3 <= len(sent) < 200  # what the server answered is kept; the rest was never sent
+    assert not any(r["error_class"] == "connection_refused" for r in sent)  # refusals retried, never records
