@@ -21,9 +21,9 @@ import numpy as np
 import pandas as pd
 
 from locustfiles.records import CANCELLED, ERROR, METRIC, NO_CONTENT, OK, REQUEST_NAME, REQUEST_TYPE
-from orchestrate.report.blockstats import Blocks, concatenated, fits, select
-from orchestrate.report.chunkcolumn import COLUMN, chunk_offsets, within_row_diffs
-from orchestrate.report.recordsfile import read_records as load_records  # noqa: F401 (the name callers use)
+from orchestrate.report.aggregates.blockstats import Blocks, concatenated, fits, select
+from orchestrate.report.aggregates.chunkcolumn import COLUMN, chunk_offsets, within_row_diffs
+from orchestrate.report.aggregates.recordsfile import read_records as load_records  # noqa: F401 (the name callers use)
 from orchestrate.results import SERVER_COUNTERS, read_json
 
 PERCENTILES = (50, 90, 99)

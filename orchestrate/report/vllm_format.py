@@ -71,8 +71,8 @@ import orjson
 import pandas as pd
 
 from locustfiles.records import CANCELLED, OK
-from orchestrate.report.blockstats import Blocks, concatenated, fits, select
-from orchestrate.report.chunkcolumn import ChunkOffsets, chunk_offsets, within_row_diffs
+from orchestrate.report.aggregates.blockstats import Blocks, concatenated, fits, select
+from orchestrate.report.aggregates.chunkcolumn import ChunkOffsets, chunk_offsets, within_row_diffs
 from orchestrate.report.summarize import gap_blocks, numeric_column, output_tokens_per_second, peak_in_flight
 
 BACKEND = "openai-chat"

@@ -129,7 +129,8 @@ def test_requests_cancelled_by_a_ramp_down_end_there() -> None:
 
 
 def test_the_columnar_frame_gives_the_same_blocks(tmp_path: Path) -> None:
-    """``tokenswarm report`` reads records columnar (``orchestrate.report.recordsfile``): stages and arrivals as from lists."""
+    """``tokenswarm report`` reads records columnar (``orchestrate.report.aggregates.recordsfile``): stages and
+    arrivals as from lists."""
     one = [rec(k, T0 + 0.5 * k, scheduled=T0 + 0.5 * k) for k in range(4)]
     three = [rec(4 + k, T0 + 2.1 + 0.3 * k, status="error" if k == 2 else "ok", ttft=150.0, chunks=3 + k % 4)
              for k in range(9)]

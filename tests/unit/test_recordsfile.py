@@ -1,4 +1,4 @@
-"""orchestrate/report/recordsfile.py: ``requests.jsonl`` read columnar gives what a plain reading gives.
+"""orchestrate/report/aggregates/recordsfile.py: ``requests.jsonl`` read columnar gives what a plain reading gives.
 
 The reference is written out in plain Python over ``json.loads`` of each line: nearest-rank
 percentiles with weights, token totals, errors by class. Both the in-memory path and the blockwise
@@ -17,9 +17,9 @@ import numpy as np
 import pytest
 
 from locustfiles.records import CANCELLED, ERROR, OK, RequestRecord
-from orchestrate.report import blockstats
-from orchestrate.report.chunkcolumn import chunk_offsets
-from orchestrate.report.recordsfile import read_records
+from orchestrate.report.aggregates import blockstats
+from orchestrate.report.aggregates.chunkcolumn import chunk_offsets
+from orchestrate.report.aggregates.recordsfile import read_records
 from orchestrate.report.summarize import summarize_records
 
 T0 = 1_700_000_000.0
@@ -141,7 +141,7 @@ def test_every_field_of_a_whole_file_is_read_by_the_fast_path(tmp_path: Path, mo
     """A well-formed file never falls back to the line-by-line read, and every field, booleans
     included, comes back as written (a field the schema typed wrongly would send each block there)."""
     from dataclasses import fields
-    from orchestrate.report import recordsfile
+    from orchestrate.report.aggregates import recordsfile
     records = generated(40, seed=5)
     for i, r in enumerate(records):
         r.reconnect, r.connect_ms, r.refused_retries, r.bytes_received = i % 3 == 0, 0.25 * i, i % 2, 100 + i

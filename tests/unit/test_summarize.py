@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 from locustfiles.records import CANCELLED, ERROR, OK, RequestRecord
-from orchestrate.report import blockstats, chunkcolumn
+from orchestrate.report.aggregates import blockstats, chunkcolumn
 from orchestrate.report.summarize import (crosscheck_agrees, itl_stats, load_records, locust_crosscheck,
                                           output_tokens_per_second, peak_in_flight, server_timings, speculative,
                                           summarize_records, tokens_received, weighted_stats)
@@ -380,7 +380,7 @@ def test_output_tokens_per_second_of_nothing_is_empty():
     assert output_tokens_per_second(pd.DataFrame()).empty
 
 
-# --- the columnar form (orchestrate.report.recordsfile) -------------------------------------------------------
+# --- the columnar form (orchestrate.report.aggregates.recordsfile) ---------------------------------------
 
 def columnar(tmp_path: Path, records: list[RequestRecord]) -> pd.DataFrame:
     path = tmp_path / "requests.jsonl"

@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 
 from locustfiles.records import CANCELLED, ERROR, OK, RequestRecord
-from orchestrate.report import blockstats
+from orchestrate.report.aggregates import blockstats
 from orchestrate.report.goodput import goodput
 from orchestrate.report.summarize import load_records, summarize_records
 from orchestrate.report.vllm_format import vllm_bench, write_vllm_bench
