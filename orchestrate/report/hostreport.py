@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from orchestrate.scenario.hostlimits import BURST_MIN_S, BURST_SHARE, FOREIGN_CPU_LIMIT_PCT, STEAL_LIMIT_PCT, HostLimits
-from orchestrate.report.summarize import weighted_stats
+from orchestrate.report.aggregates.stats import weighted_stats
 
 
 def summarize_host(samples: list[dict[str, Any]], limits: HostLimits = HostLimits()) -> dict[str, Any] | None:

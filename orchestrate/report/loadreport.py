@@ -20,7 +20,9 @@ import pandas as pd
 
 from orchestrate.report.formats import fmt_ms, fmt_num
 from orchestrate.results import VariantPaths, read_json
-from orchestrate.report.summarize import numeric_column, peak_in_flight, tokens_received, weighted_stats
+from orchestrate.report.aggregates.chunks import tokens_received
+from orchestrate.report.aggregates.concurrency import peak_in_flight
+from orchestrate.report.aggregates.stats import numeric_column, weighted_stats
 
 LATENCY_KEYS = (("ttft_from_schedule_ms", "TTFT"), ("e2e_from_schedule_ms", "E2E"))
 

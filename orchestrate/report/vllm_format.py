@@ -73,7 +73,9 @@ import pandas as pd
 from locustfiles.records import CANCELLED, OK
 from orchestrate.report.aggregates.blockstats import Blocks, concatenated, fits, select
 from orchestrate.report.aggregates.chunkcolumn import ChunkOffsets, chunk_offsets, within_row_diffs
-from orchestrate.report.summarize import gap_blocks, numeric_column, output_tokens_per_second, peak_in_flight
+from orchestrate.report.aggregates.chunks import gap_blocks, output_tokens_per_second
+from orchestrate.report.aggregates.concurrency import peak_in_flight
+from orchestrate.report.aggregates.stats import numeric_column
 
 BACKEND = "openai-chat"
 """vLLM's backend for streaming ``/v1/chat/completions``, the API tokenswarm drives."""
@@ -217,7 +219,7 @@ def vllm_bench(summary: dict[str, Any], records: pd.DataFrame) -> dict[str, Any]
     model = facts.get("model_id") or facts.get("model_path")
     goodput = summary.get("goodput")
     sends = numeric_column(rows, "send_ts").to_numpy(dtype=float)
-    ends = sends + numeric_column(rows, "e2e_ms").fillna(0).to_numpy() / 1000  # as summarize's window
+    ends = sends + numeric_column(rows, "e2e_ms").fillna(0).to_numpy() / 1000  # as the headline's window
     prompt = numeric_column(rows, "prompt_tokens").fillna(numeric_column(rows, "expected_prompt_tokens")).fillna(0)
     output = np.where(done, numeric_column(rows, "output_tokens").fillna(0), 0)
     prefill, decode = thr.get("prefill_tok_s"), thr.get("decode_tok_s")

@@ -14,7 +14,8 @@ from locustfiles.records import RequestRecord
 from orchestrate.report import loadreport
 from orchestrate.report.render import markdown
 from orchestrate.results import VariantPaths
-from orchestrate.report.summarize import load_records, summarize_records
+from orchestrate.report.aggregates.headline import summarize_records
+from orchestrate.report.aggregates.recordsfile import read_records
 
 T0 = 1_000_000.0
 
@@ -139,7 +140,7 @@ def test_the_columnar_frame_gives_the_same_blocks(tmp_path: Path) -> None:
     path = tmp_path / "requests.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
     info = stages_info([T0, T0 + 2.05, T0 + 4.1], T0 + 6.2)
-    lists, columnar = pd.DataFrame(rows), load_records(path)
+    lists, columnar = pd.DataFrame(rows), read_records(path)
     assert loadreport.summarize_stages(columnar, info) == loadreport.summarize_stages(lists, info)
     arrivals = arrivals_info(4, 2.0, end=T0 + 5)
     assert loadreport.summarize_arrivals(columnar, arrivals) == loadreport.summarize_arrivals(lists, arrivals)

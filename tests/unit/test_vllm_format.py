@@ -15,7 +15,8 @@ import pytest
 from locustfiles.records import CANCELLED, ERROR, OK, RequestRecord
 from orchestrate.report.aggregates import blockstats
 from orchestrate.report.goodput import goodput
-from orchestrate.report.summarize import load_records, summarize_records
+from orchestrate.report.aggregates.headline import summarize_records
+from orchestrate.report.aggregates.recordsfile import read_records
 from orchestrate.report.vllm_format import vllm_bench, write_vllm_bench
 
 T0 = 1_700_000_000.0
@@ -183,7 +184,7 @@ def test_the_columnar_frame_gives_the_same_file(tmp_path: Path) -> None:
     path = tmp_path / "requests.jsonl"
     path.write_text("".join(r.to_json() + "\n" for r in records()))
     lists = json.loads(write_vllm_bench(summary, df, tmp_path / "a.json").read_text())  # type: ignore[union-attr]
-    cols = json.loads(write_vllm_bench(summary, load_records(path), tmp_path / "b.json").read_text())  # type: ignore[union-attr]
+    cols = json.loads(write_vllm_bench(summary, read_records(path), tmp_path / "b.json").read_text())  # type: ignore[union-attr]
     assert cols == lists
 
 

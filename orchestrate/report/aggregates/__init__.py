@@ -1,8 +1,15 @@
 """Every aggregate of the report stage lives in this package: percentiles, rates and counts over many
-records or samples. The rest of ``report/`` formats and compares what these compute.
+records or samples, computed here and nowhere else. The rest of ``report/`` writes, formats and
+compares what these compute.
 
 Stage: report. One kind a module:
 
+- ``stats``: nearest-rank percentiles (weighted, or pooled from blocks), numeric columns, sums, rates.
+- ``headline``: the headline block of ``summary.json`` (requests, duration, tokens, throughput, latency).
+- ``chunks``: over chunk arrivals: pooled ITL gaps, output tokens per second, tokens within windows.
+- ``concurrency``: each request's end, and the most requests in flight at once.
+- ``client``: the load generators' self-check and Locust's own counts against the records.
+- ``servermetrics``: the server's ``metrics.jsonl``: memory peaks, counter growth, its counts vs the records.
 - ``recordsfile``: ``requests.jsonl`` read columnar (pyarrow), the frame every aggregate reads.
 - ``chunkcolumn``: every record's chunk offsets in one shared buffer, handed out in blocks.
 - ``blockstats``: exact order statistics of values too many to sort at once, read in blocks.
