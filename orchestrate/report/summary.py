@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from orchestrate.report.accounting import connections, server_down, unsent
-from orchestrate.report.goodput import goodput
+from orchestrate.report.aggregates.accounting import connections, server_down, unsent
+from orchestrate.report.aggregates.goodput import goodput
 from orchestrate.scenario.hostlimits import HostLimits
 from orchestrate.report.hostreport import host_note, summarize_host
 from orchestrate.report.loadreport import load_mode_summary, notes as load_mode_notes
@@ -20,7 +20,7 @@ from orchestrate.report.aggregates.client import crosscheck_agrees, locust_cross
 from orchestrate.report.aggregates.headline import summarize_records
 from orchestrate.report.aggregates.recordsfile import read_records
 from orchestrate.report.aggregates.servermetrics import jsonl_rows, server_metrics, summarize_metrics
-from orchestrate.report.turns import summarize_turns
+from orchestrate.report.aggregates.turns import summarize_turns
 from orchestrate.report.uisteps import ui_steps, user_levels, users_over_time
 
 TOKEN_COUNTERS = {

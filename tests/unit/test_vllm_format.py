@@ -14,7 +14,7 @@ import pytest
 
 from locustfiles.records import CANCELLED, ERROR, OK, RequestRecord
 from orchestrate.report.aggregates import blockstats
-from orchestrate.report.goodput import goodput
+from orchestrate.report.aggregates.goodput import goodput
 from orchestrate.report.aggregates.headline import summarize_records
 from orchestrate.report.aggregates.recordsfile import read_records
 from orchestrate.report.vllm_format import vllm_bench, write_vllm_bench

@@ -9,6 +9,9 @@ Stage: report. One kind a module:
 - ``chunks``: over chunk arrivals: pooled ITL gaps, output tokens per second, tokens within windows.
 - ``concurrency``: each request's end, and the most requests in flight at once.
 - ``client``: the load generators' self-check and Locust's own counts against the records.
+- ``goodput``: the requests that met the scenario's SLOs, and their rate (with its summary.md lines).
+- ``accounting``: what became of every prompt asked for, the connections, when the server went down.
+- ``turns``: multi-turn replay per turn index, and the conversations (with its summary.md table).
 - ``servermetrics``: the server's ``metrics.jsonl``: memory peaks, counter growth, its counts vs the records.
 - ``recordsfile``: ``requests.jsonl`` read columnar (pyarrow), the frame every aggregate reads.
 - ``chunkcolumn``: every record's chunk offsets in one shared buffer, handed out in blocks.
