@@ -13,7 +13,8 @@ from orchestrate.report.aggregates.accounting import connections, server_down, u
 from orchestrate.report.aggregates.goodput import goodput
 from orchestrate.scenario.hostlimits import HostLimits
 from orchestrate.report.hostreport import host_note, summarize_host
-from orchestrate.report.loadreport import load_mode_summary, notes as load_mode_notes
+from orchestrate.report.aggregates.loadshape import load_mode_summary
+from orchestrate.report.loadreport import notes as load_mode_notes
 from orchestrate.report.render import write_reports
 from orchestrate.results import VariantPaths, read_json
 from orchestrate.report.aggregates.client import crosscheck_agrees, locust_crosscheck, summarize_client

@@ -11,6 +11,7 @@ Stage: report. One kind a module:
 - ``client``: the load generators' self-check and Locust's own counts against the records.
 - ``goodput``: the requests that met the scenario's SLOs, and their rate (with its summary.md lines).
 - ``accounting``: what became of every prompt asked for, the connections, when the server went down.
+- ``loadshape``: an open-loop run's rates, lateness and unsent requests; a ramp's figures per stage.
 - ``turns``: multi-turn replay per turn index, and the conversations (with its summary.md table).
 - ``servermetrics``: the server's ``metrics.jsonl``: memory peaks, counter growth, its counts vs the records.
 - ``recordsfile``: ``requests.jsonl`` read columnar (pyarrow), the frame every aggregate reads.
