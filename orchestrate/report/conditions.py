@@ -20,7 +20,7 @@ from orchestrate.report.aggregates.recordsfile import read_records
 from orchestrate.report.aggregates.stats import numeric_column
 
 HostBlock = dict[str, Any] | None
-"""A summary's ``host`` block (``orchestrate.report.hostreport.summarize_host``), or None before it existed."""
+"""A summary's ``host`` block (``orchestrate.report.aggregates.host.summarize_host``), or None before it existed."""
 
 
 def busy_text(host: HostBlock) -> str | None:

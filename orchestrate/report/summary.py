@@ -12,7 +12,8 @@ from typing import Any
 from orchestrate.report.aggregates.accounting import connections, server_down, unsent
 from orchestrate.report.aggregates.goodput import goodput
 from orchestrate.scenario.hostlimits import HostLimits
-from orchestrate.report.hostreport import host_note, summarize_host
+from orchestrate.report.aggregates.host import summarize_host
+from orchestrate.report.hostreport import host_note
 from orchestrate.report.aggregates.loadshape import load_mode_summary
 from orchestrate.report.loadreport import notes as load_mode_notes
 from orchestrate.report.render import write_reports

@@ -13,6 +13,7 @@ Stage: report. One kind a module:
 - ``accounting``: what became of every prompt asked for, the connections, when the server went down.
 - ``loadshape``: an open-loop run's rates, lateness and unsent requests; a ramp's figures per stage.
 - ``turns``: multi-turn replay per turn index, and the conversations (with its summary.md table).
+- ``host``: how busy the host was while a variant ran (foreign CPU, steal, other GPU users).
 - ``servermetrics``: the server's ``metrics.jsonl``: memory peaks, counter growth, its counts vs the records.
 - ``recordsfile``: ``requests.jsonl`` read columnar (pyarrow), the frame every aggregate reads.
 - ``chunkcolumn``: every record's chunk offsets in one shared buffer, handed out in blocks.
