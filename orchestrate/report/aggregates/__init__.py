@@ -15,6 +15,7 @@ Stage: report. One kind a module:
 - ``turns``: multi-turn replay per turn index, and the conversations (with its summary.md table).
 - ``host``: how busy the host was while a variant ran (foreign CPU, steal, other GPU users).
 - ``servermetrics``: the server's ``metrics.jsonl``: memory peaks, counter growth, its counts vs the records.
+- ``vllmstats``: vLLM's own estimators (numpy's mean, median, std, percentile), for ``vllm_bench.json``.
 - ``recordsfile``: ``requests.jsonl`` read columnar (pyarrow), the frame every aggregate reads.
 - ``chunkcolumn``: every record's chunk offsets in one shared buffer, handed out in blocks.
 - ``blockstats``: exact order statistics of values too many to sort at once, read in blocks.
