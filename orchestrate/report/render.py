@@ -10,8 +10,8 @@ from pathlib import Path
 from collections.abc import Sequence
 from typing import Any
 
-from orchestrate.report import loadreport, sweep_report, uisteps
-from orchestrate.report.aggregates import goodput, turns
+from orchestrate.report import loadreport, sweep_report
+from orchestrate.report.aggregates import goodput, turns, uisteps
 from orchestrate.report.provenance import condition_lines
 from orchestrate.report.formats import GIB, MIB, fmt_bytes, fmt_ms, fmt_num, summary_numbers  # noqa: F401 (re-exported)
 from orchestrate.results import VariantPaths

@@ -23,7 +23,7 @@ from orchestrate.report.aggregates.headline import summarize_records
 from orchestrate.report.aggregates.recordsfile import read_records
 from orchestrate.report.aggregates.servermetrics import jsonl_rows, server_metrics, summarize_metrics
 from orchestrate.report.aggregates.turns import summarize_turns
-from orchestrate.report.uisteps import ui_steps, user_levels, users_over_time
+from orchestrate.report.aggregates.uisteps import ui_steps, user_levels, users_over_time
 
 TOKEN_COUNTERS = {
     "server_tokenize": "exact: the server's /apply-template and /tokenize",

@@ -13,6 +13,7 @@ Stage: report. One kind a module:
 - ``accounting``: what became of every prompt asked for, the connections, when the server went down.
 - ``loadshape``: an open-loop run's rates, lateness and unsent requests; a ramp's figures per stage.
 - ``turns``: multi-turn replay per turn index, and the conversations (with its summary.md table).
+- ``uisteps``: a web UI ramp as steps, each user level held with its own figures (and the words above them).
 - ``host``: how busy the host was while a variant ran (foreign CPU, steal, other GPU users).
 - ``servermetrics``: the server's ``metrics.jsonl``: memory peaks, counter growth, its counts vs the records.
 - ``vllmstats``: vLLM's own estimators (numpy's mean, median, std, percentile), for ``vllm_bench.json``.
