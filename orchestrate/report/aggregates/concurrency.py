@@ -1,7 +1,8 @@
 """Requests in flight: when each one ended, and the most in flight at once.
 
 Stage: report. A request is in flight from its send to its end (send + E2E): the summary's duration
-ends at the last end, a ramp stage's and vLLM's ``max_concurrent_requests`` count the peak.
+ends at the last end; a ramp stage's ``peak_in_flight`` and vLLM's ``max_concurrent_requests`` are the
+most in flight at once.
 """
 
 from __future__ import annotations
