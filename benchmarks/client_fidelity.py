@@ -40,7 +40,7 @@ import numpy as np  # noqa: E402
 from docsection import write_section  # noqa: E402
 
 from orchestrate.tools.calibrate import CpuSampler, cores, pin, read_truth, run_step, start_server, stop_server  # noqa: E402
-from orchestrate.report.summarize import weighted_stats  # noqa: E402
+from orchestrate.report.aggregates.stats import weighted_stats  # noqa: E402
 
 PEERS = ROOT / "benchmarks" / ".peers"
 CLIENTS = {"tokenswarm (FastHttpUser)": ROOT / "locustfiles" / "locustfile.py",
@@ -52,7 +52,7 @@ WORKLOADS = {"fidelity": FIDELITY, "capacity": CAPACITY, "ingest": INGEST}
 
 
 def pct(values: list[float], p: int) -> float | None:
-    """Nearest rank, as every tokenswarm figure (``summarize.weighted_stats``)."""
+    """Nearest rank, as every tokenswarm figure (``aggregates.stats.weighted_stats``)."""
     stats = weighted_stats(np.asarray(values))
     return None if stats is None else stats[f"p{p}"]
 

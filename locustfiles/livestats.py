@@ -5,7 +5,7 @@ it from ``llm_record_collected`` and serves it; this module counts, and lays the
 tab's rows and the CSV's (``table_rows``, ``figures_csv_rows``).
 
 These are *live* figures for a person ramping users, not the report: ``summary.json`` comes from
-the records file and ``orchestrate/report/summarize.py``. The definitions match the report's where they can:
+the records file and ``orchestrate/report/aggregates/``. The definitions match the report's where they can:
 
 - A request counts when its record reaches this process (local: when it ends; distributed: when
   the worker's batch arrives, at most about a second later).
@@ -46,7 +46,7 @@ PERCENTILES = (50, 90, 99)
 
 
 def percentiles(values: Iterable[float], weights: Iterable[float] | None = None) -> dict[str, float] | None:
-    """p50/p90/p99 by nearest rank; a weight repeats its value (as ``summarize.weighted_stats``)."""
+    """p50/p90/p99 by nearest rank; a weight repeats its value (as ``aggregates.stats.weighted_stats``)."""
     if weights is not None:
         pairs = list(zip(values, weights))
         if any(w != 1.0 for _, w in pairs):

@@ -1,6 +1,6 @@
 """Per-request metrics, computed here and nowhere else (DESIGN.md "Metric definitions").
 
-Stage: load. Aggregates (percentiles, throughput) live in ``orchestrate/report/summarize.py``; this
+Stage: load. Aggregates (percentiles, throughput) live in ``orchestrate/report/aggregates/``; this
 module turns one ``StreamResult`` into one ``RequestRecord``.
 """
 

@@ -114,7 +114,7 @@ class VariantPaths:
     """Server-side prefill/decode tok/s, requests in flight and memory over time."""
     sweep_png = property(lambda self: self.dir / "sweep.png")
     ui_steps_png = property(lambda self: self.dir / "ui_steps.png")
-    """A web UI run's user levels as steps (``orchestrate.report.uisteps``)."""
+    """A web UI run's user levels as steps (``orchestrate.report.aggregates.uisteps``)."""
     """A sweep's figures against the swept value (``orchestrate.report.sweep_report``)."""
 
     def step(self, label: str) -> "VariantPaths":

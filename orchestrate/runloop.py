@@ -1,6 +1,6 @@
 """One scenario, variant after variant: launch → ready → pre-flight → load → stop (always) → report.
 
-Stage: the pipeline itself; one call per stage, no arithmetic (that is ``summarize.py``).
+Stage: the pipeline itself; one call per stage, no arithmetic (that is ``report/aggregates/``).
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """The host's own load while a variant runs: CPU taken by foreign processes, steal time, other GPU users.
 
 Stage: load, beside it (``sampler.MetricsSampler`` takes one reading per sample into
-``metrics.jsonl``; the summary's ``host`` block is ``report/hostreport.py``, the limits
-``scenario/hostlimits.py``).
+``metrics.jsonl``; the summary's ``host`` block is ``report/aggregates/host.py``, its note
+``report/hostreport.py``, the limits ``scenario/hostlimits.py``).
 
 A comparison is only as fair as its conditions: two variants that differ in flash attention also
 differ in what else the host was doing. Per interval, foreign CPU = the host's busy CPU time

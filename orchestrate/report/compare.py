@@ -44,7 +44,7 @@ COLUMNS = (("prefill_tok_s", "prefill tok/s"), ("decode_tok_s", "decode tok/s"),
 EFFECT_METRICS = (("decode_tok_s", "decode"), ("ttft_p50_ms", "TTFT p50"), ("tpot_p50_ms", "TPOT p50"))
 """The ratios an effect is stated in."""
 GOODPUT_EFFECT = ("goodput_rps", "goodput")
-"""Also stated when both variants judged goodput under the same SLO (``orchestrate.report.goodput``)."""
+"""Also stated when both variants judged goodput under the same SLO (``orchestrate.report.aggregates.goodput``)."""
 UNSET = "(not set)"
 """A setting one variant has and the other does not."""
 

@@ -14,7 +14,7 @@ from orchestrate.report import sweep_report
 from orchestrate.report.compare import COLUMNS, EFFECT_METRICS, GOODPUT_EFFECT, UNSET, compare, read_variants
 from orchestrate.errors import ResultsError
 from orchestrate.report.formats import fmt_ms, fmt_num
-from orchestrate.report.goodput import slo_text
+from orchestrate.report.aggregates.goodput import slo_text
 from orchestrate.scenario.matrix import FACTOR
 from orchestrate.results import compare_json, compare_md, compare_png, compare_sweep_png, variant_dirs
 

@@ -15,10 +15,12 @@ from typing import Any
 from orchestrate.report.formats import summary_numbers
 from orchestrate.report.hostreport import busy_reasons
 from orchestrate.results import VariantPaths
-from orchestrate.report.summarize import load_records, numeric_column, summarize_records
+from orchestrate.report.aggregates.headline import summarize_records
+from orchestrate.report.aggregates.recordsfile import read_records
+from orchestrate.report.aggregates.stats import numeric_column
 
 HostBlock = dict[str, Any] | None
-"""A summary's ``host`` block (``orchestrate.report.hostreport.summarize_host``), or None before it existed."""
+"""A summary's ``host`` block (``orchestrate.report.aggregates.host.summarize_host``), or None before it existed."""
 
 
 def busy_text(host: HostBlock) -> str | None:
@@ -43,7 +45,7 @@ def numbers_over(variant_dir: Path, prompts: Set[int]) -> dict[str, Any] | None:
     """A variant's figures recomputed from its records of these prompts only (``summary_numbers``'s keys);
     None without such records. Aggregates (decode tok/s) then cover the span those requests took,
     which overlapped others'."""
-    records = load_records(VariantPaths(variant_dir).records)
+    records = read_records(VariantPaths(variant_dir).records)
     if not records.empty:
         records = records[numeric_column(records, "prompt_index").isin(list(prompts))]
     return None if records.empty else summary_numbers(summarize_records(records))

@@ -1,140 +1,14 @@
-"""The figures of an open-loop run (``arrivals``) and of a staged ramp (``stages``), from the run's files.
+"""``summary.md``'s lines and notes for an open-loop run (``arrivals``) and a staged ramp (``stages``).
 
-Stage: records → report. Everything is computed from ``requests.jsonl`` and the two small files the
-Locust side writes: ``arrivals.json`` (the schedule: its parameters, start, every prompt's offset and
-when the run ended) and ``stages.json`` (the stages and when each actually began). ``tokenswarm report``
-rebuilds both blocks without a server.
-
-Open loop: a request is *sent* when it has a record (completed, failed or cancelled by the stop);
-*unsent* when it was scheduled and never went out, either because it was already due when the run
-ended (the cap fell behind: ``unsent_overdue``) or because it was not yet due (the time cap cut the
-schedule short: ``unsent_not_due``). Requests of a worker that went missing are neither.
+Stage: report. Formatting only: the figures are ``aggregates/loadshape.py``'s.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
-import pandas as pd
-
+from orchestrate.report.aggregates.loadshape import LATENCY_KEYS
 from orchestrate.report.formats import fmt_ms, fmt_num
-from orchestrate.results import VariantPaths, read_json
-from orchestrate.report.summarize import numeric_column, peak_in_flight, tokens_received, weighted_stats
-
-LATENCY_KEYS = (("ttft_from_schedule_ms", "TTFT"), ("e2e_from_schedule_ms", "E2E"))
-
-
-def load_mode_summary(paths: VariantPaths, records: pd.DataFrame) -> dict[str, Any]:
-    """``summary.json``'s ``arrivals`` (open loop) and ``stages`` (ramp) blocks; neither key in a plain run."""
-    out: dict[str, Any] = {}
-    arrivals = read_json(paths.arrivals_json)
-    if arrivals:
-        lost = (read_json(paths.workers_json) or {}).get("lost_prompt_indices") or {}
-        out["arrivals"] = summarize_arrivals(records, arrivals, {i for v in lost.values() for i in v})
-    stages = read_json(paths.stages_json)
-    if stages:
-        out["stages"] = summarize_stages(records, stages)
-    return out
-
-
-def _pick(stats: dict[str, float] | None, *keys: str) -> dict[str, float] | None:
-    return {k: stats[k] for k in keys} if stats else None
-
-
-def summarize_arrivals(records: pd.DataFrame, info: dict[str, Any], lost: set[int] | None = None) -> dict[str, Any]:
-    """Rate asked/scheduled/achieved, lateness, send delays, unsent requests, and latencies from the schedule.
-
-    :param lost: prompt indices a lost worker took and never returned (sent, but without a record).
-    """
-    lost = lost or set()
-    scheduled = int(info.get("scheduled") or 0)
-    sent = records[numeric_column(records, "scheduled_ts").notna()] if not records.empty else records
-    n_sent = int(len(sent))
-    late_ms = float(info.get("late_ms") or 0.0)
-    delay = numeric_column(sent, "send_delay_ms").dropna()
-    late = int((delay > late_ms).sum())
-    sends = np.sort(numeric_column(sent, "send_ts").dropna().to_numpy())
-    span = float(sends[-1] - sends[0]) if sends.size >= 2 else 0.0
-    offsets = [float(o) for o in info.get("offsets_s") or []]
-    indices = [int(i) for i in info.get("prompt_indices") or []]
-    sent_indices = set(int(i) for i in numeric_column(sent, "prompt_index").dropna())
-    start, end = info.get("start_ts"), info.get("end_ts")
-    unsent_due = [start + off for i, off in zip(indices, offsets) if i not in sent_indices and i not in lost] \
-        if start is not None else []
-    overdue = sum(1 for due in unsent_due if end is None or due <= end)
-    unsent = max(0, scheduled - n_sent - len(lost & set(indices)))
-    ok = sent[sent["status"] == "ok"] if n_sent else sent
-    out: dict[str, Any] = {
-        "mode": info.get("arrival"), "rate_asked": info.get("rate"), "burstiness": info.get("burstiness"),
-        "users_cap": info.get("users"), "late_ms": late_ms, "seed": info.get("seed"),
-        "rate_scheduled": (len(offsets) - 1) / offsets[-1] if len(offsets) >= 2 and offsets[-1] > 0 else None,
-        "rate_achieved": (sends.size - 1) / span if span > 0 else None,
-        "scheduled": scheduled, "sent": n_sent, "unsent": unsent,
-        "unsent_overdue": min(overdue, unsent), "unsent_not_due": max(0, unsent - min(overdue, unsent)),
-        "late": late, "late_share": late / n_sent if n_sent else None,
-        "send_delay_ms": _pick(weighted_stats(delay.to_numpy()), "p50", "p90", "p99", "mean", "max"),
-        "latency_from_schedule_ms": {label.lower(): weighted_stats(numeric_column(ok, key).dropna().to_numpy())
-                                     for key, label in LATENCY_KEYS},
-        "start_ts": start, "end_ts": end,
-    }
-    out["cap_fell_behind"] = bool(late or out["unsent_overdue"])
-    return out
-
-
-def _cancel_times(send: pd.Series, stages: list[dict[str, Any]], starts: list[float], run_end: float | None
-                  ) -> pd.Series:
-    """When a request without an end (cancelled) stopped: at the next ramp-down after its send (Locust stops
-    users at once), else at the end of the run."""
-    downs = np.array([t for i, t in enumerate(starts) if i and stages[i]["users"] < stages[i - 1]["users"]]
-                     + [run_end if run_end is not None else np.inf])
-    return pd.Series(downs[np.minimum(np.searchsorted(downs, send.to_numpy(), side="right"), len(downs) - 1)],
-                     index=send.index)
-
-
-def summarize_stages(records: pd.DataFrame, info: dict[str, Any]) -> list[dict[str, Any]]:
-    """Per stage: the records sent while it was active (by ``send_ts`` against the stage's actual start),
-    their outcome and latencies, the tokens received during it, and the peak of requests in flight."""
-    stages, starts = info.get("stages") or [], [float(t) for t in info.get("stage_starts") or []]
-    send = numeric_column(records, "send_ts")
-    end = send + numeric_column(records, "e2e_ms") / 1000.0
-    last_end = float(end.max()) if len(end) and end.notna().any() else None
-    end = end.fillna(_cancel_times(send, stages, starts, info.get("end_ts") or last_end))
-    run_ends = [t for t in (info.get("end_ts"), last_end) if t is not None]  # the shape's or the last reply
-    windows = [(lo, starts[i + 1] if i + 1 < len(starts) else min(run_ends) if run_ends else lo)
-               for i, lo in enumerate(starts)]
-    received = tokens_received(records, windows)
-    out = []
-    for i, stage in enumerate(stages):
-        row: dict[str, Any] = {"stage": i + 1, "users": stage["users"], "duration_s": stage["duration_s"],
-                               "spawn_rate": stage.get("spawn_rate"), "reached": i < len(starts),
-                               "started_s": None, "active_s": None, "requests": 0, "completed": 0, "errors": 0,
-                               "cancelled": 0, "peak_in_flight": 0, "decode_tok_s": None, "ttft_p50_ms": None,
-                               "ttft_p99_ms": None, "tpot_p50_ms": None}
-        out.append(row)
-        if i >= len(starts):
-            continue
-        lo, window_end = windows[i]
-        nxt = starts[i + 1] if i + 1 < len(starts) else None
-        mask = send.notna()
-        if i:
-            mask &= send >= lo
-        if nxt is not None:
-            mask &= send < nxt
-        mine = records[mask]
-        ok = mine[mine["status"] == "ok"] if len(mine) else mine
-        active = max(0.0, window_end - lo)
-        ttft = weighted_stats(numeric_column(ok, "ttft_ms").dropna().to_numpy())
-        tpot = weighted_stats(numeric_column(ok, "tpot_ms").dropna().to_numpy())
-        row.update({"started_s": lo - float(info.get("start_ts", starts[0])), "active_s": active,
-                    "requests": int(len(mine)), "completed": int(len(ok)),
-                    "errors": int((mine["status"] == "error").sum()) if len(mine) else 0,
-                    "cancelled": int((mine["status"] == "cancelled").sum()) if len(mine) else 0,
-                    "peak_in_flight": peak_in_flight(send.to_numpy(), end.to_numpy(), lo, window_end),
-                    "decode_tok_s": received[i] / active if active > 0 else None,
-                    "ttft_p50_ms": ttft["p50"] if ttft else None, "ttft_p99_ms": ttft["p99"] if ttft else None,
-                    "tpot_p50_ms": tpot["p50"] if tpot else None})
-    return out
 
 
 def notes(summary: dict[str, Any]) -> list[str]:

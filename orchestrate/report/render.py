@@ -1,6 +1,6 @@
 """``summary.json``, ``summary.md`` and the plots of a variant: formatting only.
 
-Stage: report. Every number shown here was computed in ``summarize.py`` (goodput in ``goodput.py``).
+Stage: report. Every number shown here was computed in ``aggregates/``.
 """
 
 from __future__ import annotations
@@ -10,11 +10,13 @@ from pathlib import Path
 from collections.abc import Sequence
 from typing import Any
 
-from orchestrate.report import goodput, loadreport, sweep_report, turns, uisteps
+from orchestrate.report import loadreport, sweep_report
+from orchestrate.report.aggregates import goodput, turns, uisteps
 from orchestrate.report.provenance import condition_lines
 from orchestrate.report.formats import GIB, MIB, fmt_bytes, fmt_ms, fmt_num, summary_numbers  # noqa: F401 (re-exported)
 from orchestrate.results import VariantPaths
-from orchestrate.report.summarize import metrics_timeline, output_tokens_per_second
+from orchestrate.report.aggregates.chunks import output_tokens_per_second
+from orchestrate.report.aggregates.servermetrics import metrics_timeline
 from orchestrate.report.vllm_format import write_vllm_bench
 
 MEMORY_SOURCES = {"process_tree": "RSS of the server's processes", "container": "the container's own memory",
@@ -88,7 +90,7 @@ def headline(summary: dict[str, Any]) -> list[str]:
 
 def outcome_line(summary: dict[str, Any]) -> str:
     """What became of the prompts asked: "52/1,674 done, 16 cut when the server died at 6.1 s,
-    1,606 not sent in 12.0 s" (counts from ``summarize``/``accounting``; they add up to the plan)."""
+    1,606 not sent in 12.0 s" (counts from ``headline``/``accounting``; they add up to the plan)."""
     req = summary["requests"]
     planned = summary.get("planned_prompts") or req["sent"]
     no_content = f" ({req['no_content']} without content)" if req.get("no_content") else ""

@@ -9,19 +9,23 @@ from __future__ import annotations
 
 from typing import Any
 
-from orchestrate.report.accounting import connections, server_down, unsent
-from orchestrate.report.goodput import goodput
+from orchestrate.report.aggregates.accounting import connections, server_down, unsent
+from orchestrate.report.aggregates.goodput import goodput
 from orchestrate.scenario.hostlimits import HostLimits
 from orchestrate.scenario.spec import Sweep
-from orchestrate.report.hostreport import host_note, summarize_host
-from orchestrate.report.loadreport import load_mode_summary, notes as load_mode_notes
+from orchestrate.report.aggregates.host import summarize_host
+from orchestrate.report.hostreport import host_note
+from orchestrate.report.aggregates.loadshape import load_mode_summary
+from orchestrate.report.loadreport import notes as load_mode_notes
 from orchestrate.report.render import write_reports
 from orchestrate.results import VariantPaths, read_json
-from orchestrate.report.summarize import (crosscheck_agrees, jsonl_rows, load_records, locust_crosscheck,
-                                          server_metrics, summarize_client, summarize_metrics, summarize_records)
+from orchestrate.report.aggregates.client import crosscheck_agrees, locust_crosscheck, summarize_client
+from orchestrate.report.aggregates.headline import summarize_records
+from orchestrate.report.aggregates.recordsfile import read_records
+from orchestrate.report.aggregates.servermetrics import jsonl_rows, server_metrics, summarize_metrics
+from orchestrate.report.aggregates.turns import summarize_turns
 from orchestrate.report.sweep_report import sweep_block
-from orchestrate.report.turns import summarize_turns
-from orchestrate.report.uisteps import ui_steps, user_levels, users_over_time
+from orchestrate.report.aggregates.uisteps import ui_steps, user_levels, users_over_time
 
 TOKEN_COUNTERS = {
     "server_tokenize": "exact: the server's /apply-template and /tokenize",
@@ -37,7 +41,7 @@ TOKEN_COUNTERS = {
 def build_summary(paths: VariantPaths, scenario: str, variant: str, extra: dict[str, Any],
                   host_limits: HostLimits = HostLimits()) -> dict[str, Any]:
     """Summarize a variant's files (also used by ``tokenswarm report`` without a server)."""
-    records = load_records(paths.records)
+    records = read_records(paths.records)
     summary: dict[str, Any] = {"scenario": scenario, "variant": variant, **extra}
     summary.update(summarize_records(records))
     summary["goodput"] = goodput(records, summary.get("slo"), summary["duration_s"])

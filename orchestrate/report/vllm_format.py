@@ -11,14 +11,8 @@ send → last end; vLLM times the same span), ``completed``, ``total_input_token
 ``output_throughput``, ``total_token_throughput`` (their sum with prefill), and ``request_goodput``
 (``goodput.requests_per_s``; null without an SLO, as in vLLM).
 
-Recomputed here with vLLM's own estimators, so the numbers are what vLLM would print for these
-per-request values: ``mean``/``median``/``std`` (numpy, population std) and ``pXX`` (``np.percentile``,
-linear interpolation) over completed requests; ``summary.json``'s percentiles are nearest-rank
-instead, so a median here can lie between two measured values where ``p50`` there is one of them.
-An empty list gives 0.0, as vLLM's ``np.mean(x or 0)`` does. Percentiles: p50, p90, p95 and p99
-(vLLM's ``--metric-percentiles 50,90,95,99``) for ttft, tpot, itl and e2el (its
-``--percentile-metrics ttft,tpot,itl,e2el``), as the flat keys vLLM writes (``p99_ttft_ms``) and also
-as ``percentiles_ttft_ms``: ``[[99.0, ms], ...]``, the shape of vLLM's ``BenchmarkMetrics``.
+Recomputed with vLLM's own estimators (``aggregates/vllmstats.py``), so the numbers are what vLLM
+would print for these per-request values, over completed requests.
 
 Where the per-request definitions coincide and where not (tokenswarm's are in DESIGN.md):
 
@@ -59,7 +53,6 @@ Where the per-request definitions coincide and where not (tokenswarm's are in DE
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime
@@ -71,13 +64,14 @@ import orjson
 import pandas as pd
 
 from locustfiles.records import CANCELLED, OK
-from orchestrate.report.blockstats import Blocks, concatenated, fits, select
-from orchestrate.report.chunkcolumn import ChunkOffsets, chunk_offsets, within_row_diffs
-from orchestrate.report.summarize import gap_blocks, numeric_column, output_tokens_per_second, peak_in_flight
+from orchestrate.report.aggregates.chunkcolumn import ChunkOffsets, chunk_offsets, within_row_diffs
+from orchestrate.report.aggregates.chunks import gap_blocks, output_tokens_per_second
+from orchestrate.report.aggregates.concurrency import peak_in_flight
+from orchestrate.report.aggregates.stats import numeric_column
+from orchestrate.report.aggregates.vllmstats import column_blocks, vllm_stats
 
 BACKEND = "openai-chat"
 """vLLM's backend for streaming ``/v1/chat/completions``, the API tokenswarm drives."""
-PERCENTILES = (50, 90, 95, 99)
 USED = frozenset({"send_ts", "status", "error_class", "error_detail", "prompt_tokens", "expected_prompt_tokens",
                   "output_tokens", "ttft_ms", "tpot_ms", "e2e_ms", "tokens_per_chunk", "chunk_offsets_ms"})
 """The record fields a ``vllm_bench.json`` is made of."""
@@ -116,46 +110,6 @@ class RequestGaps:
                 f.write(b", ")
             f.write(memoryview(orjson.dumps(block, option=orjson.OPT_SERIALIZE_NUMPY))[1:-1])
         f.write(b"]")
-
-
-def _lerp(a: float, b: float, t: float) -> float:
-    """numpy's linear interpolation, operation for operation (``np.percentile``'s default)."""
-    diff = b - a
-    return b - diff * (1 - t) if t >= 0.5 else a + diff * t
-
-
-def _stats(name: str, blocks: Blocks, count: int) -> dict[str, Any]:
-    """vLLM's ``mean_/median_/std_/pXX_<name>_ms`` (0.0 for no values) and ``percentiles_<name>_ms``:
-    numpy's ``mean``, ``median``, ``std`` and ``percentile`` of the ``count`` values ``blocks`` yields.
-    Past ``SORT_AT_MOST`` values (the pooled ITL gaps of a long run) the order statistics they need
-    are selected exactly from the blocks and interpolated as numpy does; the mean and std are then
-    summed block by block."""
-    if fits(count):
-        values = concatenated(blocks)[0]
-        arr = values if values.size else np.zeros(1)
-        mean, median, std = float(np.mean(arr)), float(np.median(arr)), float(np.std(arr))
-        pairs = [[float(p), float(np.percentile(arr, p))] for p in PERCENTILES]
-    else:  # the k-th smallest value is the first whose count of values at or below it reaches k + 1
-        virtual = [(count - 1) * (p / 100) for p in PERCENTILES]  # np.percentile's index, then its neighbour
-        ranks = sorted({count // 2 - 1, count // 2} | {min(math.floor(v) + k, count - 1)
-                                                         for v in virtual for k in (0, 1)})
-        found = select(blocks, lambda _: [r + 1.0 for r in ranks])
-        assert found is not None  # count > 0 values
-        total, at = found[0], dict(zip(ranks, found[1]))
-        mean, std = total.mean, math.sqrt(total.m2 / count)
-        median = at[count // 2] if count % 2 else (at[count // 2 - 1] + at[count // 2]) / 2
-        pairs = [[float(p), at[count - 1] if v >= count - 1 else _lerp(at[math.floor(v)], at[math.floor(v) + 1],
-                                                                         v - math.floor(v))]
-                 for p, v in zip(PERCENTILES, virtual)]
-    out: dict[str, Any] = {f"mean_{name}_ms": mean, f"median_{name}_ms": median, f"std_{name}_ms": std}
-    out.update({f"p{int(p)}_{name}_ms": value for p, value in pairs})
-    out[f"percentiles_{name}_ms"] = pairs
-    return out
-
-
-def _column_blocks(df: pd.DataFrame, column: str) -> tuple[Blocks, int]:
-    values = numeric_column(df, column).dropna().to_numpy(dtype=float)
-    return (lambda: [(values, None)]), values.size
 
 
 def _error_text(status: Any, cls: Any, detail: Any) -> str:
@@ -217,7 +171,7 @@ def vllm_bench(summary: dict[str, Any], records: pd.DataFrame) -> dict[str, Any]
     model = facts.get("model_id") or facts.get("model_path")
     goodput = summary.get("goodput")
     sends = numeric_column(rows, "send_ts").to_numpy(dtype=float)
-    ends = sends + numeric_column(rows, "e2e_ms").fillna(0).to_numpy() / 1000  # as summarize's window
+    ends = sends + numeric_column(rows, "e2e_ms").fillna(0).to_numpy() / 1000  # as the headline's window
     prompt = numeric_column(rows, "prompt_tokens").fillna(numeric_column(rows, "expected_prompt_tokens")).fillna(0)
     output = np.where(done, numeric_column(rows, "output_tokens").fillna(0), 0)
     prefill, decode = thr.get("prefill_tok_s"), thr.get("decode_tok_s")
@@ -246,9 +200,9 @@ def vllm_bench(summary: dict[str, Any], records: pd.DataFrame) -> dict[str, Any]
         "max_output_tokens_per_s": float(per_second.max()) if not per_second.empty else 0.0,
         "max_concurrent_requests": peak_in_flight(sends[done], ends[done]),
     }
-    for name, (blocks, count) in (("ttft", _column_blocks(ok, "ttft_ms")), ("tpot", _column_blocks(ok, "tpot_ms")),
-                                  ("itl", gap_blocks(ok)), ("e2el", _column_blocks(ok, "e2e_ms"))):
-        result.update(_stats(name, blocks, count))
+    for name, (blocks, count) in (("ttft", column_blocks(ok, "ttft_ms")), ("tpot", column_blocks(ok, "tpot_ms")),
+                                  ("itl", gap_blocks(ok)), ("e2el", column_blocks(ok, "e2e_ms"))):
+        result.update(vllm_stats(name, blocks, count))
     return result
 
 

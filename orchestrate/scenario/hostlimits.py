@@ -1,7 +1,8 @@
 """The host's limits: past these p50s a variant's host counts as busy (scenario ``host_limits:``).
 
 Stage: scenario. A spec like the others (``Scenario.host_limits``); the probe that reads the host
-is ``load/hostload.py``, the summary's ``host`` block and its note are ``report/hostreport.py``.
+is ``load/hostload.py``, the summary's ``host`` block ``report/aggregates/host.py`` and its note
+``report/hostreport.py``.
 """
 
 from __future__ import annotations

@@ -44,7 +44,7 @@ from locustfiles.dataset import Prompt
 from locustfiles.resultfiles import RECORDS_FILE
 from orchestrate.errors import ScenarioError
 from orchestrate.processes import stop_process
-from orchestrate.report.summarize import weighted_stats
+from orchestrate.report.aggregates.stats import weighted_stats
 
 TTFT_MS = 50.0
 DEFAULT_LADDER = ((8, 20.0), (32, 20.0), (128, 20.0), (256, 20.0), (8, 5.0), (32, 5.0), (128, 5.0), (256, 5.0))
@@ -82,7 +82,7 @@ class Step:
 
 
 def _pct(values: list[float]) -> dict[str, float] | None:
-    """Nearest-rank p50/p90/p99, mean, min, max (``summarize.weighted_stats``) and the count."""
+    """Nearest-rank p50/p90/p99, mean, min, max (``aggregates.stats.weighted_stats``) and the count."""
     stats = weighted_stats(np.asarray(values))
     return None if stats is None else {**{k: round(v, 4) for k, v in stats.items()}, "n": len(values)}
 

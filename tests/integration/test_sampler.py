@@ -13,7 +13,7 @@ import requests
 
 from orchestrate.server.launchers.embedded import EmbeddedLauncher
 from orchestrate.load.sampler import MetricsSampler
-from orchestrate.report.summarize import summarize_metrics
+from orchestrate.report.aggregates.servermetrics import summarize_metrics
 
 pytestmark = pytest.mark.integration
 

@@ -12,7 +12,7 @@ import pytest
 
 from locustfiles.dataset import Prompt
 from orchestrate.server.launchers.embedded import EmbeddedLauncher
-from orchestrate.report.summarize import SATURATION_LAG_P99_MS, summarize_client
+from orchestrate.report.aggregates.client import SATURATION_LAG_P99_MS, summarize_client
 from tests.helpers import tokenswarm_run, write_scenario
 
 pytestmark = pytest.mark.integration

@@ -38,7 +38,7 @@ CHROMIUM_FLAGS = ["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-
 ARTIFACTS = Path(__file__).resolve().parents[1] / "artifacts"
 USERS = 8
 HOLD_S = 14.0
-"""Each user level is held this long: more than ``orchestrate.report.uisteps.HOLD_S``, so each is a step."""
+"""Each user level is held this long: more than ``orchestrate.report.aggregates.uisteps.HOLD_S``, so each is a step."""
 STARTUP_TIMEOUT_S = 120.0
 FIGURES_TIMEOUT_S = 60.0
 EXIT_TIMEOUT_S = 120.0

@@ -1,10 +1,10 @@
-"""What became of every prompt, and when the server went down (``orchestrate.report.accounting``)."""
+"""What became of every prompt, and when the server went down (``orchestrate.report.aggregates.accounting``)."""
 
 from __future__ import annotations
 
 import pandas as pd
 
-from orchestrate.report.accounting import connections, down_at, server_down, unsent
+from orchestrate.report.aggregates.accounting import connections, down_at, server_down, unsent
 
 
 def frame(*rows: tuple[float, float, str, str | None]) -> pd.DataFrame:

@@ -1,4 +1,4 @@
-"""orchestrate/report/blockstats.py: the value at a cumulative weight, exactly, from values read in blocks.
+"""orchestrate/report/aggregates/blockstats.py: the value at a cumulative weight, exactly, from values read in blocks.
 
 The reference is the definition written out in plain Python: sort, add up the weights, take the first
 value whose running total reaches the target. The radix path is forced with a small ``SORT_AT_MOST``.
@@ -9,8 +9,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from orchestrate.report import blockstats
-from orchestrate.report.blockstats import concatenated, select
+from orchestrate.report.aggregates import blockstats
+from orchestrate.report.aggregates.blockstats import concatenated, select
 
 
 def reference(values: list[float], weights: list[float], target: float) -> float:

@@ -1,4 +1,5 @@
-"""orchestrate/report/chunkcolumn.py: chunk offsets as one shared buffer, row by row as the lists they stand for."""
+"""orchestrate/report/aggregates/chunkcolumn.py: chunk offsets as one shared buffer, row by row as the lists they
+stand for."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import pandas as pd
 import pytest
 
 from locustfiles.metrics import itl_gaps_ms
-from orchestrate.report.chunkcolumn import ChunkOffsetsArray, chunk_offsets, within_row_diffs
+from orchestrate.report.aggregates.chunkcolumn import ChunkOffsetsArray, chunk_offsets, within_row_diffs
 
 ROWS = [[100.0, 150.0, 250.0], [], None, [7.5], [1.0, 2.0, 4.0, 8.0], [3.0, 3.0]]
 """Offsets of six records: with several chunks, none, a record without the field (None), one chunk."""

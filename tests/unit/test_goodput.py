@@ -1,4 +1,5 @@
-"""orchestrate/report/goodput.py: requests within the SLO, from a fixed hand-written record set, counted by hand."""
+"""orchestrate/report/aggregates/goodput.py: requests within the SLO, from a fixed hand-written record set,
+counted by hand."""
 
 from __future__ import annotations
 
@@ -10,10 +11,10 @@ import pandas as pd
 import pytest
 
 from locustfiles.records import CANCELLED, ERROR, OK, RequestRecord
-from orchestrate.report.goodput import goodput, markdown
+from orchestrate.report.aggregates.goodput import goodput, markdown
 from orchestrate.results import VariantPaths
 from orchestrate.report.summary import build_summary
-from orchestrate.report.summarize import summarize_records
+from orchestrate.report.aggregates.headline import summarize_records
 
 T0 = 1000.0
 SLO = {"ttft_ms": 200.0, "tpot_ms": 50.0, "e2e_ms": 1000.0}

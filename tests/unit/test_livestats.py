@@ -1,7 +1,7 @@
 """locustfiles/livestats.py: the web UI's live figures, from hand-made records and a hand-set clock.
 
 Every expected number is worked out by hand in the comments; percentiles are also checked against
-the report's own ``summarize.weighted_stats`` so that the live view and the report agree.
+the report's own ``aggregates.stats.weighted_stats`` so that the live view and the report agree.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import pytest
 from locustfiles.livestats import (HISTORY_POINTS, LiveStats, figures_csv_rows, percentiles,
                                    table_rows)
 from locustfiles.records import CANCELLED, ERROR, OK, RequestRecord
-from orchestrate.report.summarize import weighted_stats
+from orchestrate.report.aggregates.stats import weighted_stats
 
 
 class Clock:
@@ -71,7 +71,7 @@ def test_percentiles_are_nearest_rank() -> None:
 
 @pytest.mark.parametrize("seed", range(5))
 def test_percentiles_match_the_report(seed: int) -> None:
-    """The live view and ``summary.json`` use one definition (``summarize.weighted_stats``)."""
+    """The live view and ``summary.json`` use one definition (``aggregates.stats.weighted_stats``)."""
     rng = random.Random(seed)
     values = [rng.uniform(0, 100) for _ in range(rng.randint(1, 300))]
     weights = [rng.choice([1.0, 1.0, 2.0, 3.5]) for _ in values]

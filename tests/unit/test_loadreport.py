@@ -1,44 +1,25 @@
-"""orchestrate/report/loadreport.py: the ``arrivals`` and ``stages`` blocks from records, and how they read in summary.md."""
+"""orchestrate/report/loadreport.py: how the ``arrivals`` and ``stages`` blocks read in summary.md, from
+records through ``aggregates/loadshape.py``."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 import pandas as pd
 import pytest
 
-from locustfiles.metrics import stamp_schedule as stamp
-from locustfiles.records import RequestRecord
 from orchestrate.report import loadreport
+from orchestrate.report.aggregates import loadshape
 from orchestrate.report.render import markdown
 from orchestrate.results import VariantPaths
-from orchestrate.report.summarize import load_records, summarize_records
-
-T0 = 1_000_000.0
-
-
-def rec(index: int, send: float, status: str = "ok", e2e: float | None = 500.0, ttft: float | None = 100.0,
-        scheduled: float | None = None, tpot: float | None = 20.0, chunks: int = 5) -> dict[str, Any]:
-    record = RequestRecord(request_id=f"r{index}", prompt_index=index, worker="local", send_ts=send, status=status,
-                           error_class="http_500" if status == "error" else None, ttft_ms=ttft, e2e_ms=e2e,
-                           tpot_ms=tpot, tokens_per_chunk=1.0, n_chunks=chunks if ttft is not None else 0,
-                           chunk_offsets_ms=[ttft + 100.0 * k for k in range(chunks)] if ttft is not None else [],
-                           output_tokens=chunks, output_tokens_source="usage", prompt_tokens=10)
-    stamp(record, scheduled)
-    return vars(record)
-
-
-def arrivals_info(n: int, rate: float, start: float = T0, end: float | None = None, users: int = 2) -> dict[str, Any]:
-    return {"arrival": "constant", "rate": rate, "burstiness": None, "late_ms": 10.0, "users": users, "seed": 0,
-            "scheduled": n, "start_ts": start, "end_ts": end, "prompt_indices": list(range(n)),
-            "offsets_s": [k / rate for k in range(n)], "handed_out": n}
+from orchestrate.report.aggregates.headline import summarize_records
+from tests.unit.test_loadshape import T0, arrivals_info, rec, stages_info
 
 
 def test_an_open_loop_that_kept_up() -> None:
     records = pd.DataFrame([rec(k, T0 + k / 4 + 0.002, scheduled=T0 + k / 4) for k in range(9)])
-    arr = loadreport.summarize_arrivals(records, arrivals_info(9, 4.0, end=T0 + 3))
+    arr = loadshape.summarize_arrivals(records, arrivals_info(9, 4.0, end=T0 + 3))
     assert (arr["scheduled"], arr["sent"], arr["unsent"], arr["late"]) == (9, 9, 0, 0)
     assert arr["rate_scheduled"] == pytest.approx(4.0) and arr["rate_achieved"] == pytest.approx(4.0)
     assert arr["send_delay_ms"]["max"] == pytest.approx(2.0, abs=1e-3) and not arr["cap_fell_behind"]
@@ -53,7 +34,7 @@ def test_an_open_loop_whose_cap_fell_behind_counts_late_and_unsent() -> None:
     records = pd.DataFrame([rec(0, T0, scheduled=T0), rec(1, T0 + 0.025, scheduled=T0 + 0.025),
                             rec(2, T0 + 0.5, scheduled=T0 + 0.05), rec(3, T0 + 0.52, status="cancelled",
                                                                        e2e=100.0, ttft=None, scheduled=T0 + 0.075)])
-    arr = loadreport.summarize_arrivals(records, info)
+    arr = loadshape.summarize_arrivals(records, info)
     assert (arr["sent"], arr["unsent"], arr["unsent_overdue"], arr["unsent_not_due"]) == (4, 6, 5, 1)
     assert arr["sent"] + arr["unsent"] == arr["scheduled"]
     assert arr["late"] == 2 and arr["late_share"] == 0.5 and arr["cap_fell_behind"]
@@ -66,25 +47,12 @@ def test_an_open_loop_whose_cap_fell_behind_counts_late_and_unsent() -> None:
     assert "**Warning: the concurrency cap of 2 could not keep up" in md and "| 10 | 4 | 6 | 2 (> 10 ms) | 50 % |" in md
 
 
-def test_a_lost_workers_requests_are_not_unsent() -> None:
-    records = pd.DataFrame([rec(0, T0, scheduled=T0)])
-    arr = loadreport.summarize_arrivals(records, arrivals_info(3, 10.0, end=T0 + 5), lost={2})
-    assert (arr["sent"], arr["unsent"], arr["unsent_overdue"]) == (1, 1, 1)
-
-
 def test_a_time_cap_that_cut_the_schedule_is_not_the_caps_fault() -> None:
     records = pd.DataFrame([rec(k, T0 + k / 2, scheduled=T0 + k / 2) for k in range(3)])
-    arr = loadreport.summarize_arrivals(records, arrivals_info(10, 2.0, end=T0 + 1.2))
+    arr = loadshape.summarize_arrivals(records, arrivals_info(10, 2.0, end=T0 + 1.2))
     assert (arr["unsent"], arr["unsent_overdue"], arr["unsent_not_due"], arr["cap_fell_behind"]) == (7, 0, 7, False)
     assert loadreport.notes({"arrivals": arr}) == ["the run ended with 7 scheduled request(s) not yet due; they "
                                                    "were never sent (the time cap cut the schedule short)"]
-
-
-def stages_info(starts: list[float], end: float | None) -> dict[str, Any]:
-    return {"stages": [{"duration_s": 2.0, "users": 1, "spawn_rate": 1.0},
-                       {"duration_s": 2.0, "users": 3, "spawn_rate": 3.0},
-                       {"duration_s": 2.0, "users": 2, "spawn_rate": 2.0}],
-            "start_ts": T0, "stage_starts": starts, "end_ts": end, "ended_by": "stages"}
 
 
 def test_records_go_to_the_stage_active_at_their_send_time() -> None:
@@ -92,7 +60,7 @@ def test_records_go_to_the_stage_active_at_their_send_time() -> None:
     three = [rec(4 + 3 * k + u, T0 + 2.1 + 0.5 * k, status="error" if (k, u) == (0, 0) else "ok", ttft=150.0)
              for k in range(4) for u in range(3)]  # stage 2: three at a time
     records = pd.DataFrame(one + three)
-    stages = loadreport.summarize_stages(records, stages_info([T0, T0 + 2.05], T0 + 4.2))
+    stages = loadshape.summarize_stages(records, stages_info([T0, T0 + 2.05], T0 + 4.2))
     first, second, third = stages
     assert (first["requests"], first["completed"], first["peak_in_flight"], first["started_s"]) == (4, 4, 1, 0.0)
     assert (second["requests"], second["completed"], second["errors"], second["peak_in_flight"]) == (12, 11, 1, 3)
@@ -108,37 +76,13 @@ def test_records_go_to_the_stage_active_at_their_send_time() -> None:
 
 def test_the_blocks_come_from_the_files_and_reach_summary_md(tmp_path: Path) -> None:
     paths = VariantPaths(tmp_path)
-    assert loadreport.load_mode_summary(paths, pd.DataFrame()) == {}  # a plain run: no new keys
+    assert loadshape.load_mode_summary(paths, pd.DataFrame()) == {}  # a plain run: no new keys
     paths.stages_json.write_text(json.dumps(stages_info([T0], None)))
     paths.arrivals_json.write_text(json.dumps(arrivals_info(2, 1.0, end=T0 + 5)))
     records = pd.DataFrame([rec(0, T0, scheduled=T0), rec(1, T0 + 1.2, scheduled=T0 + 1)])
-    blocks = loadreport.load_mode_summary(paths, records)
+    blocks = loadshape.load_mode_summary(paths, records)
     assert blocks["arrivals"]["late"] == 1 and blocks["stages"][0]["requests"] == 2
     md = markdown({"scenario": "s", "variant": "v", **summarize_records(records), **blocks})
     assert "Open loop: 1.00 req/s asked (constant)" in md and "| stage | users | duration |" in md
 
 
-def test_requests_cancelled_by_a_ramp_down_end_there() -> None:
-    """Stage 2 (3 users) → stage 3 (2 users): Locust stops a user at once; its request has no end of its own."""
-    cancelled = [rec(k, T0 + 3.9, status="cancelled", e2e=None, ttft=None) for k in range(3)]
-    kept = [rec(3 + k, T0 + 4.2 + 0.5 * j) for j in range(2) for k in range(2)]
-    stages = loadreport.summarize_stages(pd.DataFrame(cancelled + kept),
-                                         stages_info([T0, T0 + 2.05, T0 + 4.1], T0 + 6.2))
-    assert [s["requests"] for s in stages] == [0, 3, 4] and stages[1]["cancelled"] == 3
-    assert stages[1]["peak_in_flight"] == 3 and stages[2]["peak_in_flight"] == 2
-
-
-def test_the_columnar_frame_gives_the_same_blocks(tmp_path: Path) -> None:
-    """``tokenswarm report`` reads records columnar (``orchestrate.report.recordsfile``): stages and arrivals as from lists."""
-    one = [rec(k, T0 + 0.5 * k, scheduled=T0 + 0.5 * k) for k in range(4)]
-    three = [rec(4 + k, T0 + 2.1 + 0.3 * k, status="error" if k == 2 else "ok", ttft=150.0, chunks=3 + k % 4)
-             for k in range(9)]
-    cancelled = [rec(20, T0 + 3.9, status="cancelled", e2e=None, ttft=None)]
-    rows = one + three + cancelled
-    path = tmp_path / "requests.jsonl"
-    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    info = stages_info([T0, T0 + 2.05, T0 + 4.1], T0 + 6.2)
-    lists, columnar = pd.DataFrame(rows), load_records(path)
-    assert loadreport.summarize_stages(columnar, info) == loadreport.summarize_stages(lists, info)
-    arrivals = arrivals_info(4, 2.0, end=T0 + 5)
-    assert loadreport.summarize_arrivals(columnar, arrivals) == loadreport.summarize_arrivals(lists, arrivals)

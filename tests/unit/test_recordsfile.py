@@ -1,4 +1,4 @@
-"""orchestrate/report/recordsfile.py: ``requests.jsonl`` read columnar gives what a plain reading gives.
+"""orchestrate/report/aggregates/recordsfile.py: ``requests.jsonl`` read columnar gives what a plain reading gives.
 
 The reference is written out in plain Python over ``json.loads`` of each line: nearest-rank
 percentiles with weights, token totals, errors by class. Both the in-memory path and the blockwise
@@ -17,10 +17,11 @@ import numpy as np
 import pytest
 
 from locustfiles.records import CANCELLED, ERROR, OK, RequestRecord
-from orchestrate.report import blockstats
-from orchestrate.report.chunkcolumn import chunk_offsets
-from orchestrate.report.recordsfile import read_records
-from orchestrate.report.summarize import summarize_records
+from orchestrate.report.aggregates import blockstats
+from orchestrate.report.aggregates.chunkcolumn import chunk_offsets
+from orchestrate.report.aggregates.recordsfile import read_records
+from orchestrate.report.aggregates.headline import summarize_records
+from tests.unit.test_headline import study_records
 
 T0 = 1_700_000_000.0
 
@@ -141,7 +142,7 @@ def test_every_field_of_a_whole_file_is_read_by_the_fast_path(tmp_path: Path, mo
     """A well-formed file never falls back to the line-by-line read, and every field, booleans
     included, comes back as written (a field the schema typed wrongly would send each block there)."""
     from dataclasses import fields
-    from orchestrate.report import recordsfile
+    from orchestrate.report.aggregates import recordsfile
     records = generated(40, seed=5)
     for i, r in enumerate(records):
         r.reconnect, r.connect_ms, r.refused_retries, r.bytes_received = i % 3 == 0, 0.25 * i, i % 2, 100 + i
@@ -214,3 +215,30 @@ def test_no_record_is_an_empty_frame(tmp_path: Path, content: str | None) -> Non
         path.write_text(content)
     frame = read_records(path)
     assert frame.empty and summarize_records(frame)["requests"]["sent"] == 0
+
+
+# --- a torn, a missing and an exact file, through the headline ------------------------------------
+
+def test_read_records_skips_a_torn_last_line(tmp_path: Path):
+    path = tmp_path / "requests.jsonl"
+    records = study_records()
+    torn = records[2].to_json()[:40]  # the writer was killed mid-line
+    path.write_text(records[0].to_json() + "\n" + records[1].to_json() + "\n" + torn)
+    df = read_records(path)
+    assert list(df["request_id"]) == ["local-0", "local-1"]
+    assert df.loc[1, "chunk_offsets_ms"] == [200.0, 260.0]
+    assert summarize_records(df)["requests"]["completed"] == 2
+
+
+def test_read_records_round_trips_exact_floats(tmp_path: Path):
+    path = tmp_path / "requests.jsonl"
+    record = study_records()[1]
+    record.tpot_ms = 100.00000000000001
+    path.write_text(record.to_json() + "\n")
+    assert read_records(path).loc[0, "tpot_ms"] == 100.00000000000001
+
+
+def test_read_records_missing_file_is_empty(tmp_path: Path):
+    df = read_records(tmp_path / "nope.jsonl")
+    assert df.empty
+    assert summarize_records(df)["requests"]["sent"] == 0

@@ -1,4 +1,4 @@
-"""orchestrate/report/render.py: formatting of summaries (every number comes from summarize.py)."""
+"""orchestrate/report/render.py: formatting of summaries (every number comes from report/aggregates/)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 from orchestrate.report.provenance import condition_lines
 from orchestrate.report.render import console_lines, fmt_ms, fmt_num, headline, markdown, write_reports
 from orchestrate.results import VariantPaths
-from orchestrate.report.summarize import summarize_records
+from orchestrate.report.aggregates.headline import summarize_records
 
 CONTEXT_ERROR = "http_400:exceed_context_size_error"
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from locustfiles.selfcheck import LoopMonitor
-from orchestrate.report.summarize import summarize_client
+from orchestrate.report.aggregates.client import summarize_client
 
 
 def report(p99: float, cpu: float, worker: str = "local") -> dict:

@@ -1,4 +1,4 @@
-"""orchestrate/report/turns.py: the per-turn table and the conversations block, on fixed records."""
+"""orchestrate/report/aggregates/turns.py: the per-turn table and the conversations block, on fixed records."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pytest
 from locustfiles.dataset import Prompt
 from locustfiles.records import CANCELLED, ERROR, OK, RequestRecord
 from orchestrate.results import VariantPaths
-from orchestrate.report.turns import markdown, summarize_turns
+from orchestrate.report.aggregates.turns import markdown, summarize_turns
 
 T0 = 1_000.0
 

@@ -24,7 +24,7 @@ import pyarrow.compute as pc
 import pyarrow.json as pj
 
 from locustfiles.records import RequestRecord
-from orchestrate.report.chunkcolumn import COLUMN, ChunkOffsetsArray
+from orchestrate.report.aggregates.chunkcolumn import COLUMN, ChunkOffsetsArray
 
 BLOCK_BYTES = 8 << 20
 """The file is parsed this much at a time (whole lines)."""

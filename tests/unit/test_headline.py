@@ -1,21 +1,18 @@
-"""orchestrate/report/summarize.py: every aggregate of a variant, from hand-built records, hand-computed."""
+"""orchestrate/report/aggregates/headline.py: the headline block of a variant, from hand-built records,
+hand-computed."""
 
 from __future__ import annotations
 
 import json
-import math
 from dataclasses import asdict
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 import pytest
 
 from locustfiles.records import CANCELLED, ERROR, OK, RequestRecord
-from orchestrate.report import blockstats, chunkcolumn
-from orchestrate.report.summarize import (crosscheck_agrees, itl_stats, load_records, locust_crosscheck,
-                                          output_tokens_per_second, peak_in_flight, server_timings, speculative,
-                                          summarize_records, tokens_received, weighted_stats)
+from orchestrate.report.aggregates.headline import server_timings, speculative, summarize_records
+from orchestrate.report.aggregates.recordsfile import read_records
 
 T0 = 1000.0
 CONTEXT_ERROR = "http_400:exceed_context_size_error"
@@ -72,24 +69,6 @@ def frame(records: list[RequestRecord]) -> pd.DataFrame:
 @pytest.fixture
 def summary() -> dict:
     return summarize_records(frame(study_records()))
-
-
-# --- weighted_stats: nearest rank -----------------------------------------------------------------
-
-def test_weighted_stats_nearest_rank_one_to_ten():
-    # 10 values, weight 1: p is the smallest value whose cumulative weight reaches p% of 10
-    stats = weighted_stats(np.array([7, 3, 10, 1, 5, 2, 9, 4, 8, 6], dtype=float))
-    assert stats == {"p50": 5.0, "p90": 9.0, "p99": 10.0, "mean": 5.5, "min": 1.0, "max": 10.0}
-
-
-def test_weighted_stats_weights_repeat_values():
-    # 10 (weight 3) and 20 (weight 1): cum = [3, 4]; p50 target 2 → 10; p90 target 3.6 → 20; mean 50/4
-    stats = weighted_stats(np.array([20.0, 10.0]), np.array([1.0, 3.0]))
-    assert stats == {"p50": 10.0, "p90": 20.0, "p99": 20.0, "mean": 12.5, "min": 10.0, "max": 20.0}
-
-
-def test_weighted_stats_of_nothing_is_none():
-    assert weighted_stats(np.array([])) is None
 
 
 # --- summarize_records ----------------------------------------------------------------------------
@@ -168,12 +147,6 @@ def test_itl_pooled_gaps_weighted_by_tokens_per_chunk(summary):
     assert summary["tokens_per_chunk"] == pytest.approx(11 / 9)
 
 
-def test_itl_of_single_chunk_requests_is_none():
-    records = [ok_record(0, T0, [100.0], 2, 300.0, 10, 0, 5.0, 50.0)]
-    ok = frame(records)
-    assert itl_stats(ok) is None
-
-
 def test_output_tokens_source(summary):
     assert summary["output_tokens_source"] == ["usage"]
 
@@ -237,201 +210,14 @@ def test_summary_is_json_serialisable(summary):
     assert json.loads(json.dumps(summary)) == summary
 
 
-# --- load_records ---------------------------------------------------------------------------------
-
-def test_load_records_skips_a_torn_last_line(tmp_path: Path):
-    path = tmp_path / "requests.jsonl"
-    records = study_records()
-    torn = records[2].to_json()[:40]  # the writer was killed mid-line
-    path.write_text(records[0].to_json() + "\n" + records[1].to_json() + "\n" + torn)
-    df = load_records(path)
-    assert list(df["request_id"]) == ["local-0", "local-1"]
-    assert df.loc[1, "chunk_offsets_ms"] == [200.0, 260.0]
-    assert summarize_records(df)["requests"]["completed"] == 2
-
-
-def test_load_records_round_trips_exact_floats(tmp_path: Path):
-    path = tmp_path / "requests.jsonl"
-    record = study_records()[1]
-    record.tpot_ms = 100.00000000000001
-    path.write_text(record.to_json() + "\n")
-    assert load_records(path).loc[0, "tpot_ms"] == 100.00000000000001
-
-
-def test_load_records_missing_file_is_empty(tmp_path: Path):
-    df = load_records(tmp_path / "nope.jsonl")
-    assert df.empty
-    assert summarize_records(df)["requests"]["sent"] == 0
-
-
-# --- Locust's own stats ---------------------------------------------------------------------------
-
-def locust_row(method: str, name: str, num_requests: int, num_failures: int, total_content_length: int,
-               start_time: float, last_request_timestamp: float | None) -> dict:
-    """One entry of Locust's ``--json-file`` (``StatsEntryDict``)."""
-    return {"name": name, "method": method, "last_request_timestamp": last_request_timestamp,
-            "start_time": start_time, "num_requests": num_requests, "num_none_requests": 0,
-            "num_failures": num_failures, "total_response_time": 1234, "max_response_time": 1000,
-            "min_response_time": 300, "total_content_length": total_content_length,
-            "response_times": {"300": 1, "500": 1, "1000": 1}, "num_reqs_per_sec": {"1000": 2, "1001": 2},
-            "num_fail_per_sec": {"1001": 1}}
-
-
-def locust_rows() -> list[dict]:
-    """What Locust saw of the study: cancelled requests never fire, so 4 requests, 1 failure.
-
-    The request row's length is output tokens (11); the TTFT row's length is prompt tokens (105).
-    """
-    return [
-        locust_row("POST", "/v1/chat/completions", 4, 1, 11, T0 - 0.5, T0 + 2.0),
-        locust_row("METRIC", "TTFT", 3, 0, 105, T0 - 0.5, T0 + 1.9),
-        locust_row("METRIC", "TPOT", 3, 0, 11, T0 - 0.4, None),
-    ]
-
-
-def write_json(tmp_path: Path, rows: list[dict]) -> Path:
-    path = tmp_path / "locust_stats.json"
-    path.write_text(json.dumps(rows, indent=4))
-    return path
-
-
-def test_locust_crosscheck(tmp_path: Path):
-    check = locust_crosscheck(write_json(tmp_path, locust_rows()))
-    # duration: earliest start_time (999.5) to latest last_request_timestamp (1002.0) = 2.5 s
-    csv = check.pop("csv")
-    assert csv is None  # no CSV given
-    assert check == pytest.approx({"requests": 4, "failures": 1, "no_content": 0, "prompt_tokens": 105,
-                                   "output_tokens": 11, "duration_s": 2.5, "prefill_tok_s": 105 / 2.5,
-                                   "decode_tok_s": 11 / 2.5})
-
-
-def test_crosscheck_with_a_reply_without_content(tmp_path: Path):
-    # the EOS-only reply's prompt tokens ride on the NO_CONTENT row: Locust's totals equal the records'
-    summary = summarize_records(frame(study_records() + [eos_only_record(5, T0 + 1.6, 223)]))
-    rows = locust_rows()
-    rows[0].update(num_requests=5, total_content_length=12)
-    rows.append(locust_row("METRIC", "NO_CONTENT", 1, 0, 223, T0 + 1.6, T0 + 1.7))
-    check = locust_crosscheck(write_json(tmp_path, rows))
-    assert check["prompt_tokens"] == 105 + 223 and check["no_content"] == 1
-    assert crosscheck_agrees(summary, check) is True
-    rows.pop()  # without that row, as before the fix: 223 prompt tokens short
-    assert crosscheck_agrees(summary, locust_crosscheck(write_json(tmp_path, rows))) is False
-
-
-CSV_HEADER = "Type,Name,Request Count,Failure Count,Median Response Time\n"
-
-
-@pytest.mark.parametrize("csv_requests, agrees", [(4, True), (3, False)], ids=["final", "missed-the-last"])
-def test_crosscheck_reads_the_stats_csv(tmp_path: Path, summary, csv_requests: int, agrees: bool):
-    csv = tmp_path / "locust_stats.csv"
-    csv.write_text(CSV_HEADER + f"POST,/v1/chat/completions,{csv_requests},1,300\nMETRIC,TTFT,3,0,200\n"
-                   ",Aggregated,10,1,200\n")
-    check = locust_crosscheck(write_json(tmp_path, locust_rows()), csv)
-    assert check["csv"] == {"requests": csv_requests, "failures": 1}
-    assert crosscheck_agrees(summary, check) is agrees
-
-
-def test_crosscheck_agrees_with_the_records(tmp_path: Path, summary):
-    check = locust_crosscheck(write_json(tmp_path, locust_rows()))
-    assert crosscheck_agrees(summary, check) is True
-
-
-@pytest.mark.parametrize("field, value", [
-    ("num_requests", 5),            # counted the cancelled request
-    ("num_failures", 0),            # missed the error
-    ("total_content_length", 12),   # one output token more than the records
-])
-def test_crosscheck_disagrees(tmp_path: Path, summary, field: str, value: int):
-    rows = locust_rows()
-    rows[0][field] = value
-    assert crosscheck_agrees(summary, locust_crosscheck(write_json(tmp_path, rows))) is False
-
-
-def test_crosscheck_disagrees_on_prompt_tokens(tmp_path: Path, summary):
-    rows = locust_rows()
-    rows[1]["total_content_length"] = 100
-    assert crosscheck_agrees(summary, locust_crosscheck(write_json(tmp_path, rows))) is False
-
-
-def test_crosscheck_without_a_chat_row(tmp_path: Path):
-    check = locust_crosscheck(write_json(tmp_path, [locust_row("GET", "/health", 1, 0, 0, T0, T0)]))
-    assert check == {"requests": 0, "failures": 0, "no_content": 0, "prompt_tokens": 0, "output_tokens": 0,
-                     "duration_s": None, "prefill_tok_s": None, "decode_tok_s": None}
-
-
-@pytest.mark.parametrize("content", [None, "", "[{\"method\": "], ids=["missing", "empty", "torn"])
-def test_crosscheck_unreadable_file_is_none(tmp_path: Path, content: str | None):
-    path = tmp_path / "locust_stats.json"
-    if content is not None:
-        path.write_text(content)
-    assert locust_crosscheck(path) is None
-    assert crosscheck_agrees({"requests": {}}, None) is None
-
-
-def test_output_tokens_per_second_from_chunk_arrivals():
-    # second 0: r0 chunks at 0.10 0.15 0.25 (1 token each) + r1 at 0.70 0.76 (2 each) = 3 + 4 = 7
-    # second 1: r2 chunks at 1.40 1.50 1.55 1.70 = 4. Error and cancelled rows carry no tokens per chunk.
-    per_s = output_tokens_per_second(frame(study_records()))
-    assert per_s.to_dict() == {0: 7.0, 1: 4.0}
-    assert per_s.sum() == summarize_records(frame(study_records()))["tokens"]["output"]
-
-
-def test_output_tokens_per_second_of_nothing_is_empty():
-    assert output_tokens_per_second(pd.DataFrame()).empty
-
-
-# --- the columnar form (orchestrate.report.recordsfile) -------------------------------------------------------
+# --- the columnar form (orchestrate.report.aggregates.recordsfile) ---------------------------------------
 
 def columnar(tmp_path: Path, records: list[RequestRecord]) -> pd.DataFrame:
     path = tmp_path / "requests.jsonl"
     path.write_text("".join(r.to_json() + "\n" for r in records))
-    return load_records(path)
+    return read_records(path)
 
 
 def test_the_columnar_frame_summarizes_as_the_frame_of_lists(tmp_path: Path):
     records = study_records(drafts=[(4, 2), (6, 6), (0, 0)]) + [eos_only_record(5, T0 + 1.6, 223)]
     assert summarize_records(columnar(tmp_path, records)) == summarize_records(frame(records))
-
-
-def test_pooled_itl_read_in_blocks_is_the_sorted_one(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
-    rng = np.random.default_rng(7)
-    records = [ok_record(i, T0 + i, np.round(np.cumsum(rng.gamma(2.0, 5.0, 40)), 4).tolist(), int(k * 40), 5000.0,
-                         10, 0, 1.0, 1.0) for i, k in enumerate(rng.choice([1, 2, 3], 60))]
-    df = columnar(tmp_path, records)
-    in_memory = itl_stats(df)
-    monkeypatch.setattr(blockstats, "SORT_AT_MOST", 100)  # 2,340 gaps: selected by histograms
-    monkeypatch.setattr(chunkcolumn, "BLOCK_VALUES", 256)
-    blockwise = itl_stats(df)
-    assert {k: blockwise[k] for k in ("p50", "p90", "p99", "min", "max")} == \
-        {k: in_memory[k] for k in ("p50", "p90", "p99", "min", "max")}
-    assert blockwise["mean"] == pytest.approx(in_memory["mean"], rel=1e-12)
-
-
-def test_output_tokens_per_second_columnar_against_a_loop(tmp_path: Path):
-    rng = np.random.default_rng(3)
-    records = [ok_record(i, T0 + rng.uniform(0, 20), np.round(np.cumsum(rng.gamma(2.0, 80.0, 30)), 4).tolist(),
-                         int(rng.choice([30, 60])), 9000.0, 10, 0, 1.0, 1.0) for i in range(40)]
-    records += study_records()[3:]  # an error and a cancelled request with a chunk, no tokens per chunk: left out
-    expected: dict[int, float] = {}
-    t0 = min(r.send_ts for r in records)
-    for r in records:
-        for offset in (r.chunk_offsets_ms if r.tokens_per_chunk else []):
-            second = math.floor(r.send_ts - t0 + offset / 1000)
-            expected[second] = expected.get(second, 0.0) + r.tokens_per_chunk
-    per_s = output_tokens_per_second(columnar(tmp_path, records))
-    assert per_s.to_dict() == pytest.approx(expected)
-    assert sorted(per_s.index) == sorted(expected)
-
-
-def test_tokens_received_in_windows_counts_every_records_chunks(tmp_path: Path):
-    # r0's chunks arrive at 1000.10 1000.15 1000.25, r1's (2 tokens each) at 1000.70 1000.76, r2's at
-    # 1001.40 1001.50 1001.55 1001.70; the error's at 1001.75 and the cancelled one's at 1001.60 count 1 each
-    df = columnar(tmp_path, study_records())
-    assert tokens_received(df, [(T0, T0 + 0.2), (T0 + 0.2, T0 + 1.0), (T0 + 1.0, T0 + 5.0)]) == [2.0, 5.0, 6.0]
-
-
-def test_peak_in_flight_ends_before_starts():
-    starts, ends = np.array([0.0, 1.0, 1.0, 2.5]), np.array([1.0, 3.0, 2.0, 4.0])
-    assert peak_in_flight(starts, ends) == 2  # [0,1) closes as two open at 1; at 2.5: [1,3) and [2.5,4)
-    assert peak_in_flight(starts, ends, lo=3.0, hi=5.0) == 1
-    assert peak_in_flight(starts, ends, lo=9.0, hi=10.0) == 0

@@ -1,6 +1,6 @@
 """Exact order statistics of values too many to sort in memory, read in blocks.
 
-Stage: records → report (the arithmetic under ``summarize.py``'s pooled ITL and ``vllm_format``'s). A
+Stage: records → report (the arithmetic under ``chunks.py``'s pooled ITL and ``vllmstats.py``'s). A
 million records pool about 64 million inter-chunk gaps; sorting them with their weights takes gigabytes.
 Here a caller hands a function that yields the values block by block (the same blocks on every call),
 and ``select`` finds the value at a cumulative weight by radix selection on the float64 bit patterns:

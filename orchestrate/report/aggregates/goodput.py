@@ -32,7 +32,7 @@ import pandas as pd
 from locustfiles.records import CANCELLED, ERROR, OK
 from orchestrate.report.formats import fmt_ms, fmt_num
 from orchestrate.scenario.slo import SLO_KEYS
-from orchestrate.report.summarize import numeric_column, per_second
+from orchestrate.report.aggregates.stats import numeric_column, per_second
 
 LABELS = {"ttft_ms": "TTFT", "tpot_ms": "TPOT", "e2e_ms": "E2E"}
 

@@ -17,7 +17,8 @@ from typing import Any
 import pandas as pd
 
 from orchestrate.report.formats import summary_numbers
-from orchestrate.report.summarize import numeric_column, summarize_records
+from orchestrate.report.aggregates.headline import summarize_records
+from orchestrate.report.aggregates.stats import numeric_column
 
 HOLD_S = 10.0
 """A user level held at least this long (seconds of Locust's history) is a step."""

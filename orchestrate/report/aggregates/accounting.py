@@ -16,7 +16,8 @@ import pandas as pd
 
 from locustfiles.records import OK
 from locustfiles.sse import CLOSED_BEFORE_RESPONSE
-from orchestrate.report.summarize import numeric_column, request_ends, weighted_stats
+from orchestrate.report.aggregates.concurrency import request_ends
+from orchestrate.report.aggregates.stats import numeric_column, weighted_stats
 
 CUT = "stream_cut"
 

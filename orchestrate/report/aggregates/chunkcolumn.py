@@ -4,7 +4,7 @@ Stage: records → report. A million records carry about 64 million chunk offset
 floats that is gigabytes. Here they are one float64 buffer, and each row holds only where its offsets
 start and how many there are, so every frame cut from the records (a filter, a sort, a group) shares the
 buffer instead of copying offsets. ``chunk_offsets`` hands any frame's offsets to the aggregates in
-``summarize.py`` as flat arrays; a hand-built frame whose column holds lists works too (tests, callers
+``chunks.py`` as flat arrays; a hand-built frame whose column holds lists works too (tests, callers
 from before the columnar reader).
 """
 

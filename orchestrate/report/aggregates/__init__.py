@@ -1,0 +1,23 @@
+"""Every aggregate of the report stage lives in this package: percentiles, rates and counts over many
+records or samples, computed here and nowhere else. The rest of ``report/`` writes, formats and
+compares what these compute.
+
+Stage: report. One kind a module:
+
+- ``stats``: nearest-rank percentiles (weighted, or pooled from blocks), numeric columns, sums, rates.
+- ``headline``: the headline block of ``summary.json`` (requests, duration, tokens, throughput, latency).
+- ``chunks``: over chunk arrivals: pooled ITL gaps, output tokens per second, tokens within windows.
+- ``concurrency``: each request's end, and the most requests in flight at once.
+- ``client``: the load generators' self-check and Locust's own counts against the records.
+- ``goodput``: the requests that met the scenario's SLOs, and their rate (with its summary.md lines).
+- ``accounting``: what became of every prompt asked for, the connections, when the server went down.
+- ``loadshape``: an open-loop run's rates, lateness and unsent requests; a ramp's figures per stage.
+- ``turns``: multi-turn replay per turn index, and the conversations (with its summary.md table).
+- ``uisteps``: a web UI ramp as steps, each user level held with its own figures (and the words above them).
+- ``host``: how busy the host was while a variant ran (foreign CPU, steal, other GPU users).
+- ``servermetrics``: the server's ``metrics.jsonl``: memory peaks, counter growth, its counts vs the records.
+- ``vllmstats``: vLLM's own estimators (numpy's mean, median, std, percentile), for ``vllm_bench.json``.
+- ``recordsfile``: ``requests.jsonl`` read columnar (pyarrow), the frame every aggregate reads.
+- ``chunkcolumn``: every record's chunk offsets in one shared buffer, handed out in blocks.
+- ``blockstats``: exact order statistics of values too many to sort at once, read in blocks.
+"""

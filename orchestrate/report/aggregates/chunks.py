@@ -1,0 +1,104 @@
+"""Aggregates over the chunks' arrivals: the pooled inter-chunk gaps (ITL), output tokens per second and
+tokens received within windows.
+
+Stage: records → report. Aggregates over chunk offsets never hold one Python list per record: a
+million records pool ~64 million gaps, handled a few million at a time (``chunkcolumn`` hands them out
+in blocks, ``blockstats`` selects exact percentiles from them).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import replace
+
+import numpy as np
+import pandas as pd
+
+from orchestrate.report.aggregates.blockstats import Blocks, fits
+from orchestrate.report.aggregates.chunkcolumn import COLUMN, chunk_offsets, within_row_diffs
+from orchestrate.report.aggregates.stats import numeric_column, pooled_stats
+
+
+def _tokens_per_chunk(tpc: np.ndarray) -> np.ndarray:
+    """``tokens_per_chunk`` as a weight: 1 where unknown or 0."""
+    return np.where(np.isnan(tpc) | (tpc == 0), 1.0, tpc)
+
+
+def chunk_tokens(df: pd.DataFrame) -> np.ndarray:
+    """Per row, the tokens each of its chunks carried."""
+    return _tokens_per_chunk(numeric_column(df, "tokens_per_chunk").to_numpy(dtype=float))
+
+
+def gap_blocks(df: pd.DataFrame, weights: np.ndarray | None = None) -> tuple[Blocks, int]:
+    """The inter-chunk gaps of ``df``'s rows (``itl_gaps_ms`` of each) in blocks, each gap weighted by
+    its row's ``weights`` (None: 1 each), and how many there are. In row order while they fit in
+    memory; past that in the order the rows' offsets lie in the buffer (read faster, and the order of
+    pooled gaps changes no percentile)."""
+    offsets = chunk_offsets(df)
+    count = int(np.maximum(offsets.counts - 1, 0).sum())
+    if not fits(count):
+        order = np.argsort(offsets.starts, kind="stable")
+        offsets = replace(offsets, starts=offsets.starts[order], counts=offsets.counts[order])
+        weights = None if weights is None else weights[order]
+
+    def blocks() -> Iterator[tuple[np.ndarray, np.ndarray | None]]:
+        for rows, flat, counts in offsets.blocks():
+            gaps = within_row_diffs(flat, counts)
+            yield gaps, None if weights is None else np.repeat(weights[rows], np.maximum(counts - 1, 0))
+    return blocks, count
+
+
+def itl_stats(ok: pd.DataFrame) -> dict[str, float] | None:
+    """Pooled inter-chunk gaps, each weighted by its request's tokens per chunk."""
+    return pooled_stats(*gap_blocks(ok, chunk_tokens(ok)))
+
+
+def _arrivals(records: pd.DataFrame, t0: float = 0.0, rows: np.ndarray | None = None
+              ) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    """Every chunk's arrival (wall clock, s after ``t0``; NaN for a record without ``send_ts``) and its
+    row's ``tokens_per_chunk`` (NaN where none), a block at a time; only the chunks of ``rows`` if given."""
+    base = numeric_column(records, "send_ts").to_numpy(dtype=float) - t0
+    tpc = numeric_column(records, "tokens_per_chunk").to_numpy(dtype=float)
+    offsets = chunk_offsets(records)
+    if rows is not None:
+        offsets = replace(offsets, counts=np.where(rows, offsets.counts, 0))
+    for block, flat, counts in offsets.blocks():
+        yield np.repeat(base[block], counts) + flat / 1000, np.repeat(tpc[block], counts)
+
+
+def output_tokens_per_second(records: pd.DataFrame) -> pd.Series:
+    """Output tokens received in each whole second since the first send (from chunk arrivals); a
+    chunk of a record without ``tokens_per_chunk`` (failed, cancelled) is left out."""
+    if records.empty or COLUMN not in records:
+        return pd.Series(dtype=float)
+    send = numeric_column(records, "send_ts")
+    counted = (send.notna() & numeric_column(records, "tokens_per_chunk").notna()).to_numpy()
+    lows, sums, seen = [], [], []
+    for arrival, tpc in _arrivals(records, send.min(), counted):
+        if np.isnan(arrival).any():  # a null among a record's offsets
+            arrival, tpc = arrival[~np.isnan(arrival)], tpc[~np.isnan(arrival)]
+        second = np.floor(arrival).astype(np.int64)
+        if second.size:
+            lows.append(int(second.min()))
+            sums.append(np.bincount(second - lows[-1], weights=tpc))
+            seen.append(np.bincount(second - lows[-1]))
+    if not lows:
+        return pd.Series(dtype=float)
+    low = min(lows)
+    total = np.zeros(max(lo + s.size for lo, s in zip(lows, sums)) - low)
+    count = np.zeros(total.size, dtype=np.int64)
+    for lo, s, n in zip(lows, sums, seen):
+        total[lo - low:lo - low + s.size] += s
+        count[lo - low:lo - low + n.size] += n
+    return pd.Series(total[count > 0], index=np.flatnonzero(count) + low)
+
+
+def tokens_received(records: pd.DataFrame, windows: list[tuple[float, float]]) -> list[float]:
+    """Tokens in the chunks that arrived (wall clock) within each [start, end), over every record: a
+    failed or cancelled request's chunks arrived too, and one of unknown size counts 1 token."""
+    sums = np.zeros(len(windows))
+    for arrival, tpc in _arrivals(records):
+        tokens = _tokens_per_chunk(tpc)
+        for i, (start, end) in enumerate(windows):
+            sums[i] += tokens[(arrival >= start) & (arrival < end)].sum()
+    return sums.tolist()

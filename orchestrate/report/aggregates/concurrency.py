@@ -1,0 +1,28 @@
+"""Requests in flight: when each one ended, and the most in flight at once.
+
+Stage: report. A request is in flight from its send to its end (send + E2E): the summary's duration
+ends at the last end; a ramp stage's ``peak_in_flight`` and vLLM's ``max_concurrent_requests`` are the
+most in flight at once.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+
+def request_ends(df: pd.DataFrame) -> pd.Series:
+    """Each request's end, wall clock: its send time plus its E2E (a request without one ends at its send)."""
+    return df["send_ts"] + df["e2e_ms"].fillna(0) / 1000.0
+
+
+def peak_in_flight(starts: np.ndarray, ends: np.ndarray, lo: float = -np.inf, hi: float = np.inf) -> int:
+    """The most requests in flight at once within [lo, hi) (a request is in flight over [send, end));
+    at equal times an end comes before a start."""
+    keep = (starts < hi) & (ends > lo)
+    if not keep.any():
+        return 0
+    events = np.concatenate([np.maximum(starts[keep], lo), np.minimum(ends[keep], hi)])
+    steps = np.concatenate([np.ones(keep.sum()), -np.ones(keep.sum())])
+    order = np.lexsort((steps, events))
+    return int(np.cumsum(steps[order]).max())

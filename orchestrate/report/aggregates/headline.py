@@ -1,0 +1,92 @@
+"""The headline block of ``summary.json``: requests, duration, tokens, throughput, latency percentiles,
+llama.cpp's own timings and the drafter's acceptance.
+
+Stage: records → report. Headline numbers come from ``requests.jsonl`` (exact floats);
+``client.locust_crosscheck`` is derived from Locust's own stats files alone and never feeds them, and
+neither do the server's own counters from ``metrics.jsonl`` (``servermetrics.server_metrics``): they
+are a second, independent count of the same tokens.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from locustfiles.records import CANCELLED, ERROR, OK
+from orchestrate.report.aggregates.chunkcolumn import COLUMN
+from orchestrate.report.aggregates.chunks import itl_stats
+from orchestrate.report.aggregates.concurrency import request_ends
+from orchestrate.report.aggregates.stats import column_sum, numeric_column, per_second, weighted_stats
+
+
+def _stat(df: pd.DataFrame, column: str) -> dict[str, float] | None:
+    return weighted_stats(df[column].dropna().to_numpy()) if column in df else None
+
+
+_COMPLETED_FIELDS = frozenset({"prompt_index", "ttft_ms", "tpot_ms", "e2e_ms", COLUMN, "n_chunks", "tokens_per_chunk",
+                               "prompt_tokens", "cached_tokens", "prefill_tokens", "output_tokens",
+                               "output_tokens_source", "prompt_ms", "predicted_ms", "draft_tokens", "draft_accepted"})
+"""What the headline block reads of the completed records (a copy of only these: a long run's frame is large)."""
+
+
+def summarize_records(df: pd.DataFrame) -> dict[str, Any]:
+    """The headline block of ``summary.json`` from the per-request records."""
+    if df.empty:
+        return {"requests": {"sent": 0, "completed": 0, "errors": 0, "cancelled": 0, "no_content": 0,
+                             "errors_by_class": {}},
+                "duration_s": 0.0, "tokens": {"prompt": 0, "cached": 0, "output": 0},
+                "throughput": {"prefill_tok_s": None, "decode_tok_s": None, "requests_per_s": None},
+                "latency_ms": {}, "server_timings": None, "speculative": None, "completed_prompts": []}
+    ok = df.loc[df["status"] == OK, [c for c in df if c in _COMPLETED_FIELDS]]
+    errors = df.loc[df["status"] == ERROR, ["error_class"]]
+    duration = float(request_ends(df).max() - df["send_ts"].min())
+    tokens = {"prompt": column_sum(ok, "prompt_tokens") or 0, "cached": column_sum(ok, "cached_tokens") or 0,
+              "output": column_sum(ok, "output_tokens") or 0}
+    per_s = (lambda n: per_second(n, duration))
+    chunks = column_sum(ok, "n_chunks")
+    summary: dict[str, Any] = {
+        "requests": {"sent": int(len(df)), "completed": int(len(ok)), "errors": int(len(errors)),
+                     "cancelled": int((df["status"] == CANCELLED).sum()),
+                     "no_content": int(numeric_column(ok, "ttft_ms").isna().sum()),
+                     "errors_by_class": {str(k): int(v) for k, v in
+                                         errors["error_class"].value_counts().sort_index().items()}},
+        "duration_s": duration,
+        "tokens": tokens,
+        "throughput": {"prefill_tok_s": per_s(tokens["prompt"]), "decode_tok_s": per_s(tokens["output"]),
+                       "requests_per_s": per_s(len(ok))},
+        "latency_ms": {"ttft": _stat(ok, "ttft_ms"), "tpot": _stat(ok, "tpot_ms"), "itl": itl_stats(ok),
+                       "e2e": _stat(ok, "e2e_ms")},
+        "tokens_per_chunk": tokens["output"] / chunks if chunks else None,
+        "output_tokens_source": sorted(ok["output_tokens_source"].dropna().unique().tolist())
+        if "output_tokens_source" in ok else [],
+        "server_timings": server_timings(ok),
+        "speculative": speculative(ok),
+        "completed_prompts": sorted({int(i) for i in numeric_column(ok, "prompt_index").dropna()}),
+    }
+    return summary
+
+
+def server_timings(ok: pd.DataFrame) -> dict[str, float | None] | None:
+    """llama.cpp's own view: Σ prompt_n / Σ prompt_ms and Σ predicted_n / Σ predicted_ms.
+
+    These are per-slot speeds (what one request saw), not the aggregate over parallel slots.
+    """
+    if "prompt_ms" not in ok or ok["prompt_ms"].isna().all():
+        return None
+    timed = ok.dropna(subset=["prompt_ms", "predicted_ms"])
+    prompt_ms, predicted_ms = timed["prompt_ms"].sum(), timed["predicted_ms"].sum()
+    return {"prefill_tok_s": float(timed["prefill_tokens"].sum() / prompt_ms * 1000) if prompt_ms else None,
+            "decode_tok_s": float(timed["output_tokens"].sum() / predicted_ms * 1000) if predicted_ms else None}
+
+
+def speculative(ok: pd.DataFrame) -> dict[str, Any] | None:
+    """Σ draft_n_accepted / Σ draft_n; None when no request carried draft counts (no drafter)."""
+    if "draft_tokens" not in ok or ok["draft_tokens"].isna().all():
+        return None
+    drafted, accepted = int(ok["draft_tokens"].fillna(0).sum()), int(ok["draft_accepted"].fillna(0).sum())
+    per_request = (ok["draft_accepted"] / ok["draft_tokens"]).replace([np.inf], np.nan).dropna()
+    return {"draft_tokens": drafted, "accepted_tokens": accepted,
+            "acceptance_rate": accepted / drafted if drafted else None,
+            "per_request_acceptance": weighted_stats(per_request.to_numpy())}
