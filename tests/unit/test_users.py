@@ -17,6 +17,7 @@ import os
 import socket
 import subprocess
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -42,7 +43,7 @@ from locust.exception import StopUser
 from locustfiles import conversations, events, options
 from locustfiles.users import ChatStreamUser, body_reader
 
-folder, ok_url, close_url, dead_url = sys.argv[1:5]
+folder, ok_url, close_url, dead_url, raw_url = sys.argv[1:6]
 parser = get_parser(default_config_files=[])
 options.add_arguments(parser)
 conversations.add_arguments(parser)
@@ -113,12 +114,80 @@ waiting.kill()
 out["d_refusals"] = env.tokenswarm.server_watch.refusals
 env.tokenswarm.close_records()
 
+# e: a server that drops a request without answering, or cuts a stream after its headers (RawServer)
+env, user = start(raw_url, "e")
+user.on_start()
+user.path = "/drop-second"
+user.chat()  # the opened connection's first request: answered
+user.chat()  # its second: dropped unanswered, so sent again once on a new connection
+user.path = "/always-drop"
+user.chat()  # dropped on the kept-alive one, then again on a new one: an error
+user.path = "/cut"
+user.chat()
+env.tokenswarm.close_records()
+
 class Lines:
     def readline(self, sep):
         return b"data: x" + sep
 out["fallback"] = body_reader(Lines())().decode()
 print(json.dumps(out))
 """
+
+
+class RawServer:
+    """Streams two content events by hand (chunked, kept alive), or misbehaves by path: ``/drop-second``
+    closes a connection on its second request without answering, ``/always-drop`` on any request,
+    ``/cut`` after the headers and two events."""
+
+    EVENTS = [b'data: {"choices":[{"index":0,"delta":{"content":"a"}}]}\n\n',
+              b'data: {"choices":[{"index":0,"delta":{"content":"b"}}]}\n\n',
+              b'data: {"choices":[],"usage":{"prompt_tokens":3,"completion_tokens":2}}\n\ndata: [DONE]\n\n']
+
+    def __init__(self) -> None:
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.url = f"http://127.0.0.1:{self.listener.getsockname()[1]}"
+        self.connections = 0
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                conn, _ = self.listener.accept()
+            except OSError:
+                return
+            self.connections += 1
+            threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
+
+    def _serve(self, conn: socket.socket) -> None:
+        buffer, served = b"", 0
+        with conn:
+            while True:
+                while b"\r\n\r\n" not in buffer:
+                    data = conn.recv(65536)
+                    if not data:
+                        return
+                    buffer += data
+                head, _, buffer = buffer.partition(b"\r\n\r\n")
+                length = next(int(line.split(b":")[1]) for line in head.split(b"\r\n")
+                              if line.lower().startswith(b"content-length:"))
+                while len(buffer) < length:
+                    buffer += conn.recv(65536)
+                buffer = buffer[length:]
+                path = head.split(b" ")[1]
+                served += 1
+                if path == b"/always-drop" or (path == b"/drop-second" and served > 1):
+                    return
+                conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
+                             b"Transfer-Encoding: chunked\r\n\r\n")
+                events = self.EVENTS[:2] if path == b"/cut" else self.EVENTS
+                for event in events:
+                    conn.sendall(b"%x\r\n%s\r\n" % (len(event), event))
+                if path == b"/cut":
+                    return
+                conn.sendall(b"0\r\n\r\n")
+
+    def close(self) -> None:
+        self.listener.close()
 
 
 def prompt(index: int, output_tokens: int) -> Prompt:
@@ -144,16 +213,20 @@ def seen(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     (folder / "prompts.jsonl").write_text("".join(p.to_json() + "\n" for p in prompts), encoding="utf-8")
     truth = folder / "truth.csv"
     env = {**os.environ, "TOKENSWARM_API_KEY": "sk-test"}
+    raw = RawServer()
     with refserver_thread(Timing(ttft_ms=TTFT_MS, itl_ms=ITL_MS), truth) as ok, \
             refserver_thread(Timing(ttft_ms=1.0, itl_ms=1.0, close_after=1)) as closing:
         proc = subprocess.run([sys.executable, "-c", SCRIPT, str(folder), ok.url, closing.url,
-                               f"http://127.0.0.1:{free_port()}"],
+                               f"http://127.0.0.1:{free_port()}", raw.url],
                               capture_output=True, text=True, cwd=ROOT, env=env, timeout=60)
         connections = closing.connections
+    raw.close()
+    raw_connections = raw.connections
     assert proc.returncode == 0, proc.stderr[-3000:]
     out: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
     out["closing_connections"] = connections
-    for part in "abcd":
+    out["raw_connections"] = raw_connections
+    for part in "abcde":
         path = folder / f"{part}.jsonl"
         out[part] = read_jsonl(path) if path.exists() else []
     out["truth"] = list(csv.DictReader(truth.open(encoding="utf-8")))
@@ -227,6 +300,25 @@ def test_a_connection_the_server_closed_is_reopened_and_marked(seen: dict[str, A
     assert first["connect_ms"] is not None and first["reconnect"] is False
     assert second["connect_ms"] is not None and second["reconnect"] is True
     assert seen["closing_connections"] == 2
+
+
+def test_a_request_dropped_unanswered_on_a_kept_alive_connection_is_sent_once_more(seen: dict[str, Any]) -> None:
+    """The server closed the kept-alive connection as the request went out (llama.cpp may): not an
+    error of the server's; once more on a new connection, and only once."""
+    first, resent, dropped, _ = seen["e"]
+    assert first["status"] == "ok" and first["reconnect"] is False and first["n_chunks"] == 2
+    assert resent["status"] == "ok" and resent["reconnect"] is True and resent["connect_ms"] is not None
+    assert resent["n_chunks"] == 2 and resent["output_tokens"] == 2
+    assert dropped["status"] == "error" and dropped["error_class"] == "connection_closed"
+    assert dropped["http_status"] is None and dropped["ttft_ms"] is None
+    assert seen["raw_connections"] == 4  # opened, reopened after the drop, reopened once for /always-drop, /cut
+
+
+def test_a_stream_cut_after_its_headers_keeps_what_arrived(seen: dict[str, Any]) -> None:
+    cut = seen["e"][3]
+    assert cut["status"] == "error" and cut["error_class"] == "stream_cut" and cut["http_status"] == 200
+    assert cut["n_chunks"] == 2 and cut["ttft_ms"] is not None and cut["bytes_received"] > 0
+    assert cut["output_tokens"] == 2 and cut["output_tokens_source"] == "chunks"
 
 
 def test_refused_connections_are_retried_until_the_server_is_lost_and_leave_no_record(seen: dict[str, Any]) -> None:
