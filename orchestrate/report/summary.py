@@ -15,7 +15,7 @@ from orchestrate.scenario.hostlimits import HostLimits
 from orchestrate.scenario.spec import Sweep
 from orchestrate.report.aggregates.host import summarize_host
 from orchestrate.report.hostreport import host_note
-from orchestrate.report.aggregates.loadshape import load_mode_summary
+from orchestrate.report.aggregates.loadphases import load_mode_summary
 from orchestrate.report.loadreport import notes as load_mode_notes
 from orchestrate.report.render import write_reports
 from orchestrate.results import VariantPaths, read_json

@@ -1,16 +1,16 @@
-"""locustfiles/arrivals.py: the open-loop schedule (seeded, the asked rate, vLLM's burstiness), the clock, the stamp."""
+"""locustfiles/arrivals.py: the open-loop schedule (seeded, the asked rate, vLLM's burstiness) and the stamp.
+
+The clock that sleeps until a prompt is due (``runstate.ArrivalClock``) is tested in test_runstate.py.
+"""
 
 from __future__ import annotations
 
 import statistics
-import time
 
-import gevent
 import pytest
 
-from locustfiles.arrivals import ArrivalClock, arrival_offsets, spawn_time_s
+from locustfiles.arrivals import arrival_offsets, spawn_time_s
 from locustfiles.metrics import stamp_schedule as stamp
-from locustfiles.dataset import Prompt
 from locustfiles.records import RequestRecord
 
 
@@ -53,43 +53,6 @@ def test_burstiness_sets_the_variance_of_the_gaps() -> None:
 def test_bad_parameters_are_refused(args: tuple[float, str, float]) -> None:
     with pytest.raises(ValueError):
         arrival_offsets(10, *args)
-
-
-def prompt(index: int) -> Prompt:
-    return Prompt(index=index, conversation_id=f"c{index}", messages=({"role": "user", "content": "q"},),
-                  prompt_tokens=3, output_tokens=8)
-
-
-def test_the_clock_sleeps_until_a_prompt_is_due_and_not_when_it_is_late() -> None:
-    clock = ArrivalClock()
-    now = time.time()
-    clock.plan([prompt(5), prompt(6)], [0.0, 0.15], now - 0.5)  # 5 is overdue; 6 too
-    t0 = time.perf_counter()
-    assert clock.wait(5) == now - 0.5 and clock.wait(6) == pytest.approx(now - 0.35)
-    assert time.perf_counter() - t0 < 0.05
-    clock.plan([prompt(7)], [0.2], time.time())
-    t0 = time.perf_counter()
-    due = clock.wait(7)
-    assert due is not None and time.time() >= due
-    assert 0.19 <= time.perf_counter() - t0 < 0.3
-    assert clock.wait(99) is None  # not scheduled: a closed-loop prompt goes at once
-
-
-def test_a_worker_learns_due_times_from_the_master() -> None:
-    clock = ArrivalClock()
-    clock.learn([3, 4], [100.0, 101.5])
-    assert clock.due == {3: 100.0, 4: 101.5}
-
-
-def test_sleeping_users_stay_cooperative() -> None:
-    """Many users waiting for their times do not block each other (gevent sleeps)."""
-    clock = ArrivalClock()
-    start = time.time()
-    clock.plan([prompt(i) for i in range(20)], [0.01 * i for i in range(20)], start)
-    woke: list[float] = []
-    jobs = [gevent.spawn(lambda i=i: woke.append(time.time() - (clock.wait(i) or 0))) for i in range(20)]
-    gevent.joinall(jobs, timeout=2)
-    assert len(woke) == 20 and max(woke) < 0.02
 
 
 def test_stamp_fills_delay_and_latencies_from_the_schedule() -> None:

@@ -1,5 +1,5 @@
 """orchestrate/report/loadreport.py: how the ``arrivals`` and ``stages`` blocks read in summary.md, from
-records through ``aggregates/loadshape.py``."""
+records through ``aggregates/loadphases.py``."""
 
 from __future__ import annotations
 
@@ -10,16 +10,16 @@ import pandas as pd
 import pytest
 
 from orchestrate.report import loadreport
-from orchestrate.report.aggregates import loadshape
+from orchestrate.report.aggregates import loadphases
 from orchestrate.report.render import markdown
 from orchestrate.results import VariantPaths
 from orchestrate.report.aggregates.headline import summarize_records
-from tests.unit.test_loadshape import T0, arrivals_info, rec, stages_info
+from tests.unit.test_loadphases import T0, arrivals_info, rec, stages_info
 
 
 def test_an_open_loop_that_kept_up() -> None:
     records = pd.DataFrame([rec(k, T0 + k / 4 + 0.002, scheduled=T0 + k / 4) for k in range(9)])
-    arr = loadshape.summarize_arrivals(records, arrivals_info(9, 4.0, end=T0 + 3))
+    arr = loadphases.summarize_arrivals(records, arrivals_info(9, 4.0, end=T0 + 3))
     assert (arr["scheduled"], arr["sent"], arr["unsent"], arr["late"]) == (9, 9, 0, 0)
     assert arr["rate_scheduled"] == pytest.approx(4.0) and arr["rate_achieved"] == pytest.approx(4.0)
     assert arr["send_delay_ms"]["max"] == pytest.approx(2.0, abs=1e-3) and not arr["cap_fell_behind"]
@@ -34,7 +34,7 @@ def test_an_open_loop_whose_cap_fell_behind_counts_late_and_unsent() -> None:
     records = pd.DataFrame([rec(0, T0, scheduled=T0), rec(1, T0 + 0.025, scheduled=T0 + 0.025),
                             rec(2, T0 + 0.5, scheduled=T0 + 0.05), rec(3, T0 + 0.52, status="cancelled",
                                                                        e2e=100.0, ttft=None, scheduled=T0 + 0.075)])
-    arr = loadshape.summarize_arrivals(records, info)
+    arr = loadphases.summarize_arrivals(records, info)
     assert (arr["sent"], arr["unsent"], arr["unsent_overdue"], arr["unsent_not_due"]) == (4, 6, 5, 1)
     assert arr["sent"] + arr["unsent"] == arr["scheduled"]
     assert arr["late"] == 2 and arr["late_share"] == 0.5 and arr["cap_fell_behind"]
@@ -49,7 +49,7 @@ def test_an_open_loop_whose_cap_fell_behind_counts_late_and_unsent() -> None:
 
 def test_a_time_cap_that_cut_the_schedule_is_not_the_caps_fault() -> None:
     records = pd.DataFrame([rec(k, T0 + k / 2, scheduled=T0 + k / 2) for k in range(3)])
-    arr = loadshape.summarize_arrivals(records, arrivals_info(10, 2.0, end=T0 + 1.2))
+    arr = loadphases.summarize_arrivals(records, arrivals_info(10, 2.0, end=T0 + 1.2))
     assert (arr["unsent"], arr["unsent_overdue"], arr["unsent_not_due"], arr["cap_fell_behind"]) == (7, 0, 7, False)
     assert loadreport.notes({"arrivals": arr}) == ["the run ended with 7 scheduled request(s) not yet due; they "
                                                    "were never sent (the time cap cut the schedule short)"]
@@ -60,7 +60,7 @@ def test_records_go_to_the_stage_active_at_their_send_time() -> None:
     three = [rec(4 + 3 * k + u, T0 + 2.1 + 0.5 * k, status="error" if (k, u) == (0, 0) else "ok", ttft=150.0)
              for k in range(4) for u in range(3)]  # stage 2: three at a time
     records = pd.DataFrame(one + three)
-    stages = loadshape.summarize_stages(records, stages_info([T0, T0 + 2.05], T0 + 4.2))
+    stages = loadphases.summarize_stages(records, stages_info([T0, T0 + 2.05], T0 + 4.2))
     first, second, third = stages
     assert (first["requests"], first["completed"], first["peak_in_flight"], first["started_s"]) == (4, 4, 1, 0.0)
     assert (second["requests"], second["completed"], second["errors"], second["peak_in_flight"]) == (12, 11, 1, 3)
@@ -76,11 +76,11 @@ def test_records_go_to_the_stage_active_at_their_send_time() -> None:
 
 def test_the_blocks_come_from_the_files_and_reach_summary_md(tmp_path: Path) -> None:
     paths = VariantPaths(tmp_path)
-    assert loadshape.load_mode_summary(paths, pd.DataFrame()) == {}  # a plain run: no new keys
+    assert loadphases.load_mode_summary(paths, pd.DataFrame()) == {}  # a plain run: no new keys
     paths.stages_json.write_text(json.dumps(stages_info([T0], None)))
     paths.arrivals_json.write_text(json.dumps(arrivals_info(2, 1.0, end=T0 + 5)))
     records = pd.DataFrame([rec(0, T0, scheduled=T0), rec(1, T0 + 1.2, scheduled=T0 + 1)])
-    blocks = loadshape.load_mode_summary(paths, records)
+    blocks = loadphases.load_mode_summary(paths, records)
     assert blocks["arrivals"]["late"] == 1 and blocks["stages"][0]["requests"] == 2
     md = markdown({"scenario": "s", "variant": "v", **summarize_records(records), **blocks})
     assert "Open loop: 1.00 req/s asked (constant)" in md and "| stage | users | duration |" in md

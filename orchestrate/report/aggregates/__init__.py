@@ -11,7 +11,7 @@ Stage: report. One kind a module:
 - ``client``: the load generators' self-check and Locust's own counts against the records.
 - ``goodput``: the requests that met the scenario's SLOs, and their rate (with its summary.md lines).
 - ``accounting``: what became of every prompt asked for, the connections, when the server went down.
-- ``loadshape``: an open-loop run's rates, lateness and unsent requests; a ramp's figures per stage.
+- ``loadphases``: an open-loop run's rates, lateness and unsent requests; a ramp's figures per stage.
 - ``turns``: multi-turn replay per turn index, and the conversations (with its summary.md table).
 - ``uisteps``: a web UI ramp as steps, each user level held with its own figures (and the words above them).
 - ``host``: how busy the host was while a variant ran (foreign CPU, steal, other GPU users).
