@@ -229,26 +229,3 @@ def test_conditions_name_the_model_server_load_prompts_and_host():
     assert console_lines(summary)[:5] == lines and "- " + lines[0] in markdown(summary).splitlines()
     del summary["settings"]  # a summary from before settings were kept: no lines, nothing invented
     assert condition_lines(summary) == [] and console_lines(summary)[0] == headline(summary)[0]
-
-
-def test_a_server_tokenswarm_did_not_start_is_described_as_it_reported_itself():
-    summary = reference_summary()
-    summary["settings"] = {"server.launcher": "external", "server.url": "http://10.0.0.5:8080",
-                           "server.reported.model": "gemma-4-E4B-Q4_K_M.gguf", "load.users": 32,
-                           "load.num_prompts": 1000, "load.dataset": "sharegpt-v3", "load.max_tokens": 256,
-                           "load.seed": 0}
-    summary["server"]["facts"].update(model_path="/models/gemma-4-E4B-Q4_K_M.gguf", per_slot_ctx=2048,
-                                      total_slots=256)
-    model, server = condition_lines(summary)[:2]
-    assert model == "model: gemma-4-E4B-Q4_K_M.gguf — as the server reported it"
-    assert server == ("server: at http://10.0.0.5:8080, not started by tokenswarm (its settings are unknown but for "
-                      "what it reports), build b0-unknown, 256 slots × 2,048 ctx")
-
-
-def test_a_web_ui_run_names_the_users_the_person_set():
-    summary = reference_summary()
-    summary["settings"] = {"server.launcher": "embedded", "server.model": "tiny", "load.users": 8,
-                           "load.num_prompts": 300, "load.dataset": "synthetic:2000", "load.max_tokens": 64,
-                           "load.seed": 0}
-    summary["users_over_time"] = {"max": 16, "levels": [{"users": 4}, {"users": 16}]}
-    assert condition_lines(summary)[2] == "load: users set in the web UI: 4 → 16 (at most 16), closed loop, no time cap"
