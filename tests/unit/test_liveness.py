@@ -29,6 +29,9 @@ class RealProcess(Launcher):
         self.process = (subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
                         if with_process else None)
 
+    def __enter__(self) -> "RealProcess":
+        return self
+
     def _start(self) -> str:
         return self.url or ""
 
