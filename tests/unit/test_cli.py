@@ -19,7 +19,7 @@ from orchestrate.cli import main, server_command
 from orchestrate.load.loadrun import Swarm, WebUi
 from orchestrate.results import VariantPaths
 from orchestrate.scenario.spec import Scenario, ServerSpec
-from tests.unit.test_scenario import YAML_PIECES
+from tests.unit.test_parse import YAML_PIECES
 
 DEMO = Path(__file__).resolve().parents[2] / "scenarios" / "demo.yaml"
 
