@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from orchestrate.report.provenance import condition_lines
-from orchestrate.report.render import console_lines, fmt_ms, fmt_num, headline, markdown, write_reports
+from orchestrate.report.render import console_lines, headline, markdown, write_reports
 from orchestrate.results import VariantPaths
 from orchestrate.report.summarize import summarize_records
 
@@ -59,29 +59,6 @@ def failed_to_load_summary() -> dict:
                          "log_tail": ["llama_init: loading drafter", "ggml-cuda/fattn.cu:110: fatal error"]}
     summary["locust_crosscheck"], summary["crosscheck_agrees"], summary["notes"] = None, None, []
     return summary
-
-
-@pytest.mark.parametrize("ms, text", [
-    pytest.param(None, "–", id="none"),
-    pytest.param(0.0, "0.00 ms", id="zero"),
-    pytest.param(0.5, "0.50 ms", id="sub_ms"),
-    pytest.param(9.994, "9.99 ms", id="under_10"),
-    pytest.param(10.0, "10 ms", id="ten"),
-    pytest.param(105.0, "105 ms", id="tpot_median"),
-    pytest.param(999.4, "999 ms", id="under_a_second"),
-    pytest.param(1000.0, "1.0 s", id="one_second"),
-    pytest.param(1300.0, "1.3 s", id="ttft_median"),
-    pytest.param(61000.0, "61.0 s", id="a_minute"),
-])
-def test_fmt_ms(ms: float | None, text: str):
-    assert fmt_ms(ms) == text
-
-
-@pytest.mark.parametrize("x, digits, text", [
-    (None, 1, "–"), (209.8, 1, "209.8"), (1416.66, 1, "1,416.7"), (1.1098, 2, "1.11"), (0.0, 2, "0.00"),
-])
-def test_fmt_num(x: float | None, digits: int, text: str):
-    assert fmt_num(x, digits) == text
 
 
 def test_headline_reference_phrasing():
