@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +23,7 @@ from orchestrate.load.loadrun import GAVE_UP_ON_WORKERS, LoadOutcome, LoadPlan, 
 from orchestrate.load.prompts import PreparedPrompts
 from orchestrate.results import VariantPaths
 from orchestrate.runloop import Context, machine, model_file, run_scenario, run_variant
-from orchestrate.scenario.spec import LoadSpec, Scenario, ServerSpec, Variant
+from orchestrate.scenario.spec import LoadSpec, Scenario, ServerSpec, Sweep, Variant
 from orchestrate.server.launchers.base import Launcher
 from orchestrate.server.liveness import DIED, LOST
 from orchestrate.server.preflight import ServerFacts
@@ -44,6 +44,8 @@ class Attempt:
     load_error: BaseException | None = None
     records: int = 3
     stopped_by: str = "num_prompts"
+    down_from_load: int = 1
+    """The server's end (``exit_code``, ``watch``) shows from this load on (a sweep runs several)."""
 
 
 class FakeLauncher(Launcher):
@@ -51,7 +53,7 @@ class FakeLauncher(Launcher):
 
     def __init__(self, spec: ServerSpec, log_path: Path, attempt: Attempt) -> None:
         super().__init__(log_path)
-        self.spec, self.attempt, self.loaded, self.stops = spec, attempt, False, 0
+        self.spec, self.attempt, self.loaded, self.stops, self.loads = spec, attempt, False, 0, 0
 
     def _start(self) -> str:
         self.log_path.write_text(self.attempt.log)
@@ -136,7 +138,8 @@ def pipeline(monkeypatch: pytest.MonkeyPatch) -> Pipeline:
                  server_down: Callable[[], str | None] = lambda: None) -> LoadOutcome:
         script.plans.append(plan)
         launcher = script.launchers[-1]
-        launcher.loaded = True
+        launcher.loads += 1
+        launcher.loaded = launcher.loads >= launcher.attempt.down_from_load
         attempt = launcher.attempt
         if attempt.load_error is not None:
             raise attempt.load_error
@@ -266,6 +269,38 @@ def test_an_external_servers_settings_are_what_it_reports(tmp_path: Path, pipeli
 def test_a_started_servers_settings_are_the_scenarios(tmp_path: Path, pipeline: Pipeline) -> None:
     _, _, summary = run(tmp_path, pipeline, Attempt())
     assert "server.reported.total_slots" not in summary["settings"]
+
+
+def sweep_variant() -> Variant:
+    steps = tuple(LoadSpec(users=u, num_prompts=3, max_tokens=4) for u in (1, 2, 4))
+    return replace(variant(), load=steps[0], steps=steps, sweep=Sweep("users", (1, 2, 4), warmup_prompts=2, settle_s=0.0))
+
+
+def test_a_sweep_runs_a_warm_up_then_every_step_against_one_server(tmp_path: Path, pipeline: Pipeline) -> None:
+    """The warm-up at the highest concurrency, counted nowhere; each step a result folder; the variant's
+    records are its steps'."""
+    result, _, summary = run(tmp_path, pipeline, Attempt(), v=sweep_variant())
+    assert result.status == "completed" and len(pipeline.launchers) == 1
+    assert [(p.users, p.num_prompts) for p in pipeline.plans] == [(4, 2), (1, 3), (2, 3), (4, 3)]
+    steps = tmp_path / "v" / "steps"
+    assert sorted(p.name for p in steps.iterdir()) == ["users-1", "users-2", "users-4", "warmup"]
+    assert [json.loads((steps / f"users-{u}" / "summary.json").read_text())["step"] for u in (1, 2, 4)] == \
+        [{"key": "users", "value": u} for u in (1, 2, 4)]
+    assert summary["requests"]["sent"] == 9, "three steps of three; the warm-up's two are not counted"
+    assert summary["planned_prompts"] == 9 and summary["sweep"]["warmup_prompts"] == 2
+    assert len((steps / "warmup" / "requests.jsonl").read_text().splitlines()) == 3  # the fake sends 3 each time
+    assert [s["status"] for s in summary["sweep"]["steps"]] == ["completed"] * 3
+
+
+def test_a_sweep_stops_at_the_first_step_the_server_does_not_survive(tmp_path: Path, pipeline: Pipeline) -> None:
+    """The step it was lost in says so; the steps after it are listed as not run."""
+    result, _, summary = run(tmp_path, pipeline, Attempt(watch=LOST, down_from_load=3), v=sweep_variant())
+    assert result.status == "server_lost" and len(pipeline.plans) == 3  # warm-up, users-1, users-2
+    steps = tmp_path / "v" / "steps"
+    assert json.loads((steps / "users-1" / "summary.json").read_text())["status"] == "completed"
+    assert json.loads((steps / "users-2" / "summary.json").read_text())["status"] == "server_lost"
+    assert [s["status"] for s in summary["sweep"]["steps"]] == ["completed", "server_lost", "not_run"]
+    assert summary["requests"]["sent"] == 6
 
 
 def scenario(*variants: Variant) -> Scenario:
