@@ -4,7 +4,8 @@ No GPU and no registry here: the test image is an empty root that borrows the ho
 Python and this repo (mounted read-only), and its entrypoint is the llama-server stand-in that
 serves the tiny model with the embedded llama.cpp server. What a GPU host would get (the device
 request) is asserted on the container spec sent to the engine. Without podman (or as non-root)
-the engine tests skip with the reason; the option checks and the no-engine case run everywhere.
+the engine tests skip with the reason; the no-engine case runs everywhere (the option checks and the
+container spec built without an engine are in ``tests/unit/test_docker.py``).
 """
 
 from __future__ import annotations
@@ -20,9 +21,9 @@ from typing import Any
 import docker
 import pytest
 
-from orchestrate.errors import ScenarioError, ServerExitedError
+from orchestrate.errors import ServerExitedError
 from orchestrate.server.launchers import resolve_model
-from orchestrate.server.launchers.docker import LABEL, DockerLauncher, device_requests, docker_options, remove_leftovers
+from orchestrate.server.launchers.docker import LABEL, DockerLauncher, remove_leftovers
 from orchestrate.scenario.spec import ServerSpec
 from tests.helpers import read_jsonl, tokenswarm_run, write_scenario
 
@@ -122,18 +123,6 @@ def test_an_engine_that_refuses_the_gpu_request_is_a_load_failure_with_a_hint(
     assert failure.value.cause == refusal
     assert failure.value.hint is not None and "NVIDIA container toolkit" in failure.value.hint
     assert ours(docker_engine, tmp_path / "server.log") == []
-
-
-def test_a_list_of_gpus_becomes_device_ids_and_options_are_checked() -> None:
-    assert docker_options({"gpus": [0, "GPU-3f"]})["gpus"] == ["0", "GPU-3f"]
-    assert [dict(r) for r in device_requests(["0", "GPU-3f"])] == [
-        {"Driver": "", "Count": 0, "DeviceIDs": ["0", "GPU-3f"], "Capabilities": [["gpu"]], "Options": {}}]
-    assert device_requests("none") == []
-    for bad, key in (({"gpu": "all"}, "gpu"), ({"gpus": "some"}, "gpus"), ({"volumes": ["rel:/x"]}, "volumes"),
-                     ({"volumes": ["/a:/models"]}, "volumes"), ({"entrypoint": "sh -c x"}, "entrypoint"),
-                     ({"env": ["A=1"]}, "env"), ({"user": ""}, "user")):
-        with pytest.raises(ScenarioError, match=rf"^server\.docker\.{key}: .*allowed keys: gpus, volumes"):
-            docker_options(bad)
 
 
 def test_an_abort_at_load_is_diagnosed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, podman_socket: str,

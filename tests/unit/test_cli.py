@@ -16,10 +16,10 @@ import orchestrate.report.summary
 from locustfiles.admission import JOIN_TOKEN_ENV
 from locustfiles.records import RequestRecord
 from orchestrate.cli import main, server_command
-from orchestrate.load.loadrun import LoadPlan, Swarm, WebUi, locust_command
+from orchestrate.load.loadrun import Swarm, WebUi
 from orchestrate.results import VariantPaths
 from orchestrate.scenario.spec import Scenario, ServerSpec
-from tests.unit.test_scenario import YAML_PIECES
+from tests.unit.test_parse import YAML_PIECES
 
 DEMO = Path(__file__).resolve().parents[2] / "scenarios" / "demo.yaml"
 
@@ -513,21 +513,6 @@ def test_run_ui_flags(tmp_path: Path, no_run, capsys):
 def test_web_flags_need_ui(tmp_path: Path, capsys, no_run):
     assert main(["run", str(DEMO), "--results-dir", str(tmp_path), "--web-port", "8099"]) == 2
     assert one_error_line(capsys) == "tokenswarm: error: --web-host/--web-port/--ui-quit-on-stop only apply with --ui"
-
-
-def test_locust_command_with_the_web_ui(tmp_path: Path):
-    plan = LoadPlan(url="http://127.0.0.1:8080", users=32, spawn_rate=32, num_prompts=300, max_tokens=256,
-                    max_seconds=300, read_timeout_s=600, cache_prompt=True, model=None)
-    paths = VariantPaths.create(tmp_path, "v")
-    headless = locust_command(plan, paths)
-    assert "--headless" in headless and "--web-port" not in headless and "--quit-on-stop" not in headless
-    ui = locust_command(replace(plan, ui=WebUi("127.0.0.1", 8099)), paths)
-    assert "--headless" not in ui
-    assert ui[-4:] == ["--web-host", "127.0.0.1", "--web-port", "8099"]  # the UI stays up after Stop
-    quitting = locust_command(replace(plan, ui=WebUi("127.0.0.1", 8099, quit_on_stop=True)), paths)
-    assert quitting[-1] == "--quit-on-stop"
-    assert ui[ui.index("-u") + 1] == "32" and ui[ui.index("--run-time") + 1] == "300s"  # prefill the form
-    assert WebUi("::1", 8099).url == "http://[::1]:8099"
 
 
 @settings(max_examples=40, deadline=None, derandomize=True,

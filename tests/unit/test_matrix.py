@@ -1,4 +1,4 @@
-"""orchestrate/scenario/matrix.py: value names and the cross product (validation is test_scenario's)."""
+"""orchestrate/scenario/matrix.py: value names and the cross product (validation is test_parse's)."""
 
 from __future__ import annotations
 

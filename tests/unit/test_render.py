@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from orchestrate.report.provenance import condition_lines
-from orchestrate.report.render import console_lines, fmt_ms, fmt_num, headline, markdown, write_reports
+from orchestrate.report.render import console_lines, headline, markdown, write_reports
 from orchestrate.results import VariantPaths
 from orchestrate.report.aggregates.headline import summarize_records
 
@@ -59,29 +59,6 @@ def failed_to_load_summary() -> dict:
                          "log_tail": ["llama_init: loading drafter", "ggml-cuda/fattn.cu:110: fatal error"]}
     summary["locust_crosscheck"], summary["crosscheck_agrees"], summary["notes"] = None, None, []
     return summary
-
-
-@pytest.mark.parametrize("ms, text", [
-    pytest.param(None, "–", id="none"),
-    pytest.param(0.0, "0.00 ms", id="zero"),
-    pytest.param(0.5, "0.50 ms", id="sub_ms"),
-    pytest.param(9.994, "9.99 ms", id="under_10"),
-    pytest.param(10.0, "10 ms", id="ten"),
-    pytest.param(105.0, "105 ms", id="tpot_median"),
-    pytest.param(999.4, "999 ms", id="under_a_second"),
-    pytest.param(1000.0, "1.0 s", id="one_second"),
-    pytest.param(1300.0, "1.3 s", id="ttft_median"),
-    pytest.param(61000.0, "61.0 s", id="a_minute"),
-])
-def test_fmt_ms(ms: float | None, text: str):
-    assert fmt_ms(ms) == text
-
-
-@pytest.mark.parametrize("x, digits, text", [
-    (None, 1, "–"), (209.8, 1, "209.8"), (1416.66, 1, "1,416.7"), (1.1098, 2, "1.11"), (0.0, 2, "0.00"),
-])
-def test_fmt_num(x: float | None, digits: int, text: str):
-    assert fmt_num(x, digits) == text
 
 
 def test_headline_reference_phrasing():
@@ -229,26 +206,3 @@ def test_conditions_name_the_model_server_load_prompts_and_host():
     assert console_lines(summary)[:5] == lines and "- " + lines[0] in markdown(summary).splitlines()
     del summary["settings"]  # a summary from before settings were kept: no lines, nothing invented
     assert condition_lines(summary) == [] and console_lines(summary)[0] == headline(summary)[0]
-
-
-def test_a_server_tokenswarm_did_not_start_is_described_as_it_reported_itself():
-    summary = reference_summary()
-    summary["settings"] = {"server.launcher": "external", "server.url": "http://10.0.0.5:8080",
-                           "server.reported.model": "gemma-4-E4B-Q4_K_M.gguf", "load.users": 32,
-                           "load.num_prompts": 1000, "load.dataset": "sharegpt-v3", "load.max_tokens": 256,
-                           "load.seed": 0}
-    summary["server"]["facts"].update(model_path="/models/gemma-4-E4B-Q4_K_M.gguf", per_slot_ctx=2048,
-                                      total_slots=256)
-    model, server = condition_lines(summary)[:2]
-    assert model == "model: gemma-4-E4B-Q4_K_M.gguf — as the server reported it"
-    assert server == ("server: at http://10.0.0.5:8080, not started by tokenswarm (its settings are unknown but for "
-                      "what it reports), build b0-unknown, 256 slots × 2,048 ctx")
-
-
-def test_a_web_ui_run_names_the_users_the_person_set():
-    summary = reference_summary()
-    summary["settings"] = {"server.launcher": "embedded", "server.model": "tiny", "load.users": 8,
-                           "load.num_prompts": 300, "load.dataset": "synthetic:2000", "load.max_tokens": 64,
-                           "load.seed": 0}
-    summary["users_over_time"] = {"max": 16, "levels": [{"users": 4}, {"users": 16}]}
-    assert condition_lines(summary)[2] == "load: users set in the web UI: 4 → 16 (at most 16), closed loop, no time cap"

@@ -9,7 +9,7 @@ from pathlib import Path
 import pandas as pd
 
 from locustfiles.records import OK, RequestRecord
-from orchestrate.report.aggregates.uisteps import Level, ui_steps, user_levels, users_over_time
+from orchestrate.report.aggregates.uisteps import Level, markdown_intro, ui_steps, user_levels, users_over_time
 
 T0 = 1_700_000_000.0
 HEADER = "Timestamp,User Count,Type,Name,Requests/s\n"
@@ -59,3 +59,7 @@ def test_a_request_belongs_to_the_level_it_was_sent_under() -> None:
 def test_no_step_without_a_level_held_or_without_records() -> None:
     assert ui_steps(pd.DataFrame([record(0, T0)]), [Level(4, T0, T0 + 3)], hold_s=10.0) is None
     assert ui_steps(pd.DataFrame(), [Level(4, T0, T0 + 30)]) is None
+
+
+def test_the_intro_names_the_hold() -> None:
+    assert "Each user level held at least 10 s" in " ".join(markdown_intro({"hold_s": 10.0}))

@@ -1,0 +1,67 @@
+"""orchestrate/scenario/settings.py: a variant's settings, flat — what the confound check compares, so two
+spellings of one experiment must be equal and what does not change a measurement must be absent."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from locustfiles.dataset import SamplingConfig
+from orchestrate.scenario.spec import LoadSpec, ServerSpec, Sweep, Variant
+from orchestrate.scenario.settings import on_off, retry_description, variant_settings
+
+
+def settings(server: ServerSpec | None = None, load: LoadSpec | None = None, **variant: Any) -> dict[str, Any]:
+    return variant_settings(Variant("v", server or ServerSpec(), load or LoadSpec(), **variant))
+
+
+def test_the_same_experiment_spelled_two_ways_is_equal() -> None:
+    """``fa: false`` and ``flash-attn: off``; a sampling default left out and set explicitly."""
+    short = settings(ServerSpec(flags={"fa": False, "np": 4}))
+    long = settings(ServerSpec(flags={"flash-attn": "off", "parallel": 4}),
+                    LoadSpec(sampling={"max_prompt_tokens": SamplingConfig().max_prompt_tokens}))
+    assert short == long
+    assert short["server.flags.flash-attn"] == "off" and short["server.flags.parallel"] == 4
+
+
+def test_what_does_not_change_a_measurement_is_left_out() -> None:
+    base = settings()
+    assert settings(ServerSpec(port=9000, host="0.0.0.0", ready_timeout_s=5),
+                    LoadSpec(read_timeout_s=1, server_lost_after_s=1)) == base
+    assert settings(load=LoadSpec(users=3)) != base
+
+
+def test_each_launcher_adds_what_it_runs() -> None:
+    docker = settings(ServerSpec(launcher="docker", image="img:1", docker={"gpus": [0]}))
+    assert docker["server.image"] == "img:1" and docker["server.docker.gpus"] == [0]
+    assert settings(ServerSpec(launcher="process", binary="/b/llama-server"))["server.binary"] == "/b/llama-server"
+    assert "server.binary" not in settings() and "server.image" not in settings()
+
+
+def test_an_external_server_has_no_scenario_server_settings() -> None:
+    """Nothing of its server section is applied: its flags and model would be claims, not settings."""
+    out = settings(ServerSpec(launcher="external", url="http://h:1", model="big.gguf", flags={"parallel": 8}))
+    assert {k: v for k, v in out.items() if k.startswith("server.")} == {"server.launcher": "external",
+                                                                        "server.url": "http://h:1"}
+
+
+def test_load_modes_sweeps_and_sampling_defaults() -> None:
+    out = settings(load=LoadSpec(rate=2.0, sampling={"min_prompt_tokens": 10}))
+    assert out["load.rate"] == 2.0 and out["load.arrival"] == "poisson"
+    assert out["load.sampling.min_prompt_tokens"] == 10
+    assert out["load.sampling.max_total_tokens"] == SamplingConfig().max_total_tokens
+    assert out["load.sampling.fixed_output_tokens"] is None
+    swept = settings(load=LoadSpec(users=1), sweep=Sweep("users", (1, 8)))
+    assert swept["load.users"] == [1, 8], "a sweep's variants compare by all of their values"
+    assert "load.rate" not in settings() and "load.mode" not in settings()
+
+
+def test_on_off_only_for_value_switches() -> None:
+    assert on_off({"flash-attn": True, "fa": False, "cont-batching": True, "flash-attn-x": False}) == \
+        {"flash-attn": "on", "fa": "off", "cont-batching": True, "flash-attn-x": False}
+
+
+def test_the_retry_rule_as_a_person_reads_it() -> None:
+    v = Variant("v", ServerSpec(), LoadSpec(), retry_with={"flash-attn": False, "draft_model": None, "parallel": 2,
+                                                           "cont-batching": True})
+    assert retry_description(v) == "flash-attn=off, draft_model=none, parallel=2, cont-batching=True"
+    assert retry_description(Variant("v", ServerSpec(), LoadSpec())) == ""

@@ -1,0 +1,135 @@
+"""orchestrate/report/summary.py: a variant's files → ``summary.json`` (what is added when, from which file)
+and the plain-language notes a reader must see beside the numbers."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from locustfiles.records import RequestRecord
+from orchestrate.report.summary import TOKEN_COUNTERS, build_summary, notes
+from orchestrate.results import VariantPaths
+
+T0 = 1_700_000_000.0
+
+
+def write_records(paths: VariantPaths, n: int, start: float = T0, step_s: float = 1.0) -> None:
+    paths.records.write_text("".join(
+        RequestRecord(f"r{i}", i, "w", start + i * step_s, ttft_ms=50.0, e2e_ms=200.0, output_tokens=4,
+                      prompt_tokens=10).to_json() + "\n" for i in range(n)))
+
+
+def test_the_summary_keeps_what_the_run_loop_knew_and_adds_the_figures(tmp_path: Path) -> None:
+    """``extra`` goes in as given; the figures come from the records; summary.json and summary.md are written."""
+    paths = VariantPaths.create(tmp_path, "v")
+    write_records(paths, 4)
+    paths.server_json.write_text(json.dumps({"status": "completed", "ready_s": 1.5}))
+    summary = build_summary(paths, "s", "v", {"status": "completed", "planned_prompts": 10, "mine": [1]})
+    assert (summary["scenario"], summary["variant"], summary["mine"]) == ("s", "v", [1])
+    assert summary["requests"]["sent"] == 4 and summary["requests"]["unsent"] == 6
+    assert summary["server"] == {"status": "completed", "ready_s": 1.5}
+    assert "server_down" not in summary and summary["workers"] is None and summary["workers_lost"] == 0
+    assert json.loads(paths.summary_json.read_text())["requests"] == summary["requests"]
+    assert paths.summary_md.read_text().strip()
+
+
+def test_requests_a_lost_worker_took_are_not_unsent(tmp_path: Path) -> None:
+    paths = VariantPaths.create(tmp_path, "v")
+    write_records(paths, 4)
+    paths.workers_json.write_text(json.dumps({"workers_lost": 1, "lost_in_flight": 2}))
+    summary = build_summary(paths, "s", "v", {"status": "completed", "planned_prompts": 10})
+    assert summary["requests"]["unsent"] == 4 and summary["workers_lost"] == 1
+    assert any(n.startswith("1 load-generating worker(s) went missing") and "2 request(s) in flight" in n
+               for n in summary["notes"])
+
+
+@pytest.mark.parametrize("status", ["crashed", "server_lost"])
+def test_a_server_that_went_down_gets_its_moment(tmp_path: Path, status: str) -> None:
+    paths = VariantPaths.create(tmp_path, "v")
+    write_records(paths, 4)
+    paths.server_json.write_text(json.dumps({"down_at": T0 + 2.5}))
+    summary = build_summary(paths, "s", "v", {"status": status, "planned_prompts": 10})
+    assert summary["server_down"] is not None
+    assert any(n.startswith("the server") and "6 prompts not sent" in n for n in summary["notes"])
+
+
+def test_a_web_ui_run_records_the_users_the_person_set(tmp_path: Path) -> None:
+    """Locust's history, not the form's prefill, is the users setting of a web UI run."""
+    paths = VariantPaths.create(tmp_path, "v")
+    write_records(paths, 40)
+    rows = ["Timestamp,User Count,Name"] + [f"{int(T0) + s},{4 if s < 20 else 16},Aggregated" for s in range(40)]
+    paths.locust_history_csv.write_text("\n".join(rows) + "\n")
+    summary = build_summary(paths, "s", "v", {"status": "completed", "ui": True,
+                                              "settings": {"load.users": 32, "load.max_tokens": 8}})
+    assert summary["users_over_time"]["max"] == 16
+    assert [x["users"] for x in summary["users_over_time"]["levels"]] == [4, 16]
+    assert summary["settings"] == {"load.users": 16, "load.max_tokens": 8}
+    assert summary["ui_steps"] is not None and summary["ui_steps"]["values"] == [4, 16]
+    assert "users_over_time" not in build_summary(paths, "s", "v", {"status": "completed"})
+
+
+def base() -> dict[str, Any]:
+    return {"status": "completed", "requests": {"sent": 10, "completed": 10, "unsent": 0}}
+
+
+def test_a_clean_run_has_no_notes() -> None:
+    assert notes(base()) == []
+    assert notes({**base(), "sampling": {"token_counter": "server_tokenize"}}) == []
+
+
+@pytest.mark.parametrize("counter", sorted(set(TOKEN_COUNTERS) - {"server_tokenize"}))
+def test_every_inexact_token_counter_is_named(counter: str) -> None:
+    note, = notes({**base(), "sampling": {"token_counter": counter}})
+    assert note.startswith(f"prompt lengths: {TOKEN_COUNTERS[counter]}")
+    assert note.endswith("sampling limits are approximate") == (counter != "server_tokenize_local_template")
+
+
+def test_sampling_notes() -> None:
+    truncated, short = notes({**base(), "sampling": {"truncated": True, "complete_conversations": 12345,
+                                                     "shortfall": 3, "dropped": {"too_long": 7}}})
+    assert "12,345 complete conversations" in truncated
+    assert short == "the dataset yielded 3 fewer prompts than asked for (dropped by rule: {'too_long': 7})"
+
+
+def test_a_retry_names_the_settings_it_changed() -> None:
+    summary = {**base(), "settings": {"server.flags.flash-attn": "off", "load.users": 4},
+               "first_attempt": {"cause": "fattn abort", "log": "server.first-attempt.log",
+                                 "settings": {"server.flags.flash-attn": "on", "load.users": 4}}}
+    assert notes(summary) == ["the first attempt failed to load (fattn abort); this result is the retry with "
+                              "server.flags.flash-attn=off (log: server.first-attempt.log)"]
+
+
+def test_a_late_client_says_whether_to_add_workers_or_free_cores() -> None:
+    lag = {"p99": 40.0, "max": 90.0, "own_p99": 5.0}
+    saturated, = notes({**base(), "client": {"saturated": True, "host_busy": False, "loop_lag_ms": lag,
+                                             "cpu_pct": 99.0}})
+    assert "saturated" in saturated and "add workers (--workers N)" in saturated
+    busy, = notes({**base(), "client": {"saturated": False, "host_busy": True, "loop_lag_ms": lag, "cpu_pct": 10.0}})
+    assert "waited for a CPU" in busy and "at most 5.0 ms its own work" in busy and "add workers" not in busy
+    assert notes({**base(), "client": {"saturated": False, "host_busy": False, "loop_lag_ms": lag}}) == []
+
+
+@pytest.mark.parametrize("change, expected", [
+    ({"stopped_by": "ui_stop"}, "the test was stopped in the web UI"),
+    ({"stopped_by": "time_cap"}, "the time cap (max_seconds) ended the run"),
+    ({"requests": {"completed": 9, "no_content": 2}}, "2 of 9 completed replies carried no content"),
+    ({"output_tokens_source": ["usage", "chunks"]}, "some output token counts are chunk counts"),
+    ({"crosscheck_agrees": False}, "Locust's own counts differ"),
+    ({"server_metrics": {"unavailable_reason": "http_404"}}, "the server gave no llama.cpp /metrics (http_404)"),
+    ({"server_metrics": {"unavailable_reason": "not_llamacpp"}}, "the server gave no llama.cpp /metrics"),
+    ({"server_metrics": {"within_tolerance": False}}, "the server's /metrics token counts differ"),
+    ({"status": "server_lost", "requests": {"unsent": 1234}}, "the server stopped answering during the load"),
+    ({"status": "crashed", "requests": {"unsent": 1234}}, "the server died during the load"),
+])
+def test_each_caveat_has_its_note(change: dict[str, Any], expected: str) -> None:
+    out = notes({**base(), **change})
+    assert len(out) == 1 and out[0].startswith(expected), out
+
+
+def test_no_note_for_what_is_fine() -> None:
+    fine = {**base(), "stopped_by": "num_prompts", "crosscheck_agrees": True, "output_tokens_source": ["usage"],
+            "server_metrics": {"unavailable_reason": "server_died", "within_tolerance": True}}
+    assert notes(fine) == []
