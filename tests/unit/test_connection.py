@@ -14,7 +14,6 @@ import json
 import socket
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -24,63 +23,25 @@ import pytest
 from geventhttpclient.useragent import UserAgent
 
 from locustfiles.connection import Connection, _StampedSocket
+from tests.fixtures.raw_http import RawHttpServer
 
 ROOT = Path(__file__).resolve().parents[2]
 PATH = "/v1/chat/completions"
 
 
-class Server:
-    """HTTP/1.1 keep-alive on 127.0.0.1: every request gets ``200 ok``; ``close_after`` replies per connection."""
+class Server(RawHttpServer):
+    """Every request gets ``200 ok``; ``close_after`` replies per connection, then it closes without warning."""
 
     def __init__(self, close_after: int = 0) -> None:
         self.close_after = close_after
-        self.listener = socket.create_server(("127.0.0.1", 0))
-        self.port = self.listener.getsockname()[1]
-        self.arrivals: list[float] = []
-        """``perf_counter()`` when each request's first bytes were read."""
-        self.connections = 0
-        self._threads: list[threading.Thread] = []
-        threading.Thread(target=self._accept, daemon=True).start()
+        super().__init__()
 
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    def _accept(self) -> None:
-        while True:
-            try:
-                conn, _ = self.listener.accept()
-            except OSError:
-                return
-            self.connections += 1
-            thread = threading.Thread(target=self._serve, args=(conn,), daemon=True)
-            thread.start()
-
-    def _serve(self, conn: socket.socket) -> None:
-        buffer, replies = b"", 0
-        with conn:
-            while True:
-                while b"\r\n\r\n" not in buffer:
-                    data = conn.recv(65536)
-                    if not data:
-                        return
-                    if not buffer:
-                        self.arrivals.append(time.perf_counter())
-                    buffer += data
-                head, _, buffer = buffer.partition(b"\r\n\r\n")
-                length = next((int(line.split(b":")[1]) for line in head.split(b"\r\n")
-                               if line.lower().startswith(b"content-length:")), 0)
-                while len(buffer) < length:
-                    buffer += conn.recv(65536)
-                buffer = buffer[length:]
-                conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 2\r\n\r\nok")
-                replies += 1
-                if replies == self.close_after:
-                    time.sleep(0.05)  # the client has read the reply and returned the socket to its pool
-                    return  # closed without warning
-
-    def close(self) -> None:
-        self.listener.close()
+    def reply(self, conn: socket.socket, path: bytes, served: int) -> bool:
+        conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 2\r\n\r\nok")
+        if served == self.close_after:
+            time.sleep(0.05)  # the client has read the reply and returned the socket to its pool
+            return False
+        return True
 
 
 @pytest.fixture

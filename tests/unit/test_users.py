@@ -17,7 +17,6 @@ import os
 import socket
 import subprocess
 import sys
-import threading
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +24,10 @@ import pytest
 
 from locustfiles.dataset import Prompt
 from orchestrate.tools.refserver import Timing
+from orchestrate.server.launchers.base import free_port
+from tests.fixtures.raw_http import RawHttpServer
 from tests.fixtures.refserver_thread import refserver_thread
+from tests.helpers import read_jsonl
 
 ROOT = Path(__file__).resolve().parents[2]
 TTFT_MS = 20.0
@@ -134,7 +136,7 @@ print(json.dumps(out))
 """
 
 
-class RawServer:
+class RawServer(RawHttpServer):
     """Streams two content events by hand (chunked, kept alive), or misbehaves by path: ``/drop-second``
     closes a connection on its second request without answering, ``/always-drop`` on any request,
     ``/cut`` after the headers and two events."""
@@ -143,66 +145,21 @@ class RawServer:
               b'data: {"choices":[{"index":0,"delta":{"content":"b"}}]}\n\n',
               b'data: {"choices":[],"usage":{"prompt_tokens":3,"completion_tokens":2}}\n\ndata: [DONE]\n\n']
 
-    def __init__(self) -> None:
-        self.listener = socket.create_server(("127.0.0.1", 0))
-        self.url = f"http://127.0.0.1:{self.listener.getsockname()[1]}"
-        self.connections = 0
-        threading.Thread(target=self._accept, daemon=True).start()
-
-    def _accept(self) -> None:
-        while True:
-            try:
-                conn, _ = self.listener.accept()
-            except OSError:
-                return
-            self.connections += 1
-            threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
-
-    def _serve(self, conn: socket.socket) -> None:
-        buffer, served = b"", 0
-        with conn:
-            while True:
-                while b"\r\n\r\n" not in buffer:
-                    data = conn.recv(65536)
-                    if not data:
-                        return
-                    buffer += data
-                head, _, buffer = buffer.partition(b"\r\n\r\n")
-                length = next(int(line.split(b":")[1]) for line in head.split(b"\r\n")
-                              if line.lower().startswith(b"content-length:"))
-                while len(buffer) < length:
-                    buffer += conn.recv(65536)
-                buffer = buffer[length:]
-                path = head.split(b" ")[1]
-                served += 1
-                if path == b"/always-drop" or (path == b"/drop-second" and served > 1):
-                    return
-                conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
-                             b"Transfer-Encoding: chunked\r\n\r\n")
-                events = self.EVENTS[:2] if path == b"/cut" else self.EVENTS
-                for event in events:
-                    conn.sendall(b"%x\r\n%s\r\n" % (len(event), event))
-                if path == b"/cut":
-                    return
-                conn.sendall(b"0\r\n\r\n")
-
-    def close(self) -> None:
-        self.listener.close()
+    def reply(self, conn: socket.socket, path: bytes, served: int) -> bool:
+        if path == b"/always-drop" or (path == b"/drop-second" and served > 1):
+            return False
+        conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n")
+        for event in self.EVENTS[:2] if path == b"/cut" else self.EVENTS:
+            conn.sendall(b"%x\r\n%s\r\n" % (len(event), event))
+        if path == b"/cut":
+            return False
+        conn.sendall(b"0\r\n\r\n")
+        return True
 
 
 def prompt(index: int, output_tokens: int) -> Prompt:
     return Prompt(index=index, conversation_id=f"c{index}", messages=({"role": "user", "content": f"say {index}"},),
                   prompt_tokens=2, output_tokens=output_tokens)
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def read_jsonl(path: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
 
 
 @pytest.fixture(scope="module")
@@ -217,7 +174,7 @@ def seen(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     with refserver_thread(Timing(ttft_ms=TTFT_MS, itl_ms=ITL_MS), truth) as ok, \
             refserver_thread(Timing(ttft_ms=1.0, itl_ms=1.0, close_after=1)) as closing:
         proc = subprocess.run([sys.executable, "-c", SCRIPT, str(folder), ok.url, closing.url,
-                               f"http://127.0.0.1:{free_port()}", raw.url],
+                               f"http://127.0.0.1:{free_port('127.0.0.1')}", raw.url],
                               capture_output=True, text=True, cwd=ROOT, env=env, timeout=60)
         connections = closing.connections
     raw.close()
