@@ -3,7 +3,8 @@
 Locust monkey-patches at import and must come before ``requests``/``ssl``, which this test process has
 already imported, so the runners live in a fresh interpreter (``SCRIPT``): a real Locust master bound to
 127.0.0.1 and real workers connected to it over ZeroMQ, all in that one process (gevent), with the
-right token, a wrong one, none, and a plain Locust worker that never asks to join. (Separate processes
+right token, a wrong one, none, and a plain Locust worker that never asks to join; ``SILENT_SCRIPT``
+adds a worker that asks, is challenged and never answers (``JOIN_TIMEOUT_S`` set to 1 s). (Separate processes
 and ``tokenswarm run``: tests/integration/test_distributed.py.)
 """
 
