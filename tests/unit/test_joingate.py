@@ -20,15 +20,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 
-SCRIPT = r"""
-import json, socket, time
-import gevent
-from locust import User, constant, task
-from locust.env import Environment
-from locustfiles import joingate
-
-joingate.JOIN_TIMEOUT_S = 0.5
-
+COMMON = r"""
 def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -44,7 +36,19 @@ def wait_for(condition, timeout=5.0):
     t0 = time.monotonic()
     while not condition() and time.monotonic() - t0 < timeout:
         gevent.sleep(0.02)
+"""
+"""What both scripts define after their imports: a free port, an idle user class, a polling wait."""
 
+SCRIPT = r"""
+import json, socket, time
+import gevent
+from locust import User, constant, task
+from locust.env import Environment
+from locustfiles import joingate
+
+joingate.JOIN_TIMEOUT_S = 0.5
+
+""" + COMMON + r"""
 out = {}
 for master_token in ("s3cret", None):
     port = free_port()
@@ -124,22 +128,7 @@ from locustfiles.distributed import MSG_PROMPTS, MSG_TAKE
 
 joingate.JOIN_TIMEOUT_S = 1.0  # before the master exists: its timer reads the module constant
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-class Idle(User):
-    wait_time = constant(1)
-    @task
-    def nothing(self):
-        pass
-
-def wait_for(condition, timeout=5.0):
-    t0 = time.monotonic()
-    while not condition() and time.monotonic() - t0 < timeout:
-        gevent.sleep(0.02)
-
+""" + COMMON + r"""
 port = free_port()
 master = Environment(user_classes=[Idle]).create_master_runner("127.0.0.1", port)
 served = []
