@@ -32,10 +32,10 @@ from orchestrate.scenario.spec import LoadSpec
 
 PROGRESS_INTERVAL_S = 5.0
 LOCUST_STOP_GRACE_S = 30.0
+"""How long Locust gets after SIGTERM to stop its users and write its final stats."""
 CUT_GRACE_S = 1.0
 """After the server's process exited, Locust runs this long more before it is stopped: the streams the
 exit cut end at once, and their users classify them (``stream_cut``) instead of being cancelled."""
-"""How long Locust gets after SIGTERM to stop its users and write its final stats."""
 DEFAULT_MASTER_PORT = 5557
 """Locust's own default, for workers on other hosts; local workers get a free port."""
 EXPECT_WORKERS_WAIT_S = 60

@@ -128,7 +128,8 @@ class HttpConnection(asyncio.Protocol):
         self.served = 0
         self.arrived: tuple[float, float] | None = None
         """(loop time, wall clock) when the first bytes of the request being read came in: the truth's
-        arrival, taken before any request is handled (see ``data_received``)."""
+        arrival, taken before any request is handled (see ``data_received``); None for a request that
+        came behind another in one read (pipelined), which is stamped when it is handled."""
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = transport  # type: ignore[assignment]
@@ -184,8 +185,7 @@ class HttpConnection(asyncio.Protocol):
             keep_alive = conn_header != b"close" and (version != b"HTTP/1.0" or conn_header == b"keep-alive")
             served = self.served
             self.server.dispatch(self, method, target.split(b"?", 1)[0], headers, body, keep_alive)
-            if not self.buf:
-                self.arrived = None
+            self.arrived = None  # a request read in the same bytes as this one is stamped when handled
             if self.stream is None and self.served == served:  # answered at once, not by a stream
                 self.end_stream(keep_alive)
                 return
