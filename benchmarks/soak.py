@@ -49,7 +49,7 @@ def scenario(args: argparse.Namespace) -> dict[str, Any]:
                          "max_tokens": args.max_tokens, "max_seconds": seconds,
                          "sampling": {"max_prompt_tokens": 512, "max_total_tokens": 1024}},
                 "variants": [{"name": "soak"}]}
-    from orchestrate.server.llama_build import cached_binary
+    from orchestrate.server.llama_recipe import cached_binary
     binary = cached_binary()
     if binary is None:
         sys.exit("soak --real: no llama-server built; run `make llama-server` first")

@@ -74,7 +74,7 @@ def tiny_draft_model() -> Path:
 def llama_server_binary() -> Path:
     """The real ``llama-server``: ``$TOKENSWARM_LLAMA_SERVER``, else the cached build of
     ``make llama-server`` (``make test`` builds it first; about 13 min once per machine)."""
-    from orchestrate.server.llama_build import cached_binary
+    from orchestrate.server.llama_recipe import cached_binary
     given = os.environ.get("TOKENSWARM_LLAMA_SERVER")
     found = Path(given) if given else cached_binary()
     if found is None or not found.is_file():

@@ -125,21 +125,32 @@ def test_an_engine_that_refuses_the_gpu_request_is_a_load_failure_with_a_hint(
     assert ours(docker_engine, tmp_path / "server.log") == []
 
 
-def test_an_abort_at_load_is_diagnosed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, podman_socket: str,
-                                       docker_engine: docker.DockerClient, docker_test_image: str,
-                                       docker_test_mounts: list[str]) -> None:
+SIGILL_AT_LOAD = ["/bin/sh", "-c", "echo 'init: llama threadpool init, n_threads = 1' >&2; sh -c 'kill -ILL $$'"]
+"""A build with instructions the host will not run (issue 20): llama.cpp's last line, then SIGILL (exit 132)."""
+
+
+@pytest.mark.parametrize("entrypoint, exit_code, cause, hint_part", [
+    (ABORT_AT_LOAD, 134, FATAL_LINE, "flash-attn: off"),
+    (SIGILL_AT_LOAD, 132, "the server died of an illegal instruction (SIGILL): this binary uses CPU instructions "
+                          "this host cannot run; last log line: init: llama threadpool init, n_threads = 1",
+     "portable build or image"),
+], ids=["abort", "sigill"])
+def test_a_death_at_load_is_diagnosed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, podman_socket: str,
+                                      docker_engine: docker.DockerClient, docker_test_image: str,
+                                      docker_test_mounts: list[str], entrypoint: list[str], exit_code: int,
+                                      cause: str, hint_part: str) -> None:
     monkeypatch.setenv("DOCKER_HOST", podman_socket)
     scenario = docker_scenario(tmp_path, docker_test_image,
-                               {"gpus": "none", "volumes": docker_test_mounts, "entrypoint": ABORT_AT_LOAD})
+                               {"gpus": "none", "volumes": docker_test_mounts, "entrypoint": entrypoint})
     proc, run = tokenswarm_run(tmp_path, scenario)
     assert proc.returncode == 1, proc.stdout + proc.stderr
     summary = json.loads((run / "v" / "summary.json").read_text())
     assert summary["status"] == "failed_to_load"
     server = summary["server"]
-    assert server["exit_code"] == 134
-    assert server["cause"] == FATAL_LINE
-    assert "flash-attn: off" in server["hint"]
-    assert FATAL_LINE in server["log_tail"]
+    assert server["exit_code"] == exit_code
+    assert server["cause"] == cause
+    assert hint_part in server["hint"]
+    assert any(cause.endswith(line) for line in server["log_tail"])
     assert ours(docker_engine, run / "v" / "server.log") == []
 
 

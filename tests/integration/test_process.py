@@ -1,7 +1,9 @@
-"""The process launcher with a stand-in `llama-server` that has the reference study's load-time abort.
+"""The process launcher with stand-in `llama-server`s that die at load the ways real ones did.
 
 `tests/fixtures/llama-server-fattn-abort` prints `ggml-cuda/fattn.cu:110: fatal error` and aborts
-when a draft model meets flash attention on/auto, and otherwise serves the tiny model for real.
+when a draft model meets flash attention on/auto, and otherwise serves the tiny model for real;
+`tests/fixtures/llama-server-sigill` dies of SIGILL after llama.cpp's last lines, as a build with
+instructions the host will not run did (issue 20).
 """
 
 from __future__ import annotations
@@ -15,7 +17,8 @@ from tests.helpers import read_jsonl, tokenswarm_run, write_scenario
 
 pytestmark = pytest.mark.integration
 
-STAND_IN = str(Path(__file__).resolve().parents[1] / "fixtures" / "llama-server-fattn-abort")
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+STAND_IN = str(FIXTURES / "llama-server-fattn-abort")
 
 
 def test_abort_at_load_is_diagnosed_the_next_variant_runs_and_the_retry_rule_works(tmp_path: Path) -> None:
@@ -63,3 +66,20 @@ def test_a_missing_binary_is_one_line(tmp_path: Path) -> None:
     summary = json.loads((run / "v" / "summary.json").read_text())
     assert summary["status"] == "failed_to_load"
     assert "'no-such-llama-server' is not on PATH" in summary["error"]
+
+
+def test_a_server_that_dies_of_an_illegal_instruction_is_named_not_its_last_line(tmp_path: Path) -> None:
+    scenario = write_scenario(tmp_path, server={"launcher": "process", "binary": str(FIXTURES / "llama-server-sigill")},
+                              load={"users": 2, "num_prompts": 4})
+    proc, run = tokenswarm_run(tmp_path, scenario)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    summary = json.loads((run / "v" / "summary.json").read_text())
+    assert summary["status"] == "failed_to_load"
+    server = summary["server"]
+    assert server["exit_code"] == -4
+    assert server["cause"] == ("the server died of an illegal instruction (SIGILL): this binary uses CPU "
+                               "instructions this host cannot run; last log line: init: llama threadpool init, "
+                               "n_threads = 1")
+    assert "make llama-server" in server["hint"]
+    assert "illegal instruction" in proc.stdout + proc.stderr
+    assert "illegal instruction (SIGILL)" in (run / "v" / "summary.md").read_text()

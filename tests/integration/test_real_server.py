@@ -22,6 +22,8 @@ import yaml
 from orchestrate.scenario.flags import FLAG_ALIASES, RENAMED, SHORT_NAMES, flag_args, llama_server_argv
 from orchestrate.scenario.spec import ServerSpec
 from orchestrate.scenario.parse import load_scenario
+from orchestrate.server.llama_build import serves
+from orchestrate.server.llama_recipe import cached_binary, host_cpu, recipe_for, verified_on
 from tests.helpers import read_jsonl, tokenswarm_run
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(1200)]
@@ -34,6 +36,26 @@ REAL_LOAD = {"dataset": "sharegpt-v3", "allow_truncated": True, "users": 4, "num
 
 
 FLAG = r"(?<![\w-])(--?[A-Za-z][A-Za-z0-9-]*)"
+AMX = re.compile(r"\s(tilezero|tileloadd|tileloaddt1|tilestored|tilerelease|ldtilecfg|sttilecfg|tdp\w+)\s")
+"""AMX tile instructions, as objdump writes them: what the -march=native build ran into SIGILL with."""
+
+
+def test_make_llama_servers_build_is_for_this_cpu_without_amx_and_serves(tmp_path: Path) -> None:
+    """The cached build (``make test`` ran ``make llama-server``): compiled for the instruction sets this
+    CPU lists, never ``-march=native`` or AMX, checked by serving here, and it serves now (issue 20)."""
+    cpu = host_cpu()
+    binary = cached_binary()
+    assert binary is not None, "make llama-server has not built for this CPU"
+    recipe = json.loads((binary.parent.parent / "recipe.json").read_text())
+    flags = recipe["compiler_flags"]
+    assert flags and "-march=native" not in flags and not [f for f in flags if f.startswith("-mamx")], flags
+    if cpu.machine == "x86_64":
+        assert ("-mavx512f" in flags) == ("avx512f" in cpu.flags) and ("-mavx2" in flags) == ("avx2" in cpu.flags)
+    assert cpu.fingerprint in verified_on(recipe_for(cpu))
+    code = subprocess.run(["objdump", "-d", "--no-show-raw-insn", str(binary.parent / "libggml-cpu.so")],
+                          capture_output=True, text=True, timeout=120).stdout
+    assert len(code) > 100_000 and AMX.search(code) is None
+    assert serves(binary, tmp_path / "check.log") is None
 
 
 def help_flags(binary: Path) -> tuple[set[str], str]:

@@ -23,7 +23,7 @@ from orchestrate.server.launchers.embedded import EmbeddedConfig, EmbeddedLaunch
 ROOT = Path(__file__).resolve().parents[2]
 
 CHILD = r"""
-import os, sys, time
+import os, signal, sys, time
 fd = int(sys.argv[sys.argv.index("--ready-fd") + 1])
 mode = sys.argv[1]
 print("PYTHONPATH=" + os.environ.get("PYTHONPATH", ""), flush=True)
@@ -35,6 +35,9 @@ if mode == "url":
 elif mode == "die":
     print("0.00.010.000 E llama_model_load: error loading model: invalid magic characters 'abcd'", flush=True)
     sys.exit(1)
+elif mode == "sigill":  # llama.cpp's last line, then an instruction this host will not run
+    print("init: llama threadpool init, n_threads = 2", flush=True)
+    os.kill(os.getpid(), signal.SIGILL)
 else:  # "hang": never loads
     time.sleep(30)
 """
@@ -120,6 +123,15 @@ def test_a_child_that_dies_names_the_cause_from_this_start_only(tmp_path: Path) 
     assert str(error).startswith("embedded server exited with code 1 while starting: ")
     assert str(tmp_path / "server.log") in str(error)
     assert "/old.gguf" in (tmp_path / "server.log").read_text()  # appended, not truncated
+
+
+def test_a_child_killed_by_a_signal_has_the_signal_as_its_cause(tmp_path: Path) -> None:
+    with pytest.raises(ServerExitedError) as info:
+        launcher(tmp_path, "sigill").start()
+    assert info.value.returncode == -4
+    assert info.value.cause == ("the server died of an illegal instruction (SIGILL): this binary uses CPU instructions "
+                                "this host cannot run; last log line: init: llama threadpool init, n_threads = 2")
+    assert info.value.hint is not None and "portable" in info.value.hint
 
 
 def test_a_missing_model_or_draft_file_is_the_hint(tmp_path: Path) -> None:
