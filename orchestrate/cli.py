@@ -19,7 +19,7 @@ from orchestrate.scenario import loadmodes
 from orchestrate.errors import ResultsError, ScenarioError, TokenswarmError
 from orchestrate.results import VariantPaths, variant_dirs
 from orchestrate.run_options import (positive, add_allow_truncated, add_join_token_file, add_run_arguments,
-                                     scenario_of, swarm_of, web_ui_of)
+                                     scenario_of, search_range, slo_limits, swarm_of, web_ui_of, with_search)
 from orchestrate.scenario.settings import retry_description
 from orchestrate.scenario.spec import ServerSpec, Variant
 
@@ -27,6 +27,33 @@ from orchestrate.scenario.spec import ServerSpec, Variant
 def run_main(args: argparse.Namespace) -> int:
     from orchestrate.runloop import run_scenario
     run = run_scenario(scenario_of(args), args.results_dir, swarm_of(args), ui=web_ui_of(args))
+    statuses = [json.loads(p.summary_json.read_text())["status"] for p in variant_dirs(run)]
+    return 0 if statuses and all(s == "completed" for s in statuses) else 1
+
+
+def add_capacity_arguments(p: argparse.ArgumentParser) -> None:
+    add_run_arguments(p)
+    search = p.add_argument_group("capacity search", "the highest load that meets the SLO, per variant, against "
+                                  "one server start (a scenario's search: section, from flags)")
+    search.add_argument("--slo", type=slo_limits, metavar="KEY=MS,...",
+                        help="the limits each request is judged by: ttft_ms, tpot_ms, e2e_ms (e.g. "
+                        "ttft_ms=2000,tpot_ms=100; overrides the scenario's slo)")
+    search.add_argument("--over", choices=("users", "rate"), help="search concurrent users (default) or an "
+                        "open-loop request rate (--users then caps the requests in flight)")
+    search.add_argument("--range", type=search_range, metavar="LOW,HIGH", help="the loads to search between "
+                        "(default 1,256)")
+    search.add_argument("--precision", type=positive(float), help="stop when the boundary loads differ by this "
+                        "share or less (default 0.05)")
+    search.add_argument("--attainment", type=positive(float), help="share of steady-state requests that must meet "
+                        "every limit for a probe to pass (default 0.99)")
+
+
+def capacity_main(args: argparse.Namespace) -> int:
+    """``tokenswarm capacity``: ``run`` with a capacity search on every variant, from the flags."""
+    from orchestrate.runloop import run_scenario
+    if args.ui:
+        raise ScenarioError("capacity runs headless, probe by probe: --ui does not apply")
+    run = run_scenario(with_search(scenario_of(args), args), args.results_dir, swarm_of(args))
     statuses = [json.loads(p.summary_json.read_text())["status"] for p in variant_dirs(run)]
     return 0 if statuses and all(s == "completed" for s in statuses) else 1
 
@@ -118,6 +145,14 @@ def plan_lines(variant: Variant) -> list[str]:
         lines.append(f"sweep over {sweep.key}: {', '.join(map(str, sweep.values))} (one server start; "
                      f"{sweep.warmup_prompts} warm-up prompts first, {sweep.settle_s:g} s between steps; "
                      f"the load line above is the first step)")
+    if variant.search is not None:
+        search, slo = variant.search, variant.slo.as_dict() if variant.slo else {}
+        lines.append(f"capacity search over {search.over} from {search.low:g} to {search.high:g}: the highest load "
+                     f"whose steady state has {100 * search.attainment:g} % of requests within "
+                     + ", ".join(f"{k} <= {v:g}" for k, v in slo.items())
+                     + f" (grow x2 until a probe fails, bisect to {100 * search.precision:g} %"
+                     + (", probe the boundary again" if search.confirm else "") + f"; at most {search.max_probes} "
+                     "probes, each a step; the load line above is the warm-up's)")
     if variant.retry_with:
         lines += [f"on load failure: retry once with {retry_description(variant)} (recorded as retried):",
                   f"  {server_command(variant.with_retry().server)}"]
@@ -247,6 +282,8 @@ COMMANDS = (
      add_serve_synthetic_arguments, serve_synthetic_main),
     ("calibrate", "measure this host's load-generator timing error and capacity against serve-synthetic",
      add_calibrate_arguments, calibrate_main),
+    ("capacity", "find the most users (or requests/s) each variant serves within an SLO: a search of probes "
+     "against one server start", add_capacity_arguments, capacity_main),
     ("noise-floor", "run one variant several times: the spread between identical runs, the smallest effect this "
      "host can show (compare.md quotes it)", add_noise_floor_arguments, noise_floor_main),
 )
@@ -273,6 +310,8 @@ examples:
   tokenswarm run --url http://127.0.0.1:8080 -u 8 -t 5m  a server already running, no scenario file
   tokenswarm run scenarios/demo-matrix.yaml --repeats 3  every variant three times, interleaved
   tokenswarm run scenarios/demo.yaml --ui                Locust's web UI: ramp the users by hand
+  tokenswarm capacity --url http://127.0.0.1:8080 --slo ttft_ms=2000,tpot_ms=100
+                                                         how many users it serves within those limits
   tokenswarm compare results/RUN_A results/RUN_B         two runs side by side
 Each command has its own --help."""
 

@@ -103,6 +103,9 @@ class VariantPaths:
     def worker_log(self, index: int) -> Path:
         """Output of local worker process ``index`` (``--workers N``)."""
         return self.dir / f"locust-worker-{index}.log"
+    run_json = property(lambda self: self.dir / "run.json")
+    """What the run knew that its other files do not say (status, settings, SLO, the step...): the summary's
+    input besides the files, written with it, so ``tokenswarm report`` rebuilds the same summary."""
     summary_json = property(lambda self: self.dir / "summary.json")
     summary_md = property(lambda self: self.dir / "summary.md")
     vllm_bench_json = property(lambda self: self.dir / "vllm_bench.json")
@@ -116,6 +119,11 @@ class VariantPaths:
     ui_steps_png = property(lambda self: self.dir / "ui_steps.png")
     """A web UI run's user levels as steps (``orchestrate.report.aggregates.uisteps``)."""
     """A sweep's figures against the swept value (``orchestrate.report.sweep_report``)."""
+
+    search_json = property(lambda self: self.dir / "search.json")
+    """A capacity search: its settings, SLO and every probe in the order run (written as they run)."""
+    capacity_png = property(lambda self: self.dir / "capacity.png")
+    """A capacity search's probes: attainment and steady-state throughput against the load."""
 
     def step(self, label: str) -> "VariantPaths":
         """A sweep step's own result folder (``steps/users-8``), or the warm-up's (``steps/warmup``)."""

@@ -249,3 +249,48 @@ def refuse_unapplied(scenario: Scenario) -> None:
                                 "start; run the scenario without --url (each variant's server is started), or "
                                 "keep one such variant")
         seen[load] = (v.name, settings)
+
+
+def slo_limits(text: str) -> dict[str, float]:
+    """``ttft_ms=2000,tpot_ms=100`` → the limits (each a key of ``slo:`` and > 0)."""
+    from orchestrate.scenario.slo import SLO_KEYS
+    limits: dict[str, float] = {}
+    for part in text.split(","):
+        key, eq, value = part.strip().partition("=")
+        if not eq or key not in SLO_KEYS:
+            raise argparse.ArgumentTypeError(f"must be KEY=MS pairs with KEY one of {', '.join(SLO_KEYS)}, got {part!r}")
+        limits[key] = float(positive(float)(value))  # type: ignore[arg-type]
+    return limits
+
+
+def search_range(text: str) -> tuple[float, float]:
+    """``1,256`` → (1.0, 256.0)."""
+    try:
+        low, high = (float(x) for x in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be LOW,HIGH (e.g. 1,256), got {text!r}") from None
+    return low, high
+
+
+def with_search(scenario: Scenario, args: argparse.Namespace) -> Scenario:
+    """Every variant with the SLO and the search of ``tokenswarm capacity``'s flags over its own (a scenario's
+    ``search:``, or the defaults: users 1 to 256); the same rules as in a scenario, one line each."""
+    from orchestrate.scenario.search import problem
+    from orchestrate.scenario.slo import Slo
+    from orchestrate.scenario.spec import Search
+    variants = []
+    for v in scenario.variants:
+        slo = Slo(**args.slo) if args.slo else v.slo
+        base = v.search or Search("users", 1, 256)
+        over = args.over or base.over
+        low, high = args.range or ((base.low, base.high) if args.over in (None, base.over) else (1, 256))
+        search = replace(base, over=over, low=int(low) if over == "users" else low,
+                         high=int(high) if over == "users" else high,
+                         precision=args.precision or base.precision, attainment=args.attainment or base.attainment)
+        found = problem(search, v.load, slo is not None, v.sweep is not None)
+        if found is not None:
+            flag = {"over": "--over", "range": "--range", "precision": "--precision", "attainment": "--attainment",
+                    None: "--slo" if slo is None else f"variant {v.name}"}[found[0]]
+            raise ScenarioError(f"{flag}: {found[1]}")
+        variants.append(replace(v, slo=slo, search=search))
+    return replace(scenario, variants=tuple(variants))

@@ -10,7 +10,8 @@ import os
 import platform
 import socket
 import time
-from dataclasses import dataclass, replace
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -30,17 +31,20 @@ from orchestrate.scenario.matrix import factor_record
 from orchestrate.server.preflight import ServerFacts, fetch_facts
 from orchestrate.report.repeats import Repeat, interleaved, keep_host_floor, repeat_dir
 from orchestrate.server.preflight import session as preflight_session
-from orchestrate.load.prompts import PreparedPrompts, check_datasets, prepare_prompts
+from orchestrate.load.probewatch import ProbeWatch
+from orchestrate.load.prompts import PreparedPrompts, PromptPool, check_datasets, prepare_prompts
 from orchestrate.report.render import console_lines
-from orchestrate.results import VariantPaths, run_dir, scenario_copy
+from orchestrate.results import VariantPaths, read_json, run_dir, scenario_copy
 from orchestrate.load.sampler import MetricsSampler
-from orchestrate.load.steps import merge_step_records
+from orchestrate.load.steps import merge_step_records, write_step_metrics
 from orchestrate.scenario.settings import retry_description, variant_settings
 from orchestrate.scenario.spec import LoadSpec, Scenario, Variant
 from orchestrate.report.summary import build_summary
 from orchestrate.scenario.spec import Sweep
 from orchestrate.scenario.sweep import deal_prompts, sampling_load as sweep_sampling, warmup_load
 from orchestrate.report.sweep_report import sweep_block
+from orchestrate.report.aggregates.capacity import UNITS, judge, write_record
+from orchestrate.scenario.search import next_probe, probe_load
 
 
 @dataclass(frozen=True)
@@ -66,6 +70,8 @@ class VariantRun:
     """The server's liveness while the load ran: when it died or was lost (``liveness.py``)."""
     facts: ServerFacts | None = None
     prompts: PreparedPrompts | None = None
+    pool: PromptPool | None = None
+    """A capacity search's prompts, dealt to each probe as it is chosen."""
     outcome: LoadOutcome | None = None
     error: str | None = None
     cause: str | None = None
@@ -133,7 +139,8 @@ def run_variant(context: Context, variant: Variant, paths: VariantPaths,
 
     :param first_attempt: the failed run this one retries (``on_load_failure.retry_with``).
     """
-    result = VariantRun(context, variant, paths, first_attempt=first_attempt, ui=ui is not None and variant.sweep is None)
+    result = VariantRun(context, variant, paths, first_attempt=first_attempt,
+                        ui=ui is not None and variant.sweep is None and variant.search is None)
     try:
         result.launcher = make_launcher(variant.server, paths.server_log)
         with result.launcher as launcher, preflight_session() as session:
@@ -146,25 +153,35 @@ def run_variant(context: Context, variant: Variant, paths: VariantPaths,
             result.facts = fetch_facts(url, session)
             print(f"[{variant.name}] sampling {variant.load.num_prompts} prompts from {variant.load.dataset} "
                   f"(lengths from {'the server' if result.facts.has_tokenize else 'an estimate'}) ...", flush=True)
-            result.prompts = prepare_prompts(sweep_sampling(variant) if variant.sweep else variant.load,
-                                             result.facts, url, paths.prompts, session)
+            if variant.search is not None:
+                result.pool = PromptPool(variant.load, result.facts, url, paths.prompts, session,
+                                         first_pool_size(variant))
+                result.prompts = result.pool.prepared
+            else:
+                result.prompts = prepare_prompts(sweep_sampling(variant) if variant.sweep else variant.load,
+                                                 result.facts, url, paths.prompts, session)
             sample = result.prompts.sample
             print(f"[{variant.name}] {len(sample.prompts)} prompts ({sample.examined} examined, "
-                  f"{sample.examined - len(sample.prompts)} dropped); {variant.load.users} users", flush=True)
-            if variant.sweep is not None and ui is not None:
-                print(f"[{variant.name}] a sweep runs headless, step by step: --ui is not used for it", flush=True)
+                  f"{sample.examined - len(sample.prompts)} dropped)" + ("; more are sampled as probes need them"
+                  if variant.search else f"; {variant.load.users} users"), flush=True)
+            if (variant.sweep is not None or variant.search is not None) and ui is not None:
+                print(f"[{variant.name}] a sweep or a search runs headless, step by step: --ui is not used for it",
+                      flush=True)
             run_warmup(result, url, swarm)  # before the sampler: the server's counters then match the measured load
             result.watch = ServerWatch(url, launcher, variant.load.server_lost_after_s)
             watch = result.watch
             with MetricsSampler(url, launcher, paths.metrics, session_factory=preflight_session,
-                                server_gone=lambda: watch.down() is not None), watch:
-                if variant.sweep is None:
+                                server_gone=lambda: watch.down() is not None) as sampler, watch:
+                if variant.sweep is not None:
+                    result.outcome = run_steps(result, url, swarm, sampler)
+                elif variant.search is not None:
+                    result.outcome = run_search(result, url, swarm, sampler)
+                else:
                     plan = LoadPlan.for_load(variant.load, url, planned_requests(sample.prompts),
                                              result.facts.model_id, swarm, ui)
-                    result.outcome = run_load(plan, paths, variant.name, server_down=result.watch.down)
-                else:
-                    result.outcome = run_steps(result, url, swarm)
-                    merge_step_records(paths, variant.sweep)  # the variant's records: its steps'
+                    result.outcome = run_load(plan, paths, variant.name, stop_when=result.watch.down)
+                if variant.sweep is not None or variant.search is not None:
+                    merge_step_records(paths, step_labels(result))  # the variant's records: its steps'
                 down = result.watch.settle()
             result.exit_code = launcher.exit_status()
             result.status = ("crashed" if result.exit_code is not None or down == DIED
@@ -205,55 +222,130 @@ def _step_loads(result: VariantRun) -> tuple[Sweep, list[tuple[str, LoadSpec, li
     return variant.sweep, [("warmup", warmup_load(variant), warmup), *steps]
 
 
-def _run_step(result: VariantRun, url: str, swarm: Swarm, label: str, load: LoadSpec,
-              prompts: list[Prompt]) -> tuple[VariantPaths, LoadOutcome]:
+def _run_step(result: VariantRun, url: str, swarm: Swarm, label: str, load: LoadSpec, prompts: list[Prompt],
+              sampler: MetricsSampler | None = None,
+              stop: Callable[[], str | None] = lambda: None) -> tuple[VariantPaths, LoadOutcome]:
+    """One step (a sweep's, a search probe, the warm-up) in ``steps/<label>``; with the sampler, a sample
+    right before and right after it, and its own ``metrics.jsonl`` of those between."""
     assert result.launcher is not None and result.facts is not None
     launcher, paths = result.launcher, result.paths.step(label)
     paths.prompts.write_text("".join(p.to_json() + "\n" for p in prompts), encoding="utf-8")
-    print(f"[{result.variant.name}] {label}: {len(prompts)} prompts, {load.users} users", flush=True)
+    print(f"[{result.variant.name}] {label}: {len(prompts)} prompts, "
+          + (f"{load.rate:g} req/s (at most {load.users} in flight)" if load.rate else f"{load.users} users"), flush=True)
     plan = LoadPlan.for_load(load, url, planned_requests(prompts), result.facts.model_id, swarm)
     down = result.watch.down if result.watch else (lambda: DIED if launcher.exit_status() is not None else None)
-    return paths, run_load(plan, paths, f"{result.variant.name} {label}", server_down=down)
+    before = sampler.sample_now() if sampler else 0.0
+    outcome = run_load(plan, paths, f"{result.variant.name} {label}", stop_when=lambda: down() or stop())
+    if sampler:
+        write_step_metrics(result.paths, paths, before, sampler.sample_now())
+    return paths, outcome
+
+
+def _step_summary(result: VariantRun, paths: VariantPaths, outcome: LoadOutcome, load: LoadSpec,
+                  prompts: list[Prompt], step: dict[str, Any]) -> dict[str, Any]:
+    """A step's summary, as any variant's: its status from how its load ended."""
+    assert result.launcher is not None
+    died = result.launcher.exit_status() is not None or outcome.stopped_by == DIED
+    crashed = died or outcome.stopped_by == LOST
+    sent = paths.records.exists() and paths.records.stat().st_size > 0
+    return build_summary(paths, result.context.scenario, result.variant.name, {
+        "status": "crashed" if died else "server_lost" if crashed else "completed" if sent else "error",
+        "error": None if sent or crashed else f"locust sent no request; see {paths.locust_log}",
+        "stopped_by": outcome.stopped_by, "step": step, "planned_prompts": planned_requests(prompts),
+        "settings": variant_settings(replace(result.variant, load=load, sweep=None, steps=(), search=None)),
+        "factors": factor_record(result.variant.factors),
+        "slo": result.variant.slo.as_dict() if result.variant.slo else None}, result.context.host_limits)
+
+
+def _over(summary: dict[str, Any], outcome: LoadOutcome) -> bool:
+    """The server did not survive the step, or the run was interrupted: no next step."""
+    return summary["status"] in ("crashed", "server_lost") or outcome.stopped_by == "interrupted"
 
 
 def run_warmup(result: VariantRun, url: str, swarm: Swarm) -> None:
     """The warm-up (a sweep's, or a variant's ``warmup_prompts``): sent and recorded in ``steps/warmup``,
-    left out of every figure."""
-    if result.variant.sweep is not None:
+    left out of every figure; a search's comes first from its prompt pool, at the scenario's users."""
+    variant = result.variant
+    if variant.sweep is not None:
         sweep, (warmup, *_) = _step_loads(result)
         (_, load, prompts), settle_s = warmup, sweep.settle_s
+    elif result.pool is not None:
+        load, prompts = replace(variant.load, max_seconds=None), result.pool.take(variant.load.warmup_prompts)
+        settle_s = variant.search.settle_s if variant.search else 0.0
     else:
         assert result.prompts is not None
-        load, prompts, settle_s = replace(result.variant.load, max_seconds=None), list(result.prompts.warmup), 0.0
+        load, prompts, settle_s = replace(variant.load, max_seconds=None), list(result.prompts.warmup), 0.0
     if prompts:
         _run_step(result, url, swarm, "warmup", load, prompts)
         time.sleep(settle_s)
 
 
-def run_steps(result: VariantRun, url: str, swarm: Swarm) -> LoadOutcome:
+def run_steps(result: VariantRun, url: str, swarm: Swarm, sampler: MetricsSampler | None = None) -> LoadOutcome:
     """Each step against the running server, ``settle_s`` apart, each a full result folder
     (``steps/<key>-<value>``); stops at the first step the server does not survive."""
-    assert result.launcher is not None
     sweep, (_, *steps) = _step_loads(result)
     outcome, started = LoadOutcome(0, 0.0, "num_prompts"), time.monotonic()
     for i, (label, load, prompts) in enumerate(steps):
         if i:
             time.sleep(sweep.settle_s)
-        paths, outcome = _run_step(result, url, swarm, label, load, prompts)
-        died = result.launcher.exit_status() is not None or outcome.stopped_by == DIED
-        crashed = died or outcome.stopped_by == LOST
-        sent = paths.records.exists() and paths.records.stat().st_size > 0
-        build_summary(paths, result.context.scenario, result.variant.name, {
-            "status": "crashed" if died else "server_lost" if crashed else "completed" if sent else "error",
-            "error": None if sent or crashed else f"locust sent no request; see {paths.locust_log}",
-            "stopped_by": outcome.stopped_by,
-            "step": {"key": sweep.key, "value": sweep.values[i]}, "planned_prompts": planned_requests(prompts),
-            "settings": variant_settings(replace(result.variant, load=load, sweep=None, steps=())),
-            "factors": factor_record(result.variant.factors),
-            "slo": result.variant.slo.as_dict() if result.variant.slo else None}, result.context.host_limits)
-        if crashed or outcome.stopped_by == "interrupted":
+        paths, outcome = _run_step(result, url, swarm, label, load, prompts, sampler)
+        summary = _step_summary(result, paths, outcome, load, prompts, {"key": sweep.key, "value": sweep.values[i]})
+        if _over(summary, outcome):
             break
     return replace(outcome, wall_s=round(time.monotonic() - started, 3))
+
+
+def first_pool_size(variant: Variant) -> int:
+    """A search's first sample: its warm-up and the prompts of its first three probes (more come as needed)."""
+    search = variant.search
+    assert search is not None
+    value, size = search.low, variant.load.warmup_prompts
+    for _ in range(3):
+        size += probe_load(search, variant.load, value).num_prompts
+        value = min(value * 2, search.high)
+    return size
+
+
+def run_search(result: VariantRun, url: str, swarm: Swarm, sampler: MetricsSampler | None = None) -> LoadOutcome:
+    """A capacity search: probe after probe against the running server (``scenario.search.next_probe`` picks
+    each from the verdicts so far), ``settle_s`` apart, each a full result folder (``steps/probe-NN-...``);
+    ``search.json`` lists them as they run. A probe that can no longer pass is stopped early."""
+    variant, search, pool = result.variant, result.variant.search, result.pool
+    assert search is not None and pool is not None and variant.slo is not None
+    limits = variant.slo.as_dict()
+    record: dict[str, Any] = {"search": asdict(search), "slo": limits, "probes": [], "started_ts": time.time(),
+                              "ended_ts": None}
+    history: list[tuple[float, bool]] = []
+    outcome, started = LoadOutcome(0, 0.0, "num_prompts"), time.monotonic()
+    while (value := next_probe(search, history)) is not None:
+        if history:
+            time.sleep(search.settle_s)
+        n, load = len(history) + 1, probe_load(search, variant.load, value)
+        label, prompts = search.label(n, value), pool.take(load.num_prompts)
+        watch = ProbeWatch(result.paths.step(label).records, limits, search.attainment, len(prompts),
+                           load.users if search.over == "users" else 0)
+        paths, outcome = _run_step(result, url, swarm, label, load, prompts, sampler, watch.cannot_pass)
+        summary = _step_summary(result, paths, outcome, load, prompts,
+                                {"key": search.over, "value": value, "probe": n})
+        verdict = judge(summary, search)
+        history.append((value, verdict["passed"]))
+        record["probes"].append({"n": n, "value": value, "label": label, "prompts": planned_requests(prompts)})
+        write_record(result.paths, record)
+        print(f"[{variant.name}] probe {n}: {value:g} {UNITS[search.over]} "
+              + ("passes" if verdict["passed"] else f"fails: {verdict['why']}"), flush=True)
+        if _over(summary, outcome):
+            break
+    record["ended_ts"] = time.time()
+    write_record(result.paths, record)
+    return replace(outcome, wall_s=round(time.monotonic() - started, 3))
+
+
+def step_labels(result: VariantRun) -> list[str]:
+    """The folders under ``steps/`` whose records are the variant's: a sweep's steps, a search's probes."""
+    sweep = result.variant.sweep
+    if sweep is not None:
+        return [sweep.label(value) for value in sweep.values]
+    return [probe["label"] for probe in (read_json(result.paths.search_json) or {}).get("probes") or []]
 
 
 def finish_variant(result: VariantRun) -> dict[str, Any]:
@@ -286,13 +378,17 @@ def finish_variant(result: VariantRun) -> dict[str, Any]:
         sample = result.prompts.sample
         extra["planned_prompts"] = planned_requests(sample.prompts[result.variant.sweep.warmup_prompts
                                                                     if result.variant.sweep else 0:])
+        if result.variant.search is not None:  # the prompts dealt to its probes, not the whole pool
+            probes = (read_json(result.paths.search_json) or {}).get("probes") or []
+            extra["planned_prompts"] = sum(probe["prompts"] for probe in probes)
         extra["sampling"] = {"dataset": str(result.prompts.dataset), "token_counter": result.prompts.token_counter,
                              "examined": sample.examined, "dropped": sample.dropped, "shortfall": sample.shortfall,
                              "truncated": result.prompts.truncated,
                              "complete_conversations": result.prompts.conversations}
     sweep = result.variant.sweep
-    if sweep is not None:  # the variant's records are its steps' (the warm-up's stay in steps/warmup)
-        merge_step_records(result.paths, sweep)  # again: a run stopped mid-sweep never reached the first
+    if sweep is not None or result.variant.search is not None:  # its records are its steps' (not the warm-up's)
+        merge_step_records(result.paths, step_labels(result))  # again: a run stopped mid-way never reached the first
+    if sweep is not None:
         extra["sweep"] = sweep_block(result.paths, sweep)
     return build_summary(result.paths, context.scenario, result.variant.name, extra, context.host_limits)
 

@@ -121,8 +121,9 @@ class LoadOutcome:
     wall_s: float
     stopped_by: str
     """``num_prompts`` (all sent), ``time_cap``, ``server_died`` (its process exited), ``server_lost`` (it
-    stopped answering for ``server_lost_after_s``), ``interrupted``, or ``ui_stop`` (stopped
-    in the web UI before every prompt was sent: the Stop button or the form's run time)."""
+    stopped answering for ``server_lost_after_s``), ``interrupted``, ``ui_stop`` (stopped in the web
+    UI before every prompt was sent: the Stop button or the form's run time), or ``cannot_pass`` (a
+    capacity probe stopped once it could no longer reach its attainment)."""
 
 
 def locust_command(plan: LoadPlan, paths: VariantPaths) -> list[str]:
@@ -186,11 +187,12 @@ def _progress(records: Path, offset: int, counts: list[int]) -> int:
 
 
 def run_load(plan: LoadPlan, paths: VariantPaths, label: str,
-             server_down: Callable[[], str | None] = lambda: None) -> LoadOutcome:
+             stop_when: Callable[[], str | None] = lambda: None) -> LoadOutcome:
     """Run Locust to the end; print ``[label] n/N requests`` every few seconds.
 
-    ``server_down`` (``liveness.ServerWatch.down``) names a server that died or was lost: Locust is
-    stopped then, and that is how the load ended.
+    ``stop_when`` names why the load must end now: a server that died or was lost
+    (``liveness.ServerWatch.down``), or a capacity probe that can no longer pass (``probewatch``).
+    Locust is stopped then, and that is how the load ended.
 
     With ``plan.swarm.workers`` the master and that many local worker processes run; with
     ``remote_workers`` the master waits for workers started elsewhere (``tokenswarm worker``).
@@ -221,7 +223,7 @@ def run_load(plan: LoadPlan, paths: VariantPaths, label: str,
             while proc.poll() is None:
                 time.sleep(0.2)
                 now = time.monotonic()
-                down = server_down()
+                down = stop_when()
                 if down is not None:
                     stopped_by = down
                     if down == DIED:  # its streams were cut as it died: let the users read that first

@@ -152,3 +152,30 @@ def _prepare_conversations(load: LoadSpec, facts: ServerFacts, url: str, out: Pa
     VariantPaths(out.parent).conversations.write_text(json.dumps(sample.plan(), indent=2) + "\n")
     return PreparedPrompts(sample=sample, dataset=dataset, token_counter=name, conversations=len(data),
                            truncated=data.truncation is not None)
+
+
+class PromptPool:
+    """Prompts dealt out in sampling order, as many as asked for, for loads chosen as the run goes (a
+    capacity search's probes): no two takes share a prompt, so the prompt cache flatters no later probe.
+
+    The sample grows when a take needs more (to twice its size at least): sampling keeps the first prompts
+    of a larger sample the same, so what was dealt stays dealt. ``out`` holds the sample so far.
+    """
+
+    def __init__(self, load: LoadSpec, facts: ServerFacts, url: str, out: Path, session: requests.Session,
+                 size: int) -> None:
+        self.load, self.facts, self.url, self.out, self.session = load, facts, url, out, session
+        self.dealt = 0
+        self.prepared = prepare_prompts(replace(load, num_prompts=max(1, size), warmup_prompts=0), facts, url, out,
+                                        session)
+
+    def take(self, n: int) -> list[Prompt]:
+        """The next ``n`` prompts, numbered from 0 (fewer when the dataset runs out)."""
+        have = len(self.prepared.sample.prompts)
+        if self.dealt + n > have and have == self.prepared.sample.requested:  # not yet the whole dataset
+            size = max(self.dealt + n, 2 * have)
+            self.prepared = prepare_prompts(replace(self.load, num_prompts=size, warmup_prompts=0), self.facts,
+                                            self.url, self.out, self.session)
+        chunk = self.prepared.sample.prompts[self.dealt:self.dealt + n]
+        self.dealt += len(chunk)
+        return [replace(p, index=i) for i, p in enumerate(chunk)]

@@ -199,6 +199,8 @@ class MetricsSampler:
         """Why the server gives no counters (``http_501``, ``not_llamacpp``), once that is known."""
         self._stop = threading.Event()
         self._lock = threading.Lock()
+        self._sampling = threading.Lock()
+        """One sample at a time: the thread's, or one asked for now (``sample_now``)."""
         self._thread: threading.Thread | None = None
         self._file: IO[str] | None = None
         self._session: requests.Session | None = None
@@ -255,9 +257,22 @@ class MetricsSampler:
             self._sample_and_write()
             next_at = max(next_at + self.interval_s, time.monotonic())  # late: sample next, no burst
 
-    def _sample_and_write(self) -> None:
+    def sample_now(self) -> float:
+        """Take and write a sample at once (before and after a sweep step or a search probe: its counter
+        deltas then cover exactly that step); returns its wall-clock time."""
+        return self._sample_and_write()
+
+    def _sample_and_write(self) -> float:
+        """Write one sample; returns its time (the time of the try, when it failed)."""
+        t = time.time()
+        with self._sampling:
+            return self._write_sample(t)
+
+    def _write_sample(self, t: float) -> float:
         try:
-            line = json.dumps(self.sample(), separators=(",", ":"))
+            sample = self.sample()
+            t = sample["t"]
+            line = json.dumps(sample, separators=(",", ":"))
             with self._lock:
                 if self._file is not None:
                     self._file.write(line + "\n")
@@ -265,6 +280,7 @@ class MetricsSampler:
                     self.samples += 1
         except Exception as exc:  # noqa: BLE001 - a sampling bug must never end the load
             print(f"tokenswarm: metrics sample failed: {type(exc).__name__}: {exc}", flush=True)
+        return t
 
     def sample(self) -> MetricsSample:
         """One sample now (does not write it)."""

@@ -45,6 +45,8 @@ EFFECT_METRICS = (("decode_tok_s", "decode"), ("ttft_p50_ms", "TTFT p50"), ("tpo
 """The ratios an effect is stated in."""
 GOODPUT_EFFECT = ("goodput_rps", "goodput")
 """Also stated when both variants judged goodput under the same SLO (``orchestrate.report.aggregates.goodput``)."""
+CAPACITY_EFFECT = ("capacity", "capacity")
+"""Also stated when both variants searched capacity under the same SLO and attainment (``aggregates.capacity``)."""
 UNSET = "(not set)"
 """A setting one variant has and the other does not."""
 
@@ -77,6 +79,8 @@ class VariantResult:
     """Which repeat of its variant (``summary.json``'s ``repeat``); None for a run without repeats."""
     dir: Path | None = None
     """Its result folder (its records are read only for ratios over common prompts)."""
+    compared: dict[str, Any] = field(default_factory=dict)
+    """``numbers`` as effects read them: the steady-state window's figures when every variant has one."""
 
 
 def _scenario_settings(run: Path, name: str, retried: bool) -> dict[str, Any] | None:
@@ -123,6 +127,22 @@ def read_variants(run_dirs: list[Path]) -> list[VariantResult]:
     return out
 
 
+STEADY = "steady_"
+"""``summary_numbers``' prefix of the figures inside the steady-state window."""
+
+
+def basis(done: list[VariantResult]) -> str:
+    """``steady_state`` when every completed variant has a steady-state window, else ``whole_run``."""
+    return "steady_state" if done and all(STEADY + "decode_tok_s" in v.numbers for v in done) else "whole_run"
+
+
+def on_basis(numbers: dict[str, Any], chosen: str) -> dict[str, Any]:
+    """The figures effects are read from: the window's in place of the whole run's, on a steady-state basis."""
+    if chosen != "steady_state":
+        return numbers
+    return {**numbers, **{k[len(STEADY):]: v for k, v in numbers.items() if k.startswith(STEADY)}}
+
+
 def _ratios(a: dict[str, Any], b: dict[str, Any]) -> dict[str, float | None]:
     """b / a of the effect metrics of two summaries' numbers (goodput only under one SLO)."""
     def ratio(key: str) -> float | None:
@@ -131,6 +151,8 @@ def _ratios(a: dict[str, Any], b: dict[str, Any]) -> dict[str, float | None]:
     out = {key: ratio(key) for key, _ in EFFECT_METRICS}
     if a.get("goodput_slo") and a.get("goodput_slo") == b.get("goodput_slo"):
         out[GOODPUT_EFFECT[0]] = ratio(GOODPUT_EFFECT[0])
+    if a.get("capacity_slo") and a.get("capacity_slo") == b.get("capacity_slo"):
+        out[CAPACITY_EFFECT[0]] = ratio(CAPACITY_EFFECT[0])
     return out
 
 
@@ -184,12 +206,12 @@ def _matched(a: _Group, b: _Group) -> list[tuple[VariantResult, VariantResult]]:
 
 def _pair_run(a: VariantResult, b: VariantResult) -> dict[str, Any]:
     """One repeat of a pair: its ratios and what made it unfair."""
-    return {"repeat": a.repeat, "a": a.label, "b": b.label, "ratios": _ratios(a.numbers, b.numbers),
+    return {"repeat": a.repeat, "a": a.label, "b": b.label, "ratios": _ratios(a.compared, b.compared),
             "n_common_prompts": common_prompts(a.prompts, b.prompts),
             "confounded_by": conditions(a.host, b.host, a.prompts, b.prompts),
             "busy": [busy_text(a.host), busy_text(b.host)],
             "n_prompts": [None if v.prompts is None else len(v.prompts) for v in (a, b)],
-            "decode_tok_s": [a.numbers.get("decode_tok_s"), b.numbers.get("decode_tok_s")]}
+            "decode_tok_s": [a.compared.get("decode_tok_s"), b.compared.get("decode_tok_s")]}
 
 
 def _over_common(a: VariantResult, b: VariantResult) -> dict[str, float | None] | None:
@@ -240,7 +262,7 @@ def _floors(groups: list[_Group], known: dict[str, Any] | None) -> tuple[dict[st
     for g in groups:
         own: dict[str, float] = {}
         for x, y in combinations([m for m in g.members if not (m.host or {}).get("busy")], 2):
-            for key, r in _ratios(x.numbers, y.numbers).items():
+            for key, r in _ratios(x.compared, y.compared).items():
                 if r:
                     own[key] = max(own.get(key, 0.0), deviation(r))
         for key, spread_of_group in own.items():
@@ -280,6 +302,9 @@ def compare(variants: list[VariantResult], baseline: str | None = None,
                                 if v.numbers.get(k) is not None and base.numbers.get(k) else None
                                 for k, _ in COLUMNS}
         rows.append(row)
+    chosen = basis(done)
+    for v in variants:
+        v.compared = on_basis(v.numbers, chosen)
     groups = _groups(done, view)
     known = read_floor(runs[0]) if runs else None
     floors, floor_source = _floors(groups, known)
@@ -310,10 +335,10 @@ def compare(variants: list[VariantResult], baseline: str | None = None,
         if not effect["confounded_by"] and pair_a.sweep and pair_b.sweep:  # the effect step by step, and where it turns
             effect["sweep"] = sweep_report.speedups(pair_a.sweep, pair_b.sweep)
         effects.append(effect)
-    repeats = [{"a": x.label, "b": y.label, "ratios": _ratios(x.numbers, y.numbers)}
+    repeats = [{"a": x.label, "b": y.label, "ratios": _ratios(x.compared, y.compared)}
                for x, y in combinations(done, 2) if view[x.label] == view[y.label]]
     sweeps = [(v.label, v.sweep) for v in variants if v.sweep]
-    return {"runs": [str(r) for r in runs], "sweeps": sweeps,
+    return {"runs": [str(r) for r in runs], "sweeps": sweeps, "basis": chosen,
             "baseline": base.label if base else None, "variants": rows, "varying_settings": varying,
             "factors": factors, "n_repeats": max((len(g.members) for g in groups), default=0),
             "noise_floor": {"source": floor_source, "floor": floors, **({"measured": known} if known else {})},

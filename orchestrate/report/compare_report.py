@@ -11,14 +11,15 @@ from pathlib import Path
 from typing import Any
 
 from orchestrate.report import sweep_report
-from orchestrate.report.compare import COLUMNS, EFFECT_METRICS, GOODPUT_EFFECT, UNSET, compare, read_variants
+from orchestrate.report.compare import (CAPACITY_EFFECT, COLUMNS, EFFECT_METRICS, GOODPUT_EFFECT, UNSET, compare,
+                                        read_variants)
 from orchestrate.errors import ResultsError
 from orchestrate.report.formats import fmt_ms, fmt_num
 from orchestrate.report.aggregates.goodput import slo_text
 from orchestrate.scenario.matrix import FACTOR
 from orchestrate.results import compare_json, compare_md, compare_png, compare_sweep_png, variant_dirs
 
-METRIC_LABELS = dict((*EFFECT_METRICS, GOODPUT_EFFECT))
+METRIC_LABELS = dict((*EFFECT_METRICS, GOODPUT_EFFECT, CAPACITY_EFFECT))
 PLOTTED = (("decode_tok_s", "decode tok/s"), ("prefill_tok_s", "prefill tok/s"), ("ttft_p50_ms", "TTFT p50 (ms)"),
            ("tpot_p50_ms", "TPOT p50 (ms)"))
 
@@ -40,7 +41,7 @@ def _ratio_text(ratios: dict[str, float | None], ranges: dict[str, list[float]] 
                 noise: dict[str, bool] | None = None) -> str:
     """``decode ×0.80 (0.78–0.83), TTFT p50 ×1.01 (0.97–1.05, within noise)``: ranges over repeats, when any."""
     parts = []
-    for key, label in (*EFFECT_METRICS, GOODPUT_EFFECT):
+    for key, label in (*EFFECT_METRICS, GOODPUT_EFFECT, CAPACITY_EFFECT):
         if (ratios or {}).get(key) is None:
             continue
         low, high = (ranges or {}).get(key) or (None, None)
@@ -82,6 +83,9 @@ def _effect_lines(data: dict[str, Any]) -> list[str]:
                "times, interleaved).")
     floor = _floor_text(data.get("noise_floor") or {})
     out += [floor] if floor else []
+    out.append("Read from each variant's steady-state window (the ramp and the drain left out)."
+               if data.get("basis") == "steady_state" else
+               "Read from the whole runs: not every variant has a steady-state window (its summary says why).")
     out.append("")
     clean = [e for e in data["effects"] if not e["confounded_by"]]
     for e in clean:
@@ -150,6 +154,15 @@ def _goodput_lines(rows: list[dict[str, Any]]) -> list[str]:
     return out
 
 
+def _capacity_lines(rows: list[dict[str, Any]]) -> list[str]:
+    """A line per variant that searched its capacity: the answer (ratios only under the same SLO)."""
+    found = [r for r in rows if r.get("capacity_sentence")]
+    if not found:
+        return []
+    return ["", "## Capacity (ratios only between variants searched under the same SLO and attainment)", "",
+            *(f"- {r['label']}: {r['capacity_sentence']}" for r in found)]
+
+
 def markdown(data: dict[str, Any], plot_name: str | None = None, sweep_plot: str | None = None) -> str:
     """``compare.md``: the table, deltas, effects, confounded pairs, repeats, what was left out."""
     rows = data["variants"]
@@ -165,6 +178,7 @@ def markdown(data: dict[str, Any], plot_name: str | None = None, sweep_plot: str
         out.append(f"| {r['label']} | {status} | {done} | " + " | ".join(_fmt(k, r.get(k)) for k, _ in COLUMNS)
                    + f" | {acc} | {_memory(r)} |")
     out += _goodput_lines(rows)
+    out += _capacity_lines(rows)
     if data["baseline"]:
         out += ["", f"## Deltas against {data['baseline']}", "",
                 "| variant | " + " | ".join(label for _, label in COLUMNS) + " |", "|---" * (len(COLUMNS) + 1) + "|"]

@@ -42,6 +42,17 @@ def summary_numbers(summary: dict[str, Any]) -> dict[str, Any]:
     for metric in ("ttft", "tpot"):
         for p in ("p50", "p99"):
             out[f"{metric}_{p}_ms"] = (lat.get(metric) or {}).get(p)
+    steady = summary.get("steady_state") or {}
+    if steady.get("found"):  # the same figures inside the steady-state window
+        out.update({"steady_prefill_tok_s": steady.get("prefill_tok_s"), "steady_decode_tok_s": steady.get("decode_tok_s")})
+        for metric in ("ttft", "tpot"):
+            for p in ("p50", "p99"):
+                out[f"steady_{metric}_{p}_ms"] = (steady.get(f"{metric}_ms") or {}).get(p)
+    found = summary.get("capacity")  # compared only under one SLO, attainment and load axis
+    if found:
+        out.update({"capacity": found.get("max_passing"), "capacity_sentence": found.get("sentence"),
+                    "capacity_slo": {"slo": found.get("slo"), "attainment": found.get("attainment"),
+                                     "over": found.get("over")}})
     good = summary.get("goodput") or {}  # the limits too: goodput of two variants compares only under one SLO
     out.update({"goodput_slo": good.get("slo"), "goodput_requests": good.get("requests_meeting"),
                 "goodput_share": good.get("share"), "goodput_rps": good.get("requests_per_s"),

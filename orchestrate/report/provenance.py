@@ -48,7 +48,11 @@ def _server(settings: dict[str, Any], facts: dict[str, Any], external: bool) -> 
 
 
 def _load(summary: dict[str, Any], settings: dict[str, Any]) -> str:
-    if settings.get("load.rate") is not None:
+    if settings.get("search.over"):
+        low, high = settings["search.range"]
+        text = (f"load: a capacity search over {settings['search.over']} from {low:g} to {high:g} (each probe a step: "
+                f"{'open loop, at most ' + str(settings.get('load.users')) + ' in flight' if settings['search.over'] == 'rate' else 'closed loop'})")
+    elif settings.get("load.rate") is not None:
         text = (f"load: open loop {fmt_num(settings['load.rate'], 2)} req/s ({settings.get('load.arrival')}), "
                 f"at most {settings.get('load.users')} in flight")
     elif settings.get("load.stages"):
@@ -73,7 +77,8 @@ def _prompts(summary: dict[str, Any], settings: dict[str, Any]) -> str:
     sampling = summary.get("sampling") or {}
     dataset = settings.get("load.dataset")
     where = sampling.get("dataset")
-    text = f"prompts: {settings.get('load.num_prompts')} from {dataset}"
+    count = summary.get("planned_prompts") if settings.get("search.over") else settings.get("load.num_prompts")
+    text = f"prompts: {count} from {dataset}"
     if where and Path(where).name != dataset:
         text += f" ({Path(where).name})"
     if sampling.get("complete_conversations"):

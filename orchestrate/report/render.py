@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from orchestrate.report import loadreport, sweep_report
-from orchestrate.report.aggregates import goodput, turns, uisteps
+from orchestrate.report.aggregates import capacity, goodput, steadystate, turns, uisteps
 from orchestrate.report.provenance import condition_lines
 from orchestrate.report.formats import GIB, MIB, fmt_bytes, fmt_ms, fmt_num, summary_numbers  # noqa: F401 (re-exported)
 from orchestrate.results import VariantPaths
@@ -85,7 +85,9 @@ def headline(summary: dict[str, Any]) -> list[str]:
     lines.append(f"prefill {fmt_num(thr['prefill_tok_s'])} tok/s, decode {fmt_num(thr['decode_tok_s'])} tok/s, "
                  f"{fmt_num(thr['requests_per_s'], 2)} req/s")
     lines.append(f"TTFT median {fmt_ms(_p50(summary, 'ttft'))}, TPOT median {fmt_ms(_p50(summary, 'tpot'))}")
-    return lines
+    steady = steadystate.console_line(summary.get("steady_state"))
+    found = summary.get("capacity")
+    return ([f"capacity: {found['sentence']}"] if found else []) + lines + ([steady] if steady else [])
 
 
 def outcome_line(summary: dict[str, Any]) -> str:
@@ -161,8 +163,10 @@ def markdown(summary: dict[str, Any], images: Sequence[str] = ()) -> str:
     setup = condition_lines(summary)
     out += [f"- {line}" for line in setup] + ([""] if setup else [])
     out += [f"**{line}**  " for line in headline(summary)] + [""]
+    out += capacity.markdown(summary.get("capacity"))
     table = latency_table(summary)
     out += table + ([""] if table else [])
+    out += steadystate.markdown(summary)
     out += loadreport.markdown(summary)  # open-loop arrivals, per-stage table
     out += goodput.markdown(summary.get("goodput"))
     if "tokens" in summary:
@@ -305,7 +309,9 @@ def write_reports(summary: dict[str, Any], paths: VariantPaths, records: Any = N
     """Write ``summary.json`` (machine), the plots, then ``summary.md`` (person) linking them."""
     paths.summary_json.write_text(json.dumps(summary, indent=2, default=str) + "\n")
     sweep, steps, name = summary.get("sweep"), summary.get("ui_steps"), summary.get("variant", "")
-    images = [p.name for p in (sweep_report.plot([(name, sweep)], paths.sweep_png) if sweep else None,
+    found = summary.get("capacity")
+    images = [p.name for p in (capacity.plot(found, paths.capacity_png) if found else None,
+                               sweep_report.plot([(name, sweep)], paths.sweep_png) if sweep else None,
                                sweep_report.plot([(name, steps)], paths.ui_steps_png) if steps else None,
                                plot(summary, records, paths.plot_png),
                                plot_throughput(summary, paths.metrics, paths.throughput_png)) if p is not None]

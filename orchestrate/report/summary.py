@@ -7,9 +7,12 @@ the run stage (launchers, the Locust runner, the sampler, pre-flight), which a t
 
 from __future__ import annotations
 
+import json
+from dataclasses import asdict
 from typing import Any
 
 from orchestrate.report.aggregates.accounting import connections, server_down, unsent
+from orchestrate.report.aggregates.capacity import capacity_block
 from orchestrate.report.aggregates.goodput import goodput
 from orchestrate.scenario.hostlimits import HostLimits
 from orchestrate.scenario.spec import Sweep
@@ -23,6 +26,7 @@ from orchestrate.report.aggregates.client import crosscheck_agrees, locust_cross
 from orchestrate.report.aggregates.headline import summarize_records
 from orchestrate.report.aggregates.recordsfile import read_records
 from orchestrate.report.aggregates.servermetrics import jsonl_rows, server_metrics, summarize_metrics
+from orchestrate.report.aggregates.steadystate import steady_state
 from orchestrate.report.aggregates.turns import summarize_turns
 from orchestrate.report.sweep_report import sweep_block
 from orchestrate.report.aggregates.uisteps import ui_steps, user_levels, users_over_time
@@ -41,6 +45,8 @@ TOKEN_COUNTERS = {
 def build_summary(paths: VariantPaths, scenario: str, variant: str, extra: dict[str, Any],
                   host_limits: HostLimits = HostLimits()) -> dict[str, Any]:
     """Summarize a variant's files (also used by ``tokenswarm report`` without a server)."""
+    paths.run_json.write_text(json.dumps({"scenario": scenario, "variant": variant, "host_limits": asdict(host_limits),
+                                          "known": extra}, indent=1, default=str) + "\n")
     records = read_records(paths.records)
     summary: dict[str, Any] = {"scenario": scenario, "variant": variant, **extra}
     summary.update(summarize_records(records))
@@ -68,31 +74,50 @@ def build_summary(paths: VariantPaths, scenario: str, variant: str, extra: dict[
         if summary["users_over_time"] and summary.get("settings"):  # the users the person set, not the form's prefill
             summary["settings"] = {**summary["settings"], "load.users": summary["users_over_time"]["max"]}
     summary.update(summarize_turns(paths, records, conversations=not summary.get("sweep")))  # multi-turn
+    arrivals = read_json(paths.arrivals_json) or {}
+    schedule = [arrivals["start_ts"] + offset for offset in arrivals.get("offsets_s") or []] \
+        if arrivals.get("start_ts") is not None else None
+    summary["steady_state"] = steady_state(records, summary.get("settings"), summary.get("slo"), schedule,
+                                           ui=bool(summary.get("ui")))
+    found = capacity_block(paths)  # a capacity search: its answer, from its probes' summaries
+    if found is not None:
+        summary["capacity"] = found
     summary["notes"] = notes(summary)
     write_reports(summary, paths, records)
     return summary
 
 
 KEPT_ON_REBUILD = ("status", "error", "stopped_by", "planned_prompts", "sampling", "settings", "factors", "retried",
-                   "first_attempt", "slo", "repeat", "warmup", "machine", "model", "step")
-"""What ``tokenswarm report`` keeps of an old summary: what the run knew and its files do not say."""
+                   "first_attempt", "slo", "repeat", "warmup", "machine", "model", "step", "ui")
+"""What ``tokenswarm report`` keeps of a summary written before ``run.json`` existed."""
 
 
 def rebuild_summary(paths: VariantPaths, scenario: str) -> dict[str, Any]:
-    """``tokenswarm report``: a variant's summary rebuilt from its files and what its old summary kept;
-    a sweep's steps are rebuilt first, then its ``sweep`` block from their new summaries."""
+    """``tokenswarm report``: a variant's summary rebuilt from its files and ``run.json`` (what the run knew);
+    a sweep's steps and a search's probes are rebuilt first, then its ``sweep`` or ``capacity`` block from
+    their new summaries."""
+    run = read_json(paths.run_json)
     old = read_json(paths.summary_json) or {}
-    keep = {k: old[k] for k in KEPT_ON_REBUILD if k in old}
-    if old.get("sweep"):
-        block = old["sweep"]
+    if run:
+        keep, limits = dict(run.get("known") or {}), HostLimits(**(run.get("host_limits") or {}))
+        scenario, variant = run.get("scenario", scenario), run.get("variant", paths.dir.name)
+    else:  # a run from before run.json: what its old summary kept
+        keep = {k: old[k] for k in KEPT_ON_REBUILD if k in old}
+        limits = HostLimits(**((old.get("host") or {}).get("limits") or {}))
+        scenario, variant = old.get("scenario", scenario), old.get("variant", paths.dir.name)
+    if keep.get("sweep"):
+        block = keep["sweep"]
         sweep = Sweep(block["key"], tuple(block["values"]), block["warmup_prompts"], block["settle_s"])
         for value in sweep.values:
             step = VariantPaths(paths.dir / "steps" / sweep.label(value))
             if step.summary_json.is_file():
                 rebuild_summary(step, scenario)
         keep["sweep"] = sweep_block(paths, sweep)
-    limits = HostLimits(**((old.get("host") or {}).get("limits") or {}))
-    return build_summary(paths, old.get("scenario", scenario), old.get("variant", paths.dir.name), keep, limits)
+    for probe in (read_json(paths.search_json) or {}).get("probes") or []:  # a capacity search's probes
+        step = VariantPaths(paths.dir / "steps" / probe["label"])
+        if step.summary_json.is_file():
+            rebuild_summary(step, scenario)
+    return build_summary(paths, scenario, variant, keep, limits)
 
 
 def notes(summary: dict[str, Any]) -> list[str]:

@@ -24,6 +24,7 @@ from orchestrate.scenario.keypaths import Origin, merge_sections, put_path
 from orchestrate.scenario.loadmodes import MODE_KEYS, hide_stages, with_load_modes
 from orchestrate.scenario.matrix import Combination, apply_combination, expand_matrix
 from orchestrate.scenario.replay import REPLAY_KEYS, hide_think_time, parse_replay
+from orchestrate.scenario.search import parse_search
 from orchestrate.scenario.settings import on_off
 from orchestrate.scenario.slo import parse_slo
 from orchestrate.scenario.spec import (DEFAULT_IMAGE, LAUNCHER_KINDS, SAMPLING_KEYS, SERVER_KEYS, LoadSpec, Scenario,
@@ -35,9 +36,9 @@ LOAD_KEYS = {*DATASET_KEYS, "users", "spawn_rate", "num_prompts", "max_seconds",
              "sampling", "cache_prompt", "read_timeout_s", "server_lost_after_s", *SWEEP_SETTINGS, *MODE_KEYS,
              *REPLAY_KEYS}
 
-TOP_KEYS = {"name", "description", "server", "load", "variants", "matrix", "on_load_failure", "slo", "repeats",
-            "host_limits"}
-VARIANT_KEYS = {"name", "server", "load", "on_load_failure", "slo"}
+TOP_KEYS = {"name", "description", "server", "load", "variants", "matrix", "on_load_failure", "slo", "search",
+            "repeats", "host_limits"}
+VARIANT_KEYS = {"name", "server", "load", "on_load_failure", "slo", "search"}
 FAILURE_KEYS = {"retry_with"}
 _FLAG_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9-]*$")
 
@@ -200,10 +201,12 @@ def _variant(check: Checker, name: str, top: dict[str, Any], item: dict[str, Any
             # a rule that changes nothing (flash-attn: off on an fa-off variant) is no rule
             retry_with = {key: getattr(retried, key) if key in SERVER_KEYS else retried.flags[key] for key in rule}
     first, sweep, steps = extract_sweep(check, hide_stages(hide_think_time(load_raw)), load_at)
-    return Variant(name, server, _load(check, first, load_at), retry_with, sweep,
-                   tuple(_load(check, step, load_at) for step in steps),
-                   slo=parse_slo(check, top.get("slo"), ("slo",), item.get("slo"), at + ("slo",)),
-                   factors=combo.factors)
+    load = _load(check, first, load_at)
+    slo = parse_slo(check, top.get("slo"), ("slo",), item.get("slo"), at + ("slo",))
+    search = parse_search(check, top.get("search"), item.get("search"), at + ("search",), load, slo is not None,
+                          sweep is not None)
+    return Variant(name, server, load, retry_with, sweep, tuple(_load(check, step, load_at) for step in steps),
+                   slo=slo, factors=combo.factors, search=search)
 
 
 def load_scenario(path: Path) -> Scenario:

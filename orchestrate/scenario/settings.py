@@ -13,6 +13,7 @@ from locustfiles.dataset import SamplingConfig
 from orchestrate.scenario.flags import VALUE_SWITCHES, canonical_flag
 from orchestrate.scenario.loadmodes import settings as mode_settings
 from orchestrate.scenario.replay import replay_settings
+from orchestrate.scenario.search import settings as search_settings
 from orchestrate.scenario.spec import SAMPLING_KEYS, Variant
 
 SETTING_LOAD_KEYS = ("dataset", "users", "spawn_rate", "num_prompts", "max_seconds", "max_tokens", "seed",
@@ -54,6 +55,7 @@ def variant_settings(variant: Variant) -> dict[str, Any]:
     out.update({f"load.{key}": getattr(load, key) for key in SETTING_LOAD_KEYS})
     out.update(mode_settings(load))  # rate or stages, when set
     out.update(replay_settings(load))  # multi_turn's keys, when set
+    out.update(search_settings(variant.search))  # a capacity search: the loads it may try, what a pass is
     if variant.sweep is not None:  # the swept key is all of its values: variants compare step by step
         out[f"load.{variant.sweep.key}"] = list(variant.sweep.values)
     defaults = SamplingConfig()

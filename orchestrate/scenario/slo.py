@@ -53,3 +53,20 @@ def parse_slo(check: Checker, top: Any, top_at: tuple[Any, ...], own: Any,
             raise check.fail(where, f"must be a limit in milliseconds > 0, got {raw!r}")
         values[key] = value
     return Slo(**values) if values else None
+
+
+def meets_slo(record: dict[str, Any], limits: dict[str, float]) -> bool:
+    """One request (a line of ``requests.jsonl``) by goodput's rule (``report.aggregates.goodput``, which
+    applies it to every record at once): completed (``status: ok``), and every limit held; a missing TTFT
+    misses a TTFT limit, a missing TPOT (one output token) meets a TPOT limit. For records read as they
+    arrive (a capacity probe's early stop)."""
+    if record.get("status") != "ok":
+        return False
+    for key, limit in limits.items():
+        value = record.get(key)
+        if value is None:
+            if key != "tpot_ms":
+                return False
+        elif value > limit:
+            return False
+    return True

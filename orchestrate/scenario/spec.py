@@ -47,6 +47,33 @@ class Sweep:
 
 
 @dataclass(frozen=True)
+class Search:
+    """A capacity search (``search:``): the highest load that meets the variant's SLO, against one server start."""
+
+    over: str
+    """``users`` (closed loop) or ``rate`` (open loop, requests/s; ``load.users`` caps the requests in flight)."""
+    low: float
+    high: float
+    precision: float = 0.05
+    """Stop bisecting when the highest passing and lowest failing loads differ by this share or less."""
+    attainment: float = 0.99
+    """A probe passes when this share of the requests sent in its steady state met every SLO limit."""
+    prompts_per_user: int = 4
+    """Closed loop: each probe sends this many prompts per user (its window then holds about 3 per user)."""
+    probe_s: float = 30.0
+    """Open loop: each probe's schedule lasts about this long (rate × probe_s prompts)."""
+    max_probes: int = 16
+    settle_s: float = DEFAULT_SETTLE_S
+    """Pause between probes, so one probe's tail does not overlap the next."""
+    confirm: bool = True
+    """Probe the two boundary loads a second time; a load passes only if every probe of it passed."""
+
+    def label(self, n: int, value: float) -> str:
+        """``probe-03-users-8``: the probe's folder under ``steps/`` and its name in messages."""
+        return f"probe-{n:02d}-{self.over}-{value:g}"
+
+
+@dataclass(frozen=True)
 class Factor:
     """A factor axis as one variant has it: the value's name and every setting the axis's values set."""
 
@@ -134,6 +161,8 @@ class Variant:
     """``slo:`` limits goodput is judged by (``orchestrate.scenario.slo``); not a setting: they change no measurement."""
     factors: dict[str, Factor] = field(default_factory=dict)
     """Matrix axes that set several settings as one (``drafter``): the confound check reads each as one cause."""
+    search: Search | None = None
+    """A capacity search instead of one load level (``orchestrate.scenario.search``)."""
 
     def with_retry(self) -> "Variant":
         """This variant with ``retry_with`` applied (same name; the retry itself has no retry rule)."""

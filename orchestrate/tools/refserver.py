@@ -11,7 +11,8 @@ word) and ``/apply-template`` make tokenswarm's pre-flight work against it.
 
 The truth file (``--truth-file``, CSV, buffered and flushed every 0.5 s and at exit) has one line
 per event the server wrote: ``request_id,index,kind,ts,scheduled_ts``, with ``kind`` ``arrive``
-(index -1: the request's body was complete), ``role``, ``content``, ``end`` (finish + usage +
+(index -1: the request's body was complete), ``start`` (index -2: it got a slot; with ``--queue``
+later than its arrival when every slot was busy), ``role``, ``content``, ``end`` (finish + usage +
 ``[DONE]``, written at once) and ``ts``/``scheduled_ts`` as ``time.time()`` seconds: when the write
 was made and when it was due. The request id is the ``X-Request-Id`` header, else the first
 ``[req:ID]`` marker in the body (calibration puts one in every prompt), else ``s<N>``.
@@ -35,6 +36,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import collections
 import json
 import math
 import random
@@ -69,6 +71,9 @@ class Timing:
     n_ctx: int = 8192
     close_after: int = 0
     """Close a kept-alive connection, without warning, after this many responses (0: never)."""
+    queue: bool = False
+    """At most ``slots`` streams at once; a request beyond them waits (first come, first served) and its
+    timeline (``ttft_ms``, then ``itl_ms``) starts when a slot frees, as llama.cpp's do."""
 
     def __post_init__(self) -> None:
         if self.ttft_ms < 0 or self.itl_ms < 0 or self.jitter_ms < 0:
@@ -90,6 +95,9 @@ class RefServer:
         self.connections = 0
         self.writes = 0
         self.events_sent = 0
+        self.holding: set[Stream] = set()
+        """Streams holding a slot (``Timing.queue``)."""
+        self.waiting: collections.deque[Stream] = collections.deque()
         self.loop: asyncio.AbstractEventLoop = None  # type: ignore[assignment]
         self._server: asyncio.base_events.Server | None = None
         self._flusher: asyncio.TimerHandle | None = None
@@ -218,7 +226,29 @@ class RefServer:
         events.append(("end", end + chunked_raw(b"data: [DONE]\n\n") + b"0\r\n\r\n"))
         stream = Stream(conn, rid, events, times, t0_loop, t0_wall, keep_alive)
         conn.stream = stream
+        if self.timing.queue and len(self.holding) >= self.timing.slots:
+            self.waiting.append(stream)  # its timeline starts when a slot frees
+            return
+        self._start(stream, now=False)
+
+    def _start(self, stream: Stream, now: bool) -> None:
+        """Give ``stream`` a slot and send its first event; ``now``: it waited, so its times count from here."""
+        self.holding.add(stream)
+        if now:
+            stream.t0_loop, stream.t0_wall = self.loop.time(), time.time()
+        self.truth.add(stream.rid, -2, "start", stream.t0_wall, stream.t0_wall)
         stream.step()
+
+    def stream_done(self, stream: Stream) -> None:
+        """Free the slot of a stream that held one, and start the longest-waiting stream whose client is still there."""
+        if stream not in self.holding:  # a non-streamed reply: it never took a slot
+            return
+        self.holding.remove(stream)
+        while self.waiting and len(self.holding) < self.timing.slots:
+            waiting = self.waiting.popleft()
+            transport = waiting.conn.transport
+            if transport is not None and not transport.is_closing():
+                self._start(waiting, now=True)
 
     def _complete(self, conn: HttpConnection, text: str, usage: dict[str, Any], timings: dict[str, Any], cid: str,
                   created: int, after_s: float, keep_alive: bool) -> None:
@@ -252,6 +282,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--tokens-per-chunk", type=int, default=1)
     p.add_argument("--output-tokens", type=int, help="tokens per reply (default: the request's max_tokens)")
     p.add_argument("--slots", type=int, default=256, help="total_slots reported by /props")
+    p.add_argument("--queue", action="store_true",
+                   help="at most --slots streams at once: a request beyond them waits for a free slot (first come, "
+                        "first served) and its --ttft-ms starts then, as llama.cpp's do")
     p.add_argument("--n-ctx", type=int, default=8192, help="per-slot n_ctx reported by /props")
     p.add_argument("--truth-file", help="CSV of the true send time of every chunk")
     p.add_argument("--close-after", type=int, default=0,
@@ -262,7 +295,7 @@ def serve_main(args: argparse.Namespace) -> int:
     """Run until SIGINT/SIGTERM; print the URL first (one line, flushed)."""
     import signal
     timing = Timing(args.ttft_ms, args.itl_ms, args.jitter_ms, args.tokens_per_chunk, args.output_tokens,
-                    args.seed, args.slots, args.n_ctx, args.close_after)
+                    args.seed, args.slots, args.n_ctx, args.close_after, args.queue)
     loop = new_event_loop()
     asyncio.set_event_loop(loop)
     server = RefServer(timing, args.host, args.port, args.truth_file)

@@ -82,6 +82,9 @@ class Endpoint(Protocol):
     def dispatch(self, conn: HttpConnection, method: bytes, path: bytes, headers: dict[bytes, bytes],
                  body: bytes, keep_alive: bool) -> None: ...
 
+    def stream_done(self, stream: Stream) -> None:
+        """A stream sent its last event, or its client went away: its slot is free."""
+
 
 class Stream:
     """One streamed completion: its preformatted events and the timer that sends them."""
@@ -98,6 +101,7 @@ class Stream:
         transport = conn.transport
         if transport is None or transport.is_closing():
             conn.stream = None
+            conn.server.stream_done(self)
             return
         server, events, times, i = conn.server, self.events, self.times, self.i
         due_by = max(times[i], server.loop.time() - self.t0_loop)  # this event and all already due
@@ -114,6 +118,7 @@ class Stream:
         if j < len(events):
             server.loop.call_at(self.t0_loop + times[j], self.step)
         else:
+            server.stream_done(self)
             conn.end_stream(self.keep_alive)
 
 

@@ -157,7 +157,7 @@ LIKE_LOCUST = ("import signal, sys, time; signal.signal(signal.SIGTERM, lambda *
 
 def test_a_server_that_goes_down_stops_locust_and_names_the_end(tmp_path: Path,
                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
-    """``server_down`` is asked while Locust runs; its verdict is how the load ended, and Locust is stopped."""
+    """``stop_when`` is asked while Locust runs; its verdict is how the load ended, and Locust is stopped."""
     fake_locust(monkeypatch, LIKE_LOCUST)
     asked = [0]
 
@@ -166,7 +166,7 @@ def test_a_server_that_goes_down_stops_locust_and_names_the_end(tmp_path: Path,
         return "server_lost" if asked[0] >= 3 else None
 
     started = time.monotonic()
-    outcome = run_load(small_plan(), VariantPaths.create(tmp_path, "v"), "v", server_down=down)
+    outcome = run_load(small_plan(), VariantPaths.create(tmp_path, "v"), "v", stop_when=down)
     assert outcome.stopped_by == "server_lost" and asked[0] == 3
     assert time.monotonic() - started < 10, "Locust was stopped, not waited for"
 

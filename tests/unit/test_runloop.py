@@ -105,6 +105,9 @@ class NoSampler:
     def __exit__(self, *exc: object) -> None:
         pass
 
+    def sample_now(self) -> float:
+        return time.time()
+
 
 @dataclass
 class Pipeline:
@@ -135,7 +138,7 @@ def pipeline(monkeypatch: pytest.MonkeyPatch) -> Pipeline:
                                             load.num_prompts), Path("data.json"), "server_tokenize", conversations=9)
 
     def run_load(plan: LoadPlan, paths: VariantPaths, label: str,
-                 server_down: Callable[[], str | None] = lambda: None) -> LoadOutcome:
+                 stop_when: Callable[[], str | None] = lambda: None) -> LoadOutcome:
         script.plans.append(plan)
         launcher = script.launchers[-1]
         launcher.loads += 1
@@ -147,7 +150,7 @@ def pipeline(monkeypatch: pytest.MonkeyPatch) -> Pipeline:
         paths.records.write_text("".join(
             RequestRecord(f"r{i}", i, "w", now + i, ttft_ms=50.0, e2e_ms=200.0, output_tokens=4).to_json() + "\n"
             for i in range(attempt.records)))
-        return LoadOutcome(0, 1.5, server_down() or attempt.stopped_by)
+        return LoadOutcome(0, 1.5, stop_when() or attempt.stopped_by)
 
     monkeypatch.setattr(runloop, "make_launcher", make_launcher)
     monkeypatch.setattr(runloop, "fetch_facts", lambda url, session: ServerFacts(

@@ -20,7 +20,7 @@ def test_the_variants_records_are_its_steps_in_order_and_a_step_that_never_ran_i
         step.records.write_text(lines)  # the last line of users-4 has no newline: it gets one
     VariantPaths(paths.dir / "steps" / "users-1").summary_json.write_text(json.dumps({"status": "completed"}))
     VariantPaths(paths.dir / "steps" / "users-4").summary_json.write_text(json.dumps({"status": "server_lost"}))
-    merge_step_records(paths, SWEEP)
+    merge_step_records(paths, (SWEEP.label(v) for v in SWEEP.values))
     assert paths.records.read_text() == '{"i": 1}\n{"i": 2}\n{"i": 3}\n'  # no warm-up, nothing stale
     block = sweep_block(paths, SWEEP)
     assert (block["key"], block["values"], block["warmup_prompts"], block["settle_s"]) == ("users", [1, 4, 16], 2, 0.5)

@@ -1,0 +1,204 @@
+"""A capacity search's answer: each probe judged from its own summary, the boundary, what limited it, and
+where throughput fell while load rose.
+
+Stage: report. Everything comes from the variant's ``search.json`` (the search's settings and its probes
+in the order run) and each probe's ``summary.json`` under ``steps/``, so ``tokenswarm report`` rebuilds
+the same ``capacity`` block without a server. The run loop judges each probe here too, to choose the
+next one (``orchestrate.scenario.search.next_probe``).
+
+A probe passes when it completed, had a steady-state window, the share of the requests sent in that
+window that met every SLO limit (its ``goodput.share``) reached ``attainment``, and, in an open loop,
+the sends kept up with the schedule. A probe the run stopped early because it could no longer pass
+(``CANNOT_PASS``) fails.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+from pathlib import Path
+from typing import Any
+
+from orchestrate.report.aggregates.goodput import LABELS, slo_text
+from orchestrate.report.formats import fmt_ms, fmt_num
+from orchestrate.results import VariantPaths, read_json
+from orchestrate.scenario.search import CANNOT_PASS, boundary, converged
+from orchestrate.scenario.spec import Search
+from orchestrate.scenario.slo import SLO_KEYS
+
+CLIFF_DROP = 0.10
+"""Steady-state decode tok/s this far below a lower load's: throughput fell while load rose."""
+UNITS = {"users": "users", "rate": "req/s"}
+
+
+def judge(summary: dict[str, Any], search: Search) -> dict[str, Any]:
+    """One probe's verdict and figures, from its summary alone."""
+    steady = summary.get("steady_state") or {}
+    good = steady.get("goodput") or {}
+    share = good.get("share") if steady.get("found") else None
+    status = summary.get("status", "completed")
+    stopped_early = summary.get("stopped_by") == CANNOT_PASS
+    why = None
+    if stopped_early:
+        why = "stopped early: it could no longer reach the attainment"
+    elif status != "completed":
+        why = f"the probe ended {status}"
+    elif not steady.get("found"):
+        why = f"no steady state ({steady.get('reason', 'no requests')})"
+    elif share is None or share < search.attainment:
+        why = f"{fmt_num(100 * share if share is not None else None)} % met the SLO, below {100 * search.attainment:g} %"
+    elif search.over == "rate" and steady.get("kept_up") is False:
+        why = "the sends fell behind the schedule: the users cap held requests back"
+    ttft, tpot = steady.get("ttft_ms") or {}, steady.get("tpot_ms") or {}
+    return {"attainment": share, "passed": why is None, "stopped_early": stopped_early, "why": why,
+            "missed_by": good.get("missed_by"),
+            "steady_state": {"found": bool(steady.get("found")), "decode_tok_s": steady.get("decode_tok_s"),
+                             "requests_per_s": steady.get("requests_per_s"), "ttft_p99_ms": ttft.get("p99"),
+                             "tpot_p99_ms": tpot.get("p99"), "requests": steady.get("requests")}}
+
+
+def search_of(record: dict[str, Any]) -> Search:
+    """The ``Search`` a ``search.json`` was run with."""
+    return Search(**record["search"])
+
+
+def capacity_block(paths: VariantPaths) -> dict[str, Any] | None:
+    """``summary.json``'s ``capacity``, from ``search.json`` and the probes' summaries; None without a search."""
+    record = read_json(paths.search_json)
+    if not record:
+        return None
+    search = search_of(record)
+    probes = []
+    for probe in record.get("probes") or []:
+        summary = read_json(VariantPaths(paths.dir / "steps" / probe["label"]).summary_json) or {"status": "not_run"}
+        probes.append({"n": probe["n"], "value": probe["value"], "label": probe["label"], **judge(summary, search)})
+    history = [(p["value"], p["passed"]) for p in probes]
+    max_passing, min_failing = boundary(history)
+    slo = record.get("slo") or {}
+    block: dict[str, Any] = {
+        "over": search.over, "unit": UNITS[search.over], "range": [search.low, search.high], "slo": slo,
+        "attainment": search.attainment, "precision": search.precision,
+        "max_passing": max_passing, "min_failing": min_failing,
+        "converged": bool(probes) and converged(search, max_passing, min_failing),
+        "limited_by": limited_by([p for p in probes if p["value"] == min_failing]),
+        "probes": probes, "cliff": cliff(probes),
+        "wall_s": (record["ended_ts"] - record["started_ts"]) if record.get("ended_ts") else None}
+    block["sentence"] = sentence(block)
+    return block
+
+
+def limited_by(failed: list[dict[str, Any]]) -> str | None:
+    """The SLO key (or ``error``) the failing load's requests missed most often, over its probes."""
+    totals: dict[str, int] = {}
+    for probe in failed:
+        for key, count in (probe.get("missed_by") or {}).items():
+            if key in (*SLO_KEYS, "error"):
+                totals[key] = totals.get(key, 0) + int(count)
+    return max(totals, key=lambda k: totals[k]) if totals and max(totals.values()) else None
+
+
+def cliff(probes: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The first load at which steady-state decode tok/s fell ``CLIFF_DROP`` below a lower load's (each
+    load's median over its probes), while load rose; None when it never did."""
+    by_value: dict[float, list[float]] = {}
+    for p in probes:
+        decode = p["steady_state"]["decode_tok_s"]
+        if decode is not None:
+            by_value.setdefault(p["value"], []).append(decode)
+    best: tuple[float, float] | None = None
+    for value in sorted(by_value):
+        decode = statistics.median(by_value[value])
+        if best is not None and decode < (1 - CLIFF_DROP) * best[1]:
+            return {"value": value, "decode_tok_s": decode, "peak_value": best[0], "peak_decode_tok_s": best[1]}
+        if best is None or decode > best[1]:
+            best = (value, decode)
+    return None
+
+
+def _load(value: float | None, unit: str) -> str:
+    return "–" if value is None else f"{value:g} {unit}"
+
+
+def sentence(block: dict[str, Any]) -> str:
+    """The answer in one sentence: "serves 24 users within TTFT ≤ 2.0 s, TPOT ≤ 100 ms; 28 miss TTFT"."""
+    unit, slo = block["unit"], slo_text(block["slo"])
+    within = f"within {slo} for {100 * block['attainment']:g} % of requests in steady state"
+    low, high = block["range"]
+    top, bottom = block["max_passing"], block["min_failing"]
+    if not block["probes"]:
+        return "no probe ran"
+    if top is None:
+        return f"does not serve {_load(low, unit)} {within}: the range's low end already failed"
+    if bottom is None:
+        return f"serves at least {_load(top, unit)} {within} (the range's high end, {high:g}, passed)"
+    missed = LABELS.get(block["limited_by"] or "", block["limited_by"] or "the SLO")
+    return (f"serves {_load(top, unit)} {within}; {_load(bottom, unit)} miss {missed}"
+            + ("" if block["converged"] else " (the search stopped at its probe limit before the boundary was as "
+                                             "close as asked)"))
+
+
+def markdown(block: dict[str, Any] | None, image: str | None = None) -> list[str]:
+    """``summary.md``'s capacity section: the answer, then every probe in the order run."""
+    if not block:
+        return []
+    out = ["## Capacity", "", f"**{block['sentence']}.**", "",
+           f"Searched {block['over']} over {block['range'][0]:g}–{block['range'][1]:g} "
+           f"(grow ×2 until a probe fails, then bisect to {100 * block['precision']:g} %, then probe the boundary "
+           f"again): {len(block['probes'])} probes"
+           + (f" in {block['wall_s']:.0f} s" if block.get("wall_s") else "") + "; each has its folder under `steps/`.", ""]
+    cliff_at = block.get("cliff")
+    if cliff_at:
+        out += [f"Throughput fell while load rose: decode {fmt_num(cliff_at['decode_tok_s'])} tok/s at "
+                f"{cliff_at['value']:g} against {fmt_num(cliff_at['peak_decode_tok_s'])} at {cliff_at['peak_value']:g}.",
+                ""]
+    out += [f"| probe | {block['over']} | met the SLO | passed | decode tok/s | TTFT p99 | TPOT p99 | why |",
+            "|---" * 8 + "|"]
+    for p in block["probes"]:
+        ss = p["steady_state"]
+        met = "–" if p["attainment"] is None else f"{100 * p['attainment']:.1f} %"
+        out.append(f"| {p['n']} | {p['value']:g} | {met} | {'yes' if p['passed'] else 'no'} | "
+                   f"{fmt_num(ss['decode_tok_s'])} | {fmt_ms(ss['ttft_p99_ms'])} | {fmt_ms(ss['tpot_p99_ms'])} | "
+                   f"{p['why'] or ''} |")
+    return out + ([""] + [f"![capacity]({image})"] if image else []) + [""]
+
+
+def plot(block: dict[str, Any], path: Path) -> Path | None:
+    """Attainment and steady-state decode tok/s against the load, every probe a point."""
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return None
+    probes = [p for p in block["probes"] if p["attainment"] is not None or p["steady_state"]["decode_tok_s"]]
+    if not probes:
+        return None
+    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4))
+    for p in probes:
+        if p["attainment"] is not None:
+            left.plot(p["value"], 100 * p["attainment"], "o", color="tab:green" if p["passed"] else "tab:red")
+    left.axhline(100 * block["attainment"], color="gray", linestyle="--", label=f"attainment {100 * block['attainment']:g} %")
+    left.set_title(f"requests meeting {slo_text(block['slo'])} (steady state)")
+    left.set_ylabel("%")
+    points = sorted((p["value"], p["steady_state"]["decode_tok_s"]) for p in probes
+                    if p["steady_state"]["decode_tok_s"] is not None)
+    right.plot([x for x, _ in points], [y for _, y in points], "o-")
+    right.set_title("decode tok/s (steady state)")
+    for ax in (left, right):
+        ax.set_xlabel(f"{block['over']} ({block['unit']})")
+        if block["max_passing"] is not None:
+            ax.axvline(block["max_passing"], color="tab:green", alpha=0.4)
+        ax.grid(alpha=0.3)
+    left.legend(fontsize=8)
+    fig.suptitle(block["sentence"], fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def write_record(paths: VariantPaths, record: dict[str, Any]) -> None:
+    """``search.json``, written whole after every probe (a stopped run keeps the probes it ran)."""
+    tmp = paths.search_json.with_suffix(".tmp")
+    tmp.write_text(json.dumps(record, indent=1) + "\n")
+    tmp.replace(paths.search_json)

@@ -1,0 +1,233 @@
+"""The steady-state window of a run, and the figures measured inside it.
+
+Stage: records → report. Whole-run figures divide by first send → last end, so the spawn ramp and the
+drain (the last requests finishing while fewer and fewer are in flight) are inside them. The window
+leaves both out, like vLLM's ``vllm-bench`` and SGLang's plateau:
+
+- closed loop (``users``): from the first moment requests in flight reach 95 % of the users
+  (``IN_FLIGHT_SHARE``, rounded up: 31 of 32) to the moment they fall below that for good. The
+  instants between one request's end and its user's next send, inside the window, are kept and
+  shown (``in_flight.below_share``).
+- open loop (``rate``): from the first send while the requests sent keep up with the schedule to
+  within 5 % (``RATE_TOLERANCE``), to the last send before they fall behind for good.
+
+A window must hold enough requests to measure: two sends per user (``SENDS_PER_USER``) in a closed
+loop, ``MIN_OPEN_LOOP_REQUESTS`` in an open one. Otherwise the block says why there is none and,
+for a closed loop, about how many prompts would give one.
+
+Inside the window, tokens count by when they arrived, so a request that straddles an edge counts in
+part: output tokens at their chunks' arrivals, a request's prompt tokens spread evenly over its send
+→ first token (its prefill, queueing included). Latencies are those of the completed requests sent
+inside it; ``goodput`` (with an SLO) judges every request sent inside it, as the whole run's does.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from locustfiles.records import CANCELLED, OK
+from orchestrate.report.aggregates.chunks import tokens_received
+from orchestrate.report.aggregates.concurrency import request_ends
+from orchestrate.report.aggregates.goodput import goodput
+from orchestrate.report.aggregates.stats import numeric_column, per_second, weighted_stats
+from orchestrate.report.formats import fmt_ms, fmt_num
+
+IN_FLIGHT_SHARE = 0.95
+RATE_TOLERANCE = 0.05
+SENDS_PER_USER = 2
+"""A closed-loop window holds at least this many sends per user: every user's request turned over in it."""
+MIN_OPEN_LOOP_REQUESTS = 20
+CLOSED_RULE = "requests in flight >= 95 % of the users"
+OPEN_RULE = "requests sent within 5 % of the arrival schedule"
+
+
+def steady_state(records: pd.DataFrame, settings: dict[str, Any] | None, slo: dict[str, float] | None = None,
+                 schedule_ts: list[float] | None = None, ui: bool = False) -> dict[str, Any] | None:
+    """``summary.json``'s ``steady_state`` block; None for a run that sent nothing.
+
+    :param settings: the variant's flat settings (``load.users``, ``load.rate``, ``load.stages``).
+    :param schedule_ts: an open loop's due times, wall clock (``arrivals.json``: start + offsets).
+    :param ui: a person set the users in Locust's web UI.
+    """
+    if records.empty or "send_ts" not in records:
+        return None
+    settings = settings or {}
+    if ui:
+        return _none(CLOSED_RULE, "a person set the users in the web UI: each level held is a step of its own "
+                                  "(ui_steps)")
+    if settings.get("search.over"):
+        return _none(CLOSED_RULE, "a capacity search: each probe has its own window (capacity.probes, steps/)")
+    if settings.get("load.stages"):
+        return _none(CLOSED_RULE, "a staged ramp changes the users on purpose: each stage's figures are its own "
+                                  "(stages)")
+    if settings.get("load.rate") is not None:
+        return open_loop(records, schedule_ts or [], slo)
+    users = settings.get("load.users")
+    if not isinstance(users, int) or users < 1:
+        return _none(CLOSED_RULE, "the number of users is not known")
+    return closed_loop(records, users, slo)
+
+
+def closed_loop(records: pd.DataFrame, users: int, slo: dict[str, float] | None) -> dict[str, Any]:
+    """The window of a closed loop of ``users`` and its figures."""
+    threshold = math.ceil(IN_FLIGHT_SHARE * users - 1e-9)
+    send = numeric_column(records, "send_ts").to_numpy(dtype=float)
+    ends = request_ends(records).to_numpy(dtype=float)
+    stop = float(np.nanmax(ends))
+    ends = np.where(records["status"].to_numpy() == CANCELLED, stop, ends)  # in flight until the stop
+    times, level = _in_flight(send, ends)
+    reached = np.flatnonzero(level >= threshold)
+    if not reached.size:
+        return _none(CLOSED_RULE, f"requests in flight never reached {threshold} of {users} users "
+                                  f"(at most {int(level.max())}): the users never all had a request out")
+    start, last = times[reached[0]], reached[-1]
+    end = times[last + 1] if last + 1 < times.size else times[last]
+    inside = (send >= start) & (send < end)
+    needed = SENDS_PER_USER * users
+    if inside.sum() < needed or end <= start:
+        before = int((send < start).sum())
+        return _none(CLOSED_RULE, f"only {int(inside.sum())} requests were sent while {threshold} or more of "
+                                  f"{users} users had one in flight ({end - start:.1f} s): a window needs "
+                                  f"{needed} ({SENDS_PER_USER} per user); with {len(send)} prompts for {users} "
+                                  "users the ramp and the drain are most of the run",
+                     prompts_needed=before + needed)
+    block = _figures(records, inside, float(start), float(end), slo)
+    span = (times >= start) & (times < end)
+    widths = np.diff(np.append(times[span], end))
+    block["in_flight"] = {"threshold": threshold, "users": users,
+                          "mean": float(np.average(level[span], weights=widths)) if widths.sum() else None,
+                          "below_share": float(widths[level[span] < threshold].sum() / widths.sum())
+                          if widths.sum() else None}
+    return {"found": True, "rule": CLOSED_RULE, **block}
+
+
+def open_loop(records: pd.DataFrame, schedule_ts: list[float], slo: dict[str, float] | None) -> dict[str, Any]:
+    """The window of an open loop: the sends that kept up with the schedule (``arrivals.json``)."""
+    if not schedule_ts:
+        return _none(OPEN_RULE, "the arrival schedule (arrivals.json) is missing")
+    send = numeric_column(records, "send_ts").to_numpy(dtype=float)
+    order = np.sort(send[~np.isnan(send)])
+    due = np.searchsorted(np.sort(np.asarray(schedule_ts, dtype=float)), order, side="right")
+    kept_up = np.arange(1, order.size + 1) >= (1 - RATE_TOLERANCE) * np.maximum(due, 1)
+    behind = np.flatnonzero(~kept_up)
+    last = (behind[0] - 1) if behind.size else order.size - 1
+    if last < 1:
+        return _none(OPEN_RULE, "the sends fell behind the schedule at once: the users cap (or the client) "
+                                "could not keep up with the rate")
+    start, end = float(order[0]), float(order[last])
+    inside = (send >= start) & (send <= end)
+    if inside.sum() < MIN_OPEN_LOOP_REQUESTS:
+        return _none(OPEN_RULE, f"only {int(inside.sum())} requests were sent on schedule: a window needs "
+                                f"{MIN_OPEN_LOOP_REQUESTS}")
+    block = _figures(records, inside, start, end, slo)
+    block["kept_up"] = behind.size == 0
+    return {"found": True, "rule": OPEN_RULE, **block}
+
+
+def _none(rule: str, reason: str, prompts_needed: int | None = None) -> dict[str, Any]:
+    return {"found": False, "rule": rule, "reason": reason, "prompts_needed": prompts_needed}
+
+
+def _in_flight(send: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Every send and end in time order and the requests in flight just after each (an end first at a tie)."""
+    keep = ~np.isnan(send)
+    events = np.concatenate([send[keep], np.maximum(ends[keep], send[keep])])
+    steps = np.concatenate([np.ones(keep.sum()), -np.ones(keep.sum())])
+    order = np.lexsort((steps, events))
+    return events[order], np.cumsum(steps[order])
+
+
+def _pick(stats: dict[str, float] | None) -> dict[str, float] | None:
+    return {k: stats[k] for k in ("p50", "p90", "p99")} if stats else None
+
+
+def _figures(records: pd.DataFrame, inside: np.ndarray, start: float, end: float,
+             slo: dict[str, float] | None) -> dict[str, Any]:
+    """Counts, throughput and latency of the window [start, end) (wall clock)."""
+    first = float(numeric_column(records, "send_ts").min())
+    duration = end - start
+    ok_mask = (records["status"] == OK).to_numpy()
+    ok = records[ok_mask]
+    mine = records[inside]
+    mine_ok = records[inside & ok_mask]
+    output = tokens_received(ok, [(start, end)])[0] if len(ok) else 0.0
+    ends = request_ends(ok).to_numpy(dtype=float)
+    return {"start_s": start - first, "end_s": end - first, "duration_s": duration,
+            "requests": int(inside.sum()), "completed": int(len(mine_ok)),
+            "share_of_requests": float(inside.sum() / len(records)),
+            "prefill_tok_s": per_second(_prompt_tokens_within(ok, start, end), duration),
+            "decode_tok_s": per_second(output, duration),
+            "requests_per_s": per_second(int(((ends >= start) & (ends < end)).sum()), duration),
+            "ttft_ms": _pick(weighted_stats(numeric_column(mine_ok, "ttft_ms").dropna().to_numpy())),
+            "tpot_ms": _pick(weighted_stats(numeric_column(mine_ok, "tpot_ms").dropna().to_numpy())),
+            "goodput": goodput(mine, slo, duration)}
+
+
+def _prompt_tokens_within(ok: pd.DataFrame, start: float, end: float) -> float:
+    """Prompt tokens of completed requests, each spread evenly over its send → first token (or its end,
+    for a reply without content), that fall within [start, end)."""
+    send = numeric_column(ok, "send_ts").to_numpy(dtype=float)
+    first = numeric_column(ok, "ttft_ms").fillna(numeric_column(ok, "e2e_ms")).fillna(0).to_numpy(dtype=float)
+    done = send + first / 1000.0
+    tokens = numeric_column(ok, "prompt_tokens").fillna(0).to_numpy(dtype=float)
+    overlap = np.clip(np.minimum(done, end) - np.maximum(send, start), 0, None)
+    length = done - send
+    share = np.where(length > 0, overlap / np.where(length > 0, length, 1),
+                     ((send >= start) & (send < end)).astype(float))
+    return float((tokens * share).sum())
+
+
+def _triple(stats: dict[str, float] | None) -> str:
+    return "–" if not stats else " / ".join(fmt_ms(stats[p]) for p in ("p50", "p90", "p99"))
+
+
+def console_line(block: dict[str, Any] | None) -> str | None:
+    """One line for the terminal: the window's decode, TTFT and TPOT, or why there is none."""
+    if not block:
+        return None
+    if not block["found"]:
+        needed = f" (about {block['prompts_needed']:,} prompts would give one)" if block.get("prompts_needed") else ""
+        return f"steady state: none — {block['reason']}{needed}"
+    ttft, tpot = block.get("ttft_ms") or {}, block.get("tpot_ms") or {}
+    return (f"steady state {block['start_s']:.1f}–{block['end_s']:.1f} s ({block['requests']:,} requests, "
+            f"{100 * block['share_of_requests']:.0f} %): decode {fmt_num(block['decode_tok_s'])} tok/s, "
+            f"TTFT median {fmt_ms(ttft.get('p50'))}, TPOT median {fmt_ms(tpot.get('p50'))}")
+
+
+def markdown(summary: dict[str, Any]) -> list[str]:
+    """``summary.md``'s steady-state section: the window beside the whole run, or why there is none."""
+    block = summary.get("steady_state")
+    if not block:
+        return []
+    out = ["## Steady state", ""]
+    if not block["found"]:
+        return out + [f"No steady-state window ({block['rule']}): {block['reason']}."
+                      + (f" About {block['prompts_needed']:,} prompts would give one." if block.get("prompts_needed")
+                         else ""), ""]
+    thr, lat, req = summary.get("throughput") or {}, summary.get("latency_ms") or {}, summary.get("requests") or {}
+    good, ss_good = summary.get("goodput"), block.get("goodput")
+    rows = [("span", f"0–{summary.get('duration_s', 0):.1f} s, {req.get('sent', 0):,} requests",
+             f"{block['start_s']:.1f}–{block['end_s']:.1f} s, {block['requests']:,} requests "
+             f"({100 * block['share_of_requests']:.0f} %)"),
+            ("prefill tok/s", fmt_num(thr.get("prefill_tok_s")), fmt_num(block.get("prefill_tok_s"))),
+            ("decode tok/s", fmt_num(thr.get("decode_tok_s")), fmt_num(block.get("decode_tok_s"))),
+            ("req/s", fmt_num(thr.get("requests_per_s"), 2), fmt_num(block.get("requests_per_s"), 2)),
+            ("TTFT p50 / p90 / p99", _triple(lat.get("ttft")), _triple(block.get("ttft_ms"))),
+            ("TPOT p50 / p90 / p99", _triple(lat.get("tpot")), _triple(block.get("tpot_ms")))]
+    if good and ss_good and good.get("share") is not None and ss_good.get("share") is not None:
+        rows.append(("requests meeting the SLO", f"{100 * good['share']:.1f} %", f"{100 * ss_good['share']:.1f} %"))
+    out += ["| | whole run | steady state |", "|---|---|---|"] + [f"| {a} | {b} | {c} |" for a, b, c in rows]
+    flight = block.get("in_flight")
+    if flight and flight.get("mean") is not None:
+        out += ["", f"The window: {block['rule']} ({flight['threshold']} of {flight['users']}); in flight "
+                    f"{flight['mean']:.1f} on average, below {flight['threshold']} for "
+                    f"{100 * flight['below_share']:.1f} % of its time (between a reply and its user's next request). "
+                    "Tokens count by when they arrived in it; latencies are of the requests sent in it."]
+    elif "kept_up" in block:
+        out += ["", f"The window: {block['rule']}"
+                    + ("" if block["kept_up"] else "; after it the sends fell behind the schedule") + "."]
+    return out + [""]
