@@ -29,6 +29,9 @@ def add_arguments(parser: Any) -> None:
                        "conversations instead of stopping")
     group.add_argument("--records-file", default=RECORDS_FILE,
                        help="where one JSON record per request is appended")
+    group.add_argument("--request-id-prefix", default="", metavar="TEXT",
+                       help="put before every request id (records and X-Request-Id), so the steps of one server "
+                       "start (a sweep's, a capacity search's probes) never reuse one")
     group.add_argument("--model", default="", help="the `model` field of each request (llama.cpp ignores it)")
     group.add_argument("--api-key-env", default="TOKENSWARM_API_KEY",
                        help="environment variable holding the API key (sent as Bearer)")

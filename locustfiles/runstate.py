@@ -80,7 +80,8 @@ class LlmRun:
 
     def next_request_id(self) -> str:
         self._next_id += 1
-        return f"{self.worker}-{self._next_id}"
+        prefix = getattr(self.environment.parsed_options, "request_id_prefix", "") or ""
+        return f"{prefix}{self.worker}-{self._next_id}"
 
     def on_server_lost(self, refused_s: float) -> None:
         """Every connection refused for the window: stop sending. A worker tells its master, which ends

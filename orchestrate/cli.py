@@ -150,9 +150,10 @@ def plan_lines(variant: Variant) -> list[str]:
         lines.append(f"capacity search over {search.over} from {search.low:g} to {search.high:g}: the highest load "
                      f"whose steady state has {100 * search.attainment:g} % of requests within "
                      + ", ".join(f"{k} <= {v:g}" for k, v in slo.items())
-                     + f" (grow x2 until a probe fails, bisect to {100 * search.precision:g} %"
+                     + f" (after a warm-up of {search.warmup_prompts} prompts, bisected in log space to "
+                     f"{100 * search.precision:g} %"
                      + (", probe the boundary again" if search.confirm else "") + f"; at most {search.max_probes} "
-                     "probes, each a step; the load line above is the warm-up's)")
+                     "probes, each a step)")
     if variant.retry_with:
         lines += [f"on load failure: retry once with {retry_description(variant)} (recorded as retried):",
                   f"  {server_command(variant.with_retry().server)}"]

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import re
 import sys
@@ -259,7 +260,10 @@ def slo_limits(text: str) -> dict[str, float]:
         key, eq, value = part.strip().partition("=")
         if not eq or key not in SLO_KEYS:
             raise argparse.ArgumentTypeError(f"must be KEY=MS pairs with KEY one of {', '.join(SLO_KEYS)}, got {part!r}")
-        limits[key] = float(positive(float)(value))  # type: ignore[arg-type]
+        limit = float(positive(float)(value))  # type: ignore[arg-type]
+        if not math.isfinite(limit):
+            raise argparse.ArgumentTypeError(f"{key} must be a finite limit in milliseconds, got {value!r}")
+        limits[key] = limit
     return limits
 
 
@@ -275,15 +279,17 @@ def search_range(text: str) -> tuple[float, float]:
 def with_search(scenario: Scenario, args: argparse.Namespace) -> Scenario:
     """Every variant with the SLO and the search of ``tokenswarm capacity``'s flags over its own (a scenario's
     ``search:``, or the defaults: users 1 to 256); the same rules as in a scenario, one line each."""
-    from orchestrate.scenario.search import problem
+    from orchestrate.scenario.search import DEFAULT_RANGE, problem
     from orchestrate.scenario.slo import Slo
     from orchestrate.scenario.spec import Search
     variants = []
     for v in scenario.variants:
         slo = Slo(**args.slo) if args.slo else v.slo
-        base = v.search or Search("users", 1, 256)
+        base = v.search or Search("users", *DEFAULT_RANGE)
         over = args.over or base.over
-        low, high = args.range or ((base.low, base.high) if args.over in (None, base.over) else (1, 256))
+        low, high = args.range or ((base.low, base.high) if args.over in (None, base.over) else DEFAULT_RANGE)
+        if over == "users" and not (float(low).is_integer() and float(high).is_integer()):
+            raise ScenarioError(f"--range: users are whole numbers, got {low:g},{high:g}")
         search = replace(base, over=over, low=int(low) if over == "users" else low,
                          high=int(high) if over == "users" else high,
                          precision=args.precision or base.precision, attainment=args.attainment or base.attainment)

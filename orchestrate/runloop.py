@@ -232,7 +232,8 @@ def _run_step(result: VariantRun, url: str, swarm: Swarm, label: str, load: Load
     paths.prompts.write_text("".join(p.to_json() + "\n" for p in prompts), encoding="utf-8")
     print(f"[{result.variant.name}] {label}: {len(prompts)} prompts, "
           + (f"{load.rate:g} req/s (at most {load.users} in flight)" if load.rate else f"{load.users} users"), flush=True)
-    plan = LoadPlan.for_load(load, url, planned_requests(prompts), result.facts.model_id, swarm)
+    plan = replace(LoadPlan.for_load(load, url, planned_requests(prompts), result.facts.model_id, swarm),
+                   request_id_prefix=f"{label}/")
     down = result.watch.down if result.watch else (lambda: DIED if launcher.exit_status() is not None else None)
     before = sampler.sample_now() if sampler else 0.0
     outcome = run_load(plan, paths, f"{result.variant.name} {label}", stop_when=lambda: down() or stop())
@@ -264,14 +265,17 @@ def _over(summary: dict[str, Any], outcome: LoadOutcome) -> bool:
 
 def run_warmup(result: VariantRun, url: str, swarm: Swarm) -> None:
     """The warm-up (a sweep's, or a variant's ``warmup_prompts``): sent and recorded in ``steps/warmup``,
-    left out of every figure; a search's comes first from its prompt pool, at the scenario's users."""
+    left out of every figure; a search's comes first from its prompt pool, each of its prompts a user (at
+    most the scenario's users)."""
     variant = result.variant
     if variant.sweep is not None:
         sweep, (warmup, *_) = _step_loads(result)
         (_, load, prompts), settle_s = warmup, sweep.settle_s
-    elif result.pool is not None:
-        load, prompts = replace(variant.load, max_seconds=None), result.pool.take(variant.load.warmup_prompts)
-        settle_s = variant.search.settle_s if variant.search else 0.0
+    elif variant.search is not None and result.pool is not None:
+        search = variant.search
+        load = replace(variant.load, users=min(variant.load.users, max(1, search.warmup_prompts)), max_seconds=None,
+                       rate=None)
+        prompts, settle_s = result.pool.take(search.warmup_prompts), search.settle_s
     else:
         assert result.prompts is not None
         load, prompts, settle_s = replace(variant.load, max_seconds=None), list(result.prompts.warmup), 0.0
@@ -296,14 +300,11 @@ def run_steps(result: VariantRun, url: str, swarm: Swarm, sampler: MetricsSample
 
 
 def first_pool_size(variant: Variant) -> int:
-    """A search's first sample: its warm-up and the prompts of its first three probes (more come as needed)."""
+    """A search's first sample: its warm-up and twice its first probe's prompts (more come as needed)."""
     search = variant.search
     assert search is not None
-    value, size = search.low, variant.load.warmup_prompts
-    for _ in range(3):
-        size += probe_load(search, variant.load, value).num_prompts
-        value = min(value * 2, search.high)
-    return size
+    first = next_probe(search, []) or search.low
+    return search.warmup_prompts + 2 * probe_load(search, variant.load, first).num_prompts
 
 
 def run_search(result: VariantRun, url: str, swarm: Swarm, sampler: MetricsSampler | None = None) -> LoadOutcome:
@@ -370,8 +371,11 @@ def finish_variant(result: VariantRun) -> dict[str, Any]:
     context = result.context
     if context.repeat is not None:
         extra["repeat"] = context.repeat.as_dict()
-    if result.prompts and result.prompts.warmup:
-        extra["warmup"] = {"prompts": len(result.prompts.warmup), "records": "steps/warmup"}
+    warmup = len(result.prompts.warmup) if result.prompts else 0
+    if result.pool is not None and result.variant.search is not None:
+        warmup = min(result.variant.search.warmup_prompts, result.pool.dealt)
+    if warmup:
+        extra["warmup"] = {"prompts": warmup, "records": "steps/warmup"}
     if result.variant.slo is not None:  # kept in summary.json: `tokenswarm report` judges goodput again
         extra["slo"] = result.variant.slo.as_dict()
     if result.prompts:

@@ -104,6 +104,8 @@ class LoadPlan:
     load: LoadSpec | None = None
     """The scenario's load section: its request rate or ramp stages (``loadmodes.py``), when it has one."""
     server_lost_after_s: float = DEFAULT_LOST_AFTER_S
+    request_id_prefix: str = ""
+    """Before every request id: a step's label, so the steps of one server start never share an id."""
 
     @classmethod
     def for_load(cls, load: LoadSpec, url: str, num_prompts: int, model: str | None, swarm: Swarm = Swarm(),
@@ -137,6 +139,8 @@ def locust_command(plan: LoadPlan, paths: VariantPaths) -> list[str]:
         cmd += ["--run-time", f"{int(plan.max_seconds)}s"]
     if not plan.cache_prompt:
         cmd.append("--no-cache-prompt")
+    if plan.request_id_prefix:
+        cmd += ["--request-id-prefix", plan.request_id_prefix]
     cmd += loadmodes.locust_args(plan.load)  # --rate ... or --stages ...
     if plan.load is not None:
         cmd += replay.locust_args(plan.load)  # --mode multi_turn --history ... --think-time ...

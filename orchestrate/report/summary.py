@@ -88,7 +88,7 @@ def build_summary(paths: VariantPaths, scenario: str, variant: str, extra: dict[
 
 
 KEPT_ON_REBUILD = ("status", "error", "stopped_by", "planned_prompts", "sampling", "settings", "factors", "retried",
-                   "first_attempt", "slo", "repeat", "warmup", "machine", "model", "step", "ui")
+                   "first_attempt", "slo", "repeat", "warmup", "machine", "model", "step", "ui", "sweep")
 """What ``tokenswarm report`` keeps of a summary written before ``run.json`` existed."""
 
 

@@ -10,11 +10,14 @@ search:
   range: [1, 256]
   precision: 0.05      # stop when the highest passing and lowest failing loads differ by <= 5 %
   attainment: 0.99     # share of the requests sent in a probe's steady state that met every limit
+  warmup_prompts: 8    # sent once before the first probe, counted nowhere
 ```
 
-The search grows the load geometrically from the range's low end until a probe fails, then bisects;
-then it probes the two loads at the boundary once more (``confirm``): a load passes only when every
-probe of it passed, so one lucky probe cannot set the answer. Users are whole numbers, so a users
+The search bisects the range in log space (each probe at the geometric middle of the highest load that
+passed and the lowest that failed, the range's ends until then), so every probe halves the ratio between
+them: 8 or 9 probes find the answer to 5 % anywhere in [1, 1000], where growing ×2 from the low end and
+then bisecting takes up to 16. Then it probes the two loads at the boundary once more (``confirm``): a load
+passes only when every probe of it passed, so one lucky probe cannot set the answer. Users are whole numbers, so a users
 search also ends when the boundary loads are neighbours. Whether a probe passed is the report
 stage's judgement (``orchestrate.report.aggregates.capacity``), from its summary alone.
 """
@@ -25,13 +28,13 @@ import math
 from dataclasses import replace
 from typing import Any
 
-from orchestrate.scenario.spec import DEFAULT_SETTLE_S, LoadSpec, Search
+from orchestrate.scenario.spec import DEFAULT_SETTLE_S, DEFAULT_WARMUP_PROMPTS, LoadSpec, Search
 from orchestrate.scenario.yamlsource import Checker
 
 SEARCH_KEYS = {"over", "range", "precision", "attainment", "prompts_per_user", "probe_s", "max_probes", "settle_s",
-               "confirm"}
+               "confirm", "warmup_prompts"}
 OVER = ("users", "rate")
-GROWTH = 2.0
+DEFAULT_RANGE = (1, 256)
 CANNOT_PASS = "cannot_pass"
 """``stopped_by`` of a probe stopped once it could no longer reach its attainment (``load.probewatch``)."""
 MIN_RATE_PROMPTS = 40
@@ -57,7 +60,7 @@ def parse_search(check: Checker, top: Any, own: Any, own_at: tuple[Any, ...], lo
     over = merged.get("over", "users")
     if over not in OVER:
         raise check.fail(at("over"), f"must be users or rate, got {over!r}")
-    low, high = _range(check, merged.get("range"), at("range"), over)
+    low, high = _range(check, merged.get("range", list(DEFAULT_RANGE)), at("range"), over)
     n = check.number
     precision = n(merged.get("precision", 0.05), at("precision"), float, 0)
     attainment = n(merged.get("attainment", 0.99), at("attainment"), float, 0)
@@ -68,7 +71,8 @@ def parse_search(check: Checker, top: Any, own: Any, own_at: tuple[Any, ...], lo
                     prompts_per_user=n(merged.get("prompts_per_user", 4), at("prompts_per_user"), int, 3),
                     probe_s=n(merged.get("probe_s", 30.0), at("probe_s"), float, 1),
                     max_probes=n(merged.get("max_probes", 16), at("max_probes"), int, 2),
-                    settle_s=n(merged.get("settle_s", DEFAULT_SETTLE_S), at("settle_s"), float, 0), confirm=confirm)
+                    settle_s=n(merged.get("settle_s", DEFAULT_SETTLE_S), at("settle_s"), float, 0), confirm=confirm,
+                    warmup_prompts=n(merged.get("warmup_prompts", DEFAULT_WARMUP_PROMPTS), at("warmup_prompts"), int, 0))
     found = problem(search, load, has_slo, swept)
     if found is not None:
         key, message = found
@@ -132,28 +136,38 @@ def converged(search: Search, max_passing: float | None, min_failing: float | No
     return (min_failing - max_passing) / max_passing <= search.precision
 
 
-def _between(search: Search, a: float, b: float) -> float:
-    middle = (a + b) / 2
-    return float(math.floor(middle)) if search.over == "users" else float(f"{middle:.3g}")
+def _between(search: Search, low: float, high: float) -> float:
+    """The geometric middle of two loads: a whole number of users strictly between, or a rate to 3 digits."""
+    middle = math.sqrt(low * high)
+    if search.over == "users":
+        return float(min(max(math.floor(middle), low + 1), high - 1))
+    for digits in (3, 4, 5, 6):  # short, unless that lands on a bound (a precision finer than 1 %)
+        if low < (rounded := float(f"{middle:.{digits}g}")) < high:
+            return rounded
+    return middle
 
 
 def next_probe(search: Search, history: list[tuple[float, bool]]) -> float | None:
-    """The next load to probe given every probe so far ``(load, passed)``, in order; None when done."""
+    """The next load to probe given every probe so far ``(load, passed)``, in order; None when done.
+
+    Bisection in log space between the highest passing load (else the range's low end) and the lowest
+    failing one (else its high end): each probe halves the ratio of the two, so the answer to 5 % over
+    [1, 1000] takes 8 or 9 probes wherever it lies; the range's ends are probed only when every probe passed
+    (its high end) or failed (its low end). Then the boundary's two loads are probed again (``confirm``).
+    """
     if len(history) >= search.max_probes:
         return None
-    if not history:
-        return search.low
     max_passing, min_failing = boundary(history)
-    if min_failing is None:  # still growing
-        assert max_passing is not None
-        if max_passing >= search.high:
-            return None
-        grown = max_passing * GROWTH
-        return min(float(math.ceil(grown)) if search.over == "users" else grown, search.high)
-    if max_passing is None:  # the low end failed
-        return None
-    if not converged(search, max_passing, min_failing):
-        return _between(search, max_passing, min_failing)
+    if min_failing == search.low or max_passing == search.high:
+        return None  # below the range, or at least its high end
+    low = search.low if max_passing is None else max_passing
+    high = search.high if min_failing is None else min_failing
+    if not converged(search, low, high):
+        return _between(search, low, high)
+    if max_passing is None:
+        return search.low
+    if min_failing is None:
+        return search.high
     if search.confirm:
         probed = [value for value, _ in history]
         for value in (max_passing, min_failing):
@@ -168,7 +182,7 @@ def probe_load(search: Search, load: LoadSpec, value: float) -> LoadSpec:
         users = int(value)
         return replace(load, users=users, spawn_rate=float(max(users, load.spawn_rate)),
                        num_prompts=search.prompts_per_user * users, warmup_prompts=0)
-    return replace(load, rate=value, num_prompts=max(MIN_RATE_PROMPTS, math.ceil(value * search.probe_s)),
+    return replace(load, rate=value, num_prompts=max(MIN_RATE_PROMPTS, math.ceil(round(value * search.probe_s, 6))),
                    warmup_prompts=0)
 
 

@@ -67,6 +67,9 @@ class Search:
     """Pause between probes, so one probe's tail does not overlap the next."""
     confirm: bool = True
     """Probe the two boundary loads a second time; a load passes only if every probe of it passed."""
+    warmup_prompts: int = DEFAULT_WARMUP_PROMPTS
+    """Sent once after the server starts, before the first probe, and counted nowhere: a cold server's
+    first requests would fail the first probe on their own."""
 
     def label(self, n: int, value: float) -> str:
         """``probe-03-users-8``: the probe's folder under ``steps/`` and its name in messages."""

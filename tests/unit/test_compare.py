@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 import yaml
 
-from orchestrate.report.compare import compare, read_variants
+from orchestrate.report.compare import VariantResult, basis, compare, on_basis, read_variants
 from orchestrate.report.compare_report import write_comparison
 from orchestrate.errors import ResultsError
 from orchestrate.results import VariantPaths, compare_json, compare_md, compare_png
@@ -535,3 +535,102 @@ def test_the_bars_carry_their_values(tmp_path: Path, monkeypatch: pytest.MonkeyP
     decode, prefill, ttft, _ = seen
     assert decode == ["400.0", "", "320.0", "288.0"]  # the failed variant has no bar and no value
     assert prefill[0] == "1,000.0" and ttft[0] == "100 ms"
+
+
+# --- the basis effects are read on, and capacity -------------------------------------------------
+
+def steady(decode: float, ttft: float, tpot: float) -> dict[str, Any]:
+    """A summary's ``steady_state`` block with a window found."""
+    return {"found": True, "prefill_tok_s": 10 * decode, "decode_tok_s": decode,
+            "ttft_ms": {"p50": ttft, "p99": 2 * ttft}, "tpot_ms": {"p50": tpot, "p99": 2 * tpot}}
+
+
+def test_basis_is_the_steady_state_only_when_every_variant_has_a_window() -> None:
+    def result(numbers: dict[str, Any]) -> VariantResult:
+        return VariantResult("v", Path("run"), "v", "completed", numbers=numbers)
+
+    windowed, whole = result({"steady_decode_tok_s": 1.0}), result({"decode_tok_s": 1.0})
+    assert basis([windowed, windowed]) == "steady_state"
+    assert basis([windowed, whole]) == "whole_run"
+    assert basis([]) == "whole_run"
+    numbers = {"decode_tok_s": 100.0, "ttft_p50_ms": 50.0, "steady_decode_tok_s": 120.0, "steady_ttft_p50_ms": 40.0}
+    assert on_basis(numbers, "whole_run") is numbers
+    assert on_basis(numbers, "steady_state") == {**numbers, "decode_tok_s": 120.0, "ttft_p50_ms": 40.0}
+    assert numbers["decode_tok_s"] == 100.0, "the whole run's figures are not changed in place"
+
+
+def test_effects_are_read_from_the_steady_state_windows_when_every_variant_has_one(tmp_path: Path) -> None:
+    """The ramp and drain differ between variants; the windows are the comparable part."""
+    run = write_run(tmp_path / "run", {
+        "on": summary("on", None, 400.0, 1000.0, 100.0, 20.0, steady_state=steady(500.0, 80.0, 16.0)),
+        "off": summary("off", None, 320.0, 800.0, 125.0, 25.0, steady_state=steady(250.0, 100.0, 24.0)),
+        "broken": FAILED})  # no window, but not compared either
+    data = compare(read_variants([run]))
+    assert data["basis"] == "steady_state"
+    (fa,) = effects_of(data, "server.flags.flash-attn")
+    assert fa["ratios"] == pytest.approx({"decode_tok_s": 0.5, "ttft_p50_ms": 1.25, "tpot_p50_ms": 1.5})
+    assert fa["decode_tok_s"] == [500.0, 250.0]
+    rows = {r["label"]: r for r in data["variants"]}
+    assert rows["on"]["decode_tok_s"] == 400.0, "the table keeps the whole run's figures"
+    assert rows["on"]["steady_decode_tok_s"] == 500.0
+    assert "Read from each variant's steady-state window (the ramp and the drain left out)." in \
+        write_comparison([run]).read_text().splitlines()
+    assert json.loads(compare_json(run).read_text())["basis"] == "steady_state"
+
+
+def test_one_variant_without_a_window_puts_every_effect_on_the_whole_run(tmp_path: Path) -> None:
+    run = write_run(tmp_path / "run", {
+        "on": summary("on", None, 400.0, 1000.0, 100.0, 20.0, steady_state=steady(500.0, 80.0, 16.0)),
+        "off": summary("off", None, 320.0, 800.0, 125.0, 25.0,
+                       steady_state={"found": False, "reason": "too few requests"})})
+    data = compare(read_variants([run]))
+    assert data["basis"] == "whole_run"
+    (fa,) = effects_of(data, "server.flags.flash-attn")
+    assert fa["ratios"] == pytest.approx({"decode_tok_s": 0.8, "ttft_p50_ms": 1.25, "tpot_p50_ms": 1.25})
+    assert ("Read from the whole runs: not every variant has a steady-state window (its summary says why)."
+            in write_comparison([run]).read_text().splitlines())
+
+
+def capacity(max_passing: float | None, slo: dict[str, float] | None = None, attainment: float = 0.99,
+             over: str = "users") -> dict[str, Any]:
+    """A summary's ``capacity`` block, as ``aggregates.capacity`` writes it (the parts compare reads)."""
+    unit = "users" if over == "users" else "req/s"
+    return {"over": over, "unit": unit, "slo": slo or {"ttft_ms": 2000.0}, "attainment": attainment,
+            "max_passing": max_passing, "min_failing": None if max_passing is None else max_passing + 1,
+            "sentence": f"serves {max_passing:g} {unit} within TTFT ≤ 2.0 s" if max_passing else "no probe ran"}
+
+
+@pytest.mark.parametrize("other, ratio", [
+    (capacity(36), 1.5),
+    (capacity(36, slo={"ttft_ms": 1000.0}), None),
+    (capacity(36, attainment=0.9), None),
+    (capacity(36, over="rate"), None),
+    (None, None),
+])
+def test_a_capacity_ratio_only_under_the_same_slo_attainment_and_load_axis(
+        tmp_path: Path, other: dict[str, Any] | None, ratio: float | None) -> None:
+    off_extra: dict[str, Any] = {"capacity": other} if other else {}
+    run = write_run(tmp_path / "run", {"on": summary("on", None, 400.0, 1000.0, 100.0, 20.0, capacity=capacity(24)),
+                                       "off": summary("off", None, 320.0, 800.0, 125.0, 25.0, **off_extra)})
+    (fa,) = effects_of(compare(read_variants([run])), "server.flags.flash-attn")
+    assert fa["ratios"].get("capacity") == (None if ratio is None else pytest.approx(ratio))
+    assert ("capacity" in fa["ratios"]) == (ratio is not None)
+
+
+def test_compare_md_has_a_capacity_section_and_the_ratio_in_the_effect(tmp_path: Path) -> None:
+    run = write_run(tmp_path / "run", {
+        "on": summary("on", None, 400.0, 1000.0, 100.0, 20.0, capacity=capacity(24)),
+        "off": summary("off", None, 320.0, 800.0, 125.0, 25.0, capacity=capacity(36)),
+        "plain": summary("on", DRAFT, 500.0, 1100.0, 110.0, 16.0)})
+    lines = write_comparison([run]).read_text().splitlines()
+    at = lines.index("## Capacity (ratios only between variants searched under the same SLO and attainment)")
+    assert lines[at + 1:at + 4] == ["", "- on: serves 24 users within TTFT ≤ 2.0 s",
+                                    "- off: serves 36 users within TTFT ≤ 2.0 s"]
+    assert not any(line.startswith("- plain:") for line in lines)
+    assert any(line.startswith("- **server.flags.flash-attn** on → off:") and "capacity ×1.50" in line
+               for line in lines)
+
+
+def test_no_capacity_section_without_a_search(tmp_path: Path) -> None:
+    md = write_comparison([write_run(tmp_path / "run", {**STUDY})]).read_text()
+    assert "## Capacity" not in md and "capacity ×" not in md

@@ -266,3 +266,47 @@ def test_report_lines_and_plot_links(tmp_path: Path) -> None:
     assert "![latency](latency.png)" in md and "![throughput](throughput.png)" in md
     assert f"{memory_line(summary)}  " in md and f"{server_metrics_line(summary)}  " in md
     assert memory_line({"memory": {"peak_bytes": None, "gpu_peak_bytes": None}}) is None
+
+
+def test_sample_now_writes_a_line_at_once_and_returns_its_time(tmp_path: Path,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """A step's counter deltas are taken between two such samples: the time returned must be the line's."""
+    monkeypatch.setattr(sampler.shutil, "which", lambda name: None)
+    session = ScriptedSession([FakeResponse(200, PROMETHEUS)])
+    out = tmp_path / "metrics.jsonl"
+    with MetricsSampler("http://srv", FakeLauncher(), out, interval_s=60.0, session_factory=lambda: session) as s:
+        assert s.samples == 1  # the first, on entry
+        before = time.time()
+        t = s.sample_now()
+        assert s.samples == 2 and before <= t <= time.time()
+        lines = read_lines(out)
+        assert len(lines) == 2 and lines[-1]["t"] == t, "flushed at once, not at the next interval"
+        assert lines[-1]["metrics"]["tokens_predicted_total"] == 32.0
+        later = s.sample_now()
+        assert later >= t and read_lines(out)[-1]["t"] == later
+    assert len(read_lines(out)) == 4  # + the last sample on exit
+
+
+def test_a_failed_sample_now_writes_nothing_and_still_returns_when_it_was_tried(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setattr(sampler.shutil, "which", lambda name: None)
+    out = tmp_path / "metrics.jsonl"
+    s = MetricsSampler("http://srv", FakeLauncher(), out, interval_s=60.0,
+                       session_factory=lambda: ScriptedSession([FakeResponse(200, PROMETHEUS)]))
+    real, failing = s.sample, [True]
+
+    def sometimes_broken() -> sampler.MetricsSample:
+        if failing:
+            raise RuntimeError("boom")
+        return real()
+
+    monkeypatch.setattr(s, "sample", sometimes_broken)
+    failing.clear()
+    with s:
+        failing.append(True)
+        before = time.time()
+        t = s.sample_now()
+        assert before <= t <= time.time() and s.samples == 1
+        failing.clear()
+    assert "metrics sample failed: RuntimeError: boom" in capsys.readouterr().out
+    assert len(read_lines(out)) == 2  # the first and the last: nothing for the failed one

@@ -10,8 +10,9 @@ from typing import Any
 import pytest
 
 from locustfiles.records import RequestRecord
-from orchestrate.report.summary import TOKEN_COUNTERS, build_summary, notes
+from orchestrate.report.summary import KEPT_ON_REBUILD, TOKEN_COUNTERS, build_summary, notes, rebuild_summary
 from orchestrate.results import VariantPaths
+from orchestrate.scenario.hostlimits import HostLimits
 
 T0 = 1_700_000_000.0
 
@@ -133,3 +134,56 @@ def test_no_note_for_what_is_fine() -> None:
     fine = {**base(), "stopped_by": "num_prompts", "crosscheck_agrees": True, "output_tokens_source": ["usage"],
             "server_metrics": {"unavailable_reason": "server_died", "within_tolerance": True}}
     assert notes(fine) == []
+
+
+# --- run.json: what the run knew, for `tokenswarm report` ----------------------------------------
+
+def write_ui_run(paths: VariantPaths) -> None:
+    """Records and Locust's history of a web UI run: a person held 4 users, then 16."""
+    write_records(paths, 40)
+    rows = ["Timestamp,User Count,Name"] + [f"{int(T0) + s},{4 if s < 20 else 16},Aggregated" for s in range(40)]
+    paths.locust_history_csv.write_text("\n".join(rows) + "\n")
+
+
+def test_run_json_keeps_what_the_run_knew_and_a_rebuild_keeps_the_ui(tmp_path: Path) -> None:
+    """Without ``ui`` kept a rebuilt web UI run would lose its users over time and report the form's prefill."""
+    paths = VariantPaths.create(tmp_path, "v")
+    write_ui_run(paths)
+    extra = {"status": "completed", "ui": True, "settings": {"load.users": 32, "load.max_tokens": 8}}
+    build_summary(paths, "s", "v", extra, HostLimits(steal_pct=2.5))
+    run = json.loads(paths.run_json.read_text())
+    assert run == {"scenario": "s", "variant": "v", "known": extra,
+                   "host_limits": {"foreign_cpu_pct": HostLimits().foreign_cpu_pct, "steal_pct": 2.5}}
+    rebuilt = rebuild_summary(paths, "another-name")
+    assert (rebuilt["scenario"], rebuilt["variant"], rebuilt["ui"]) == ("s", "v", True)
+    assert rebuilt["users_over_time"]["max"] == 16 and rebuilt["ui_steps"]["values"] == [4, 16]
+    assert rebuilt["settings"] == {"load.users": 16, "load.max_tokens": 8}
+    assert json.loads(paths.summary_json.read_text())["ui"] is True
+
+
+def test_a_summary_from_before_run_json_keeps_its_listed_keys(tmp_path: Path) -> None:
+    paths = VariantPaths.create(tmp_path, "v")
+    write_ui_run(paths)
+    build_summary(paths, "s", "v", {"status": "completed", "ui": True, "settings": {"load.users": 32}})
+    paths.run_json.unlink()
+    old = json.loads(paths.summary_json.read_text())
+    known = {"stopped_by": "num_prompts", "planned_prompts": 40, "slo": {"ttft_ms": 2000.0},
+             "repeat": {"index": 1, "of": 2, "order": 3}, "machine": {"cpu": "x"}, "factors": {}, "retried": False}
+    paths.summary_json.write_text(json.dumps({**old, **known, "scenario": "old-name", "not_kept": 1}))
+    rebuilt = rebuild_summary(paths, "dir-name")
+    assert set(known) < set(KEPT_ON_REBUILD) and {"ui", "settings", "status"} < set(KEPT_ON_REBUILD)
+    assert {k: rebuilt[k] for k in known} == known
+    assert (rebuilt["scenario"], rebuilt["ui"], rebuilt["status"]) == ("old-name", True, "completed")
+    assert rebuilt["settings"] == {"load.users": 16} and rebuilt["users_over_time"]["max"] == 16
+    assert "not_kept" not in rebuilt
+    assert rebuilt["goodput"] is not None, "the kept SLO judges goodput again"
+
+
+def test_a_sweep_from_before_run_json_keeps_its_sweep_block(tmp_path: Path) -> None:
+    paths = VariantPaths.create(tmp_path, "v")
+    write_records(paths, 4)
+    sweep = {"key": "users", "values": [1, 4], "warmup_prompts": 2, "settle_s": 0.5, "steps": []}
+    build_summary(paths, "s", "v", {"status": "completed", "sweep": sweep})
+    paths.run_json.unlink()
+    rebuilt = rebuild_summary(paths, "s")
+    assert rebuilt.get("sweep") is not None and rebuilt["sweep"]["key"] == "users"

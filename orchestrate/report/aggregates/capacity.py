@@ -143,8 +143,8 @@ def markdown(block: dict[str, Any] | None, image: str | None = None) -> list[str
         return []
     out = ["## Capacity", "", f"**{block['sentence']}.**", "",
            f"Searched {block['over']} over {block['range'][0]:g}–{block['range'][1]:g} "
-           f"(grow ×2 until a probe fails, then bisect to {100 * block['precision']:g} %, then probe the boundary "
-           f"again): {len(block['probes'])} probes"
+           f"(bisected in log space to {100 * block['precision']:g} %, then the boundary probed again): "
+           f"{len(block['probes'])} probes"
            + (f" in {block['wall_s']:.0f} s" if block.get("wall_s") else "") + "; each has its folder under `steps/`.", ""]
     cliff_at = block.get("cliff")
     if cliff_at:

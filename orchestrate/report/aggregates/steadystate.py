@@ -111,20 +111,24 @@ def open_loop(records: pd.DataFrame, schedule_ts: list[float], slo: dict[str, fl
         return _none(OPEN_RULE, "the arrival schedule (arrivals.json) is missing")
     send = numeric_column(records, "send_ts").to_numpy(dtype=float)
     order = np.sort(send[~np.isnan(send)])
-    due = np.searchsorted(np.sort(np.asarray(schedule_ts, dtype=float)), order, side="right")
-    kept_up = np.arange(1, order.size + 1) >= (1 - RATE_TOLERANCE) * np.maximum(due, 1)
-    behind = np.flatnonzero(~kept_up)
-    last = (behind[0] - 1) if behind.size else order.size - 1
-    if last < 1:
+    schedule = np.sort(np.asarray(schedule_ts, dtype=float))
+    due = np.searchsorted(schedule, order, side="right")
+    span = schedule[-1] - schedule[0]
+    # a send after the schedule ended only looks caught up: nothing more was due
+    kept_up = (np.arange(1, order.size + 1) >= (1 - RATE_TOLERANCE) * np.maximum(due, 1)) & (
+        order <= schedule[-1] + RATE_TOLERANCE * span)
+    on_time = np.flatnonzero(kept_up)
+    if on_time.size == 0 or on_time[-1] < 1:
         return _none(OPEN_RULE, "the sends fell behind the schedule at once: the users cap (or the client) "
                                 "could not keep up with the rate")
+    last = int(on_time[-1])  # a brief lag it caught up from stays inside
     start, end = float(order[0]), float(order[last])
     inside = (send >= start) & (send <= end)
     if inside.sum() < MIN_OPEN_LOOP_REQUESTS:
         return _none(OPEN_RULE, f"only {int(inside.sum())} requests were sent on schedule: a window needs "
                                 f"{MIN_OPEN_LOOP_REQUESTS}")
     block = _figures(records, inside, start, end, slo)
-    block["kept_up"] = behind.size == 0
+    block["kept_up"] = last == order.size - 1
     return {"found": True, "rule": OPEN_RULE, **block}
 
 
