@@ -131,9 +131,11 @@ def server_command(spec: ServerSpec) -> str:
 def plan_lines(variant: Variant) -> list[str]:
     """What ``tokenswarm run`` would start and send for one variant."""
     load = variant.load
+    sizes = (f"{variant.search.prompts_per_user} prompts per user in each probe" if variant.search and
+             variant.search.over == "users" else f"rate x {variant.search.probe_s:g} s of prompts in each probe"
+             if variant.search else f"{load.users} users (spawn {load.spawn_rate:g}/s), {load.num_prompts} prompts")
     lines = [f"server ({variant.server.launcher}): {server_command(variant.server)}",
-             f"load: {load.users} users (spawn {load.spawn_rate:g}/s), {load.num_prompts} prompts from "
-             f"{load.dataset}, max_tokens {load.max_tokens}, "
+             f"load: {sizes} from {load.dataset}, max_tokens {load.max_tokens}, "
              + (f"cap {load.max_seconds:g} s" if load.max_seconds else "no time cap")
              + ("" if load.cache_prompt else ", cache_prompt false")]
     if load.warmup_prompts:

@@ -74,7 +74,8 @@ class VariantResult:
     host: dict[str, Any] | None = None
     """The summary's ``host`` block (``orchestrate.load.hostload``): was the host busy while it ran."""
     prompts: frozenset[int] | None = None
-    """The prompt indices it completed (``completed_prompts``; None in summaries written before them)."""
+    """The prompt indices it completed (``completed_prompts``; None in summaries written before them, and for
+    a capacity search, whose probes each number their prompts from 0)."""
     repeat: int | None = None
     """Which repeat of its variant (``summary.json``'s ``repeat``); None for a run without repeats."""
     dir: Path | None = None
@@ -118,7 +119,7 @@ def read_variants(run_dirs: list[Path]) -> list[VariantResult]:
                                      None if status == "completed" else server.get("cause") or summary.get("error"),
                                      first.get("cause"), first.get("settings"), settings, summary_numbers(summary),
                                      summary.get("sweep"), summary.get("factors") or {}, summary.get("host"),
-                                     None if summary.get("completed_prompts") is None
+                                     None if summary.get("completed_prompts") is None or summary.get("capacity")
                                      else frozenset(summary["completed_prompts"]), repeat, paths.dir))
     labels = [v.label for v in out]
     for v in out:
@@ -132,7 +133,10 @@ STEADY = "steady_"
 
 
 def basis(done: list[VariantResult]) -> str:
-    """``steady_state`` when every completed variant has a steady-state window, else ``whole_run``."""
+    """``capacity`` when every completed variant searched its capacity (their effect is its ratio),
+    ``steady_state`` when every one has a steady-state window, else ``whole_run``."""
+    if done and all(v.numbers.get("capacity_slo") for v in done):
+        return "capacity"
     return "steady_state" if done and all(STEADY + "decode_tok_s" in v.numbers for v in done) else "whole_run"
 
 
@@ -148,11 +152,12 @@ def _ratios(a: dict[str, Any], b: dict[str, Any]) -> dict[str, float | None]:
     def ratio(key: str) -> float | None:
         x, y = a.get(key), b.get(key)
         return y / x if x and y is not None else None
+    if a.get("capacity_slo") or b.get("capacity_slo"):  # a search's figures mix its probes: its answer alone
+        same = a.get("capacity_slo") == b.get("capacity_slo")
+        return {CAPACITY_EFFECT[0]: ratio(CAPACITY_EFFECT[0])} if same else {}
     out = {key: ratio(key) for key, _ in EFFECT_METRICS}
     if a.get("goodput_slo") and a.get("goodput_slo") == b.get("goodput_slo"):
         out[GOODPUT_EFFECT[0]] = ratio(GOODPUT_EFFECT[0])
-    if a.get("capacity_slo") and a.get("capacity_slo") == b.get("capacity_slo"):
-        out[CAPACITY_EFFECT[0]] = ratio(CAPACITY_EFFECT[0])
     return out
 
 

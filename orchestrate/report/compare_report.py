@@ -83,9 +83,11 @@ def _effect_lines(data: dict[str, Any]) -> list[str]:
                "times, interleaved).")
     floor = _floor_text(data.get("noise_floor") or {})
     out += [floor] if floor else []
-    out.append("Read from each variant's steady-state window (the ramp and the drain left out)."
-               if data.get("basis") == "steady_state" else
-               "Read from the whole runs: not every variant has a steady-state window (its summary says why).")
+    out.append({"steady_state": "Read from each variant's steady-state window (the ramp and the drain left out).",
+                "capacity": "Read from each variant's capacity search: the highest load that met the SLO (its "
+                            "other figures mix its probes' loads)."}.get(
+        data.get("basis") or "", "Read from the whole runs: not every variant has a steady-state window (its "
+                                 "summary says why)."))
     out.append("")
     clean = [e for e in data["effects"] if not e["confounded_by"]]
     for e in clean:

@@ -216,3 +216,30 @@ def test_a_server_without_apply_template_uses_its_props_template(real_server, tm
     records = read_jsonl(run / "old-build" / "requests.jsonl")
     assert len(records) == REAL_LOAD["num_prompts"]
     assert [r["prompt_tokens"] for r in records] == [r["expected_prompt_tokens"] for r in records]
+
+
+def test_a_capacity_search_on_the_real_server_names_its_answer_and_each_probes_metrics_agree(
+        llama_server_binary: Path, gemma_model: Path, tmp_path: Path) -> None:
+    """Gemma 3 270M on 2 cores: one user decodes well inside TPOT 60 ms, eight share the cores far beyond it.
+    Each probe's own /metrics samples count exactly its records' tokens (a probe stopped early: within what
+    its cancelled requests explain)."""
+    scenario = write_real_scenario(
+        tmp_path, llama_server_binary, [{"name": "v", "slo": {"ttft_ms": 2000, "tpot_ms": 60},
+                                         "search": {"range": [1, 8], "settle_s": 1, "warmup_prompts": 4}}],
+        load={"max_tokens": 32, "sampling": {"max_prompt_tokens": 160}})
+    raw = yaml.safe_load(scenario.read_text())
+    raw["server"]["flags"] = {"parallel": 8, "ctx-size": 16384, "threads": 2}
+    scenario.write_text(yaml.safe_dump(raw, sort_keys=False))
+    proc, run = tokenswarm_run(tmp_path, scenario, timeout_s=600)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    capacity = json.loads((run / "v" / "summary.json").read_text())["capacity"]
+    assert capacity["max_passing"] is not None and capacity["min_failing"] is not None, capacity["sentence"]
+    assert capacity["limited_by"] in ("ttft_ms", "tpot_ms"), capacity
+    assert capacity["sentence"].startswith(f"serves {capacity['max_passing']:g} users within TTFT ≤ 2.0 s, TPOT ≤ 60 ms")
+    for probe in capacity["probes"]:
+        metrics = json.loads((run / "v" / "steps" / probe["label"] / "summary.json").read_text())["server_metrics"]
+        assert metrics["available"], probe["label"]
+        if probe["stopped_early"]:
+            assert metrics["within_tolerance"], (probe["label"], metrics["vs_records"])
+        else:
+            assert metrics["agrees_with_records"], (probe["label"], metrics["vs_records"])

@@ -83,8 +83,8 @@ def test_limited_by_sums_the_failing_loads_probes() -> None:
     assert limited_by([{"missed_by": None}]) is None and limited_by([]) is None
 
 
-def probe(value: float, decode: float | None) -> dict[str, Any]:
-    return {"value": value, "steady_state": {"decode_tok_s": decode}}
+def probe(value: float, decode: float | None, stopped_early: bool = False) -> dict[str, Any]:
+    return {"value": value, "steady_state": {"decode_tok_s": decode}, "stopped_early": stopped_early}
 
 
 def test_cliff_is_the_first_load_10_percent_below_a_lower_peak() -> None:
@@ -97,6 +97,8 @@ def test_cliff_is_the_first_load_10_percent_below_a_lower_peak() -> None:
     # one good probe of 8 lifts its median: no cliff at 8, the next load's fall is
     assert cliff([probe(2, 200.0), probe(8, 150.0), probe(8, 250.0), probe(16, 100.0)]) == {
         "value": 16, "decode_tok_s": 100.0, "peak_value": 2, "peak_decode_tok_s": 200.0}
+    # a probe stopped early measured a window cut short: not a load level's throughput
+    assert cliff([probe(2, 200.0), probe(8, 100.0, stopped_early=True), probe(4, 210.0)]) is None
 
 
 def block(**changes: Any) -> dict[str, Any]:

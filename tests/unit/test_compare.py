@@ -634,3 +634,17 @@ def test_compare_md_has_a_capacity_section_and_the_ratio_in_the_effect(tmp_path:
 def test_no_capacity_section_without_a_search(tmp_path: Path) -> None:
     md = write_comparison([write_run(tmp_path / "run", {**STUDY})]).read_text()
     assert "## Capacity" not in md and "capacity ×" not in md
+
+
+def test_two_searches_compare_by_their_capacity_alone_whatever_prompts_their_probes_completed(
+        tmp_path: Path) -> None:
+    """A search's merged records mix its probes (each numbers its prompts from 0): its decode or TTFT over
+    them is no load level's, and its prompt set no condition; the effect is the capacity ratio, clean."""
+    run = write_run(tmp_path / "run", {
+        "on": summary("on", None, 400.0, 1000.0, 100.0, 20.0, capacity=capacity(24), completed_prompts=[0, 1, 2]),
+        "off": summary("off", None, 320.0, 800.0, 125.0, 25.0, capacity=capacity(18), completed_prompts=[0, 5])})
+    data = compare(read_variants([run]))
+    (fa,) = effects_of(data, "server.flags.flash-attn")
+    assert data["basis"] == "capacity"
+    assert fa["ratios"] == {"capacity": pytest.approx(0.75)} and fa["confounded_by"] == []
+    assert "Read from each variant's capacity search" in write_comparison([run]).read_text()

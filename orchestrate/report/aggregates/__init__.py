@@ -13,6 +13,8 @@ Stage: report. One kind a module:
 - ``accounting``: what became of every prompt asked for, the connections, when the server went down.
 - ``loadphases``: an open-loop run's rates, lateness and unsent requests; a ramp's figures per stage.
 - ``turns``: multi-turn replay per turn index, and the conversations (with its summary.md table).
+- ``steadystate``: the steady-state window (the ramp and the drain left out) and the figures inside it.
+- ``capacity``: a capacity search's answer: each probe judged, the boundary, what limited it, the cliff.
 - ``uisteps``: a web UI ramp as steps, each user level held with its own figures (and the words above them).
 - ``host``: how busy the host was while a variant ran (foreign CPU, steal, other GPU users).
 - ``servermetrics``: the server's ``metrics.jsonl``: memory peaks, counter growth, its counts vs the records.

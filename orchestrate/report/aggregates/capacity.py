@@ -99,11 +99,11 @@ def limited_by(failed: list[dict[str, Any]]) -> str | None:
 
 def cliff(probes: list[dict[str, Any]]) -> dict[str, Any] | None:
     """The first load at which steady-state decode tok/s fell ``CLIFF_DROP`` below a lower load's (each
-    load's median over its probes), while load rose; None when it never did."""
+    load's median over its probes that ran to the end), while load rose; None when it never did."""
     by_value: dict[float, list[float]] = {}
     for p in probes:
         decode = p["steady_state"]["decode_tok_s"]
-        if decode is not None:
+        if decode is not None and not p["stopped_early"]:  # a window cut short is no load level's throughput
             by_value.setdefault(p["value"], []).append(decode)
     best: tuple[float, float] | None = None
     for value in sorted(by_value):
