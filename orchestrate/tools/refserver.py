@@ -11,8 +11,8 @@ word) and ``/apply-template`` make tokenswarm's pre-flight work against it.
 
 The truth file (``--truth-file``, CSV, buffered and flushed every 0.5 s and at exit) has one line
 per event the server wrote: ``request_id,index,kind,ts,scheduled_ts``, with ``kind`` ``arrive``
-(index -1: the request's body was complete), ``start`` (index -2: it got a slot; with ``--queue``
-later than its arrival when every slot was busy), ``role``, ``content``, ``end`` (finish + usage +
+(index -1: the request's body was complete), ``start`` (index -2, with ``--queue`` only: it got a
+slot, later than its arrival when every slot was busy), ``role``, ``content``, ``end`` (finish + usage +
 ``[DONE]``, written at once) and ``ts``/``scheduled_ts`` as ``time.time()`` seconds: when the write
 was made and when it was due. The request id is the ``X-Request-Id`` header, else the first
 ``[req:ID]`` marker in the body (calibration puts one in every prompt), else ``s<N>``.
@@ -236,7 +236,8 @@ class RefServer:
         self.holding.add(stream)
         if now:
             stream.t0_loop, stream.t0_wall = self.loop.time(), time.time()
-        self.truth.add(stream.rid, -2, "start", stream.t0_wall, stream.t0_wall)
+        if self.timing.queue:  # without a queue a request starts as it arrives
+            self.truth.add(stream.rid, -2, "start", stream.t0_wall, stream.t0_wall)
         stream.step()
 
     def stream_done(self, stream: Stream) -> None:

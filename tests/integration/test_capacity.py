@@ -162,3 +162,22 @@ def test_too_few_prompts_for_the_users_say_so_and_how_many_would_do(tmp_path: Pa
     assert 32 < steady["prompts_needed"] < 56
     assert "No steady-state window" in (run / "v" / "summary.md").read_text()
     assert "steady state: none" in proc.stdout
+
+
+def test_a_rate_search_finds_the_request_rate_the_slots_can_take(tmp_path: Path) -> None:
+    """4 slots each held 200 ms take 20 requests/s; evenly spaced arrivals below that never queue, above it
+    the queue only grows. The search over rate (an open loop, 64 in flight at most) brackets 20 req/s."""
+    with reference_server(tmp_path / "server", *TIMING, "--slots", "4", "--queue") as url:
+        scenario = write_scenario(tmp_path, server={"launcher": "external", "url": url},
+                                  load={**LOAD, "users": 64, "rate": 1, "arrival": "constant"},
+                                  variants=[{"name": "v", "slo": {"ttft_ms": 150},
+                                             "search": {"over": "rate", "range": [10, 30], "precision": 0.15,
+                                                        "probe_s": 3, "settle_s": 0.3, "confirm": False}}])
+        proc, run = tokenswarm_run(tmp_path, scenario, timeout_s=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    capacity = json.loads((run / "v" / "summary.json").read_text())["capacity"]
+    assert capacity["unit"] == "req/s" and capacity["limited_by"] == "ttft_ms"
+    assert 17 <= capacity["max_passing"] <= 20.5 < capacity["min_failing"] <= 23, capacity["sentence"]
+    first = json.loads((run / "v" / "steps" / capacity["probes"][0]["label"] / "summary.json").read_text())
+    assert first["steady_state"]["rule"] == "requests sent within 5 % of the arrival schedule"
+    assert first["steady_state"]["kept_up"] and first["arrivals"]["rate_asked"] == capacity["probes"][0]["value"]
