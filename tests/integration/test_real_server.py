@@ -226,8 +226,8 @@ def test_a_capacity_search_on_the_real_server_names_its_answer_and_each_probes_m
     scenario = write_real_scenario(
         tmp_path, llama_server_binary, [{"name": "v", "slo": {"ttft_ms": 2000, "tpot_ms": 60},
                                          "search": {"range": [1, 8], "settle_s": 1, "warmup_prompts": 4,
-                                                    "confirm": False}}],
-        load={"max_tokens": 32, "sampling": {"max_prompt_tokens": 160}})
+                                                    "confirm": False, "prompts_per_user": 3}}],
+        load={"max_tokens": 24, "sampling": {"max_prompt_tokens": 160}})
     raw = yaml.safe_load(scenario.read_text())
     raw["server"]["flags"] = {"parallel": 8, "ctx-size": 16384, "threads": 2}
     scenario.write_text(yaml.safe_dump(raw, sort_keys=False))

@@ -97,17 +97,22 @@ def limited_by(failed: list[dict[str, Any]]) -> str | None:
     return max(totals, key=lambda k: totals[k]) if totals and max(totals.values()) else None
 
 
-def cliff(probes: list[dict[str, Any]]) -> dict[str, Any] | None:
-    """The first load at which steady-state decode tok/s fell ``CLIFF_DROP`` below a lower load's (each
-    load's median over its probes that ran to the end), while load rose; None when it never did."""
+def decode_by_load(probes: list[dict[str, Any]]) -> dict[float, float]:
+    """Each load's steady-state decode tok/s: the median over its probes that ran to the end (a window cut
+    short by an early stop is no load level's throughput)."""
     by_value: dict[float, list[float]] = {}
     for p in probes:
         decode = p["steady_state"]["decode_tok_s"]
-        if decode is not None and not p["stopped_early"]:  # a window cut short is no load level's throughput
+        if decode is not None and not p["stopped_early"]:
             by_value.setdefault(p["value"], []).append(decode)
+    return {value: statistics.median(found) for value, found in sorted(by_value.items())}
+
+
+def cliff(probes: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The first load at which steady-state decode tok/s (``decode_by_load``) fell ``CLIFF_DROP`` below a
+    lower load's, while load rose; None when it never did."""
     best: tuple[float, float] | None = None
-    for value in sorted(by_value):
-        decode = statistics.median(by_value[value])
+    for value, decode in decode_by_load(probes).items():
         if best is not None and decode < (1 - CLIFF_DROP) * best[1]:
             return {"value": value, "decode_tok_s": decode, "peak_value": best[0], "peak_decode_tok_s": best[1]}
         if best is None or decode > best[1]:
@@ -180,12 +185,15 @@ def plot(block: dict[str, Any], path: Path) -> Path | None:
     left.axhline(100 * block["attainment"], color="gray", linestyle="--", label=f"attainment {100 * block['attainment']:g} %")
     left.set_title(f"requests meeting {slo_text(block['slo'])} (steady state)")
     left.set_ylabel("%")
-    points = sorted((p["value"], p["steady_state"]["decode_tok_s"]) for p in probes
-                    if p["steady_state"]["decode_tok_s"] is not None)
-    right.plot([x for x, _ in points], [y for _, y in points], "o-")
-    right.set_title("decode tok/s (steady state)")
+    for p in probes:
+        decode = p["steady_state"]["decode_tok_s"]
+        if decode is not None:
+            right.plot(p["value"], decode, "o", color="tab:blue", fillstyle="none" if p["stopped_early"] else "full")
+    medians = decode_by_load(probes)
+    right.plot(list(medians), list(medians.values()), "-", color="tab:blue", alpha=0.6)
+    right.set_title("decode tok/s (steady state; hollow: stopped early)")
     for ax in (left, right):
-        ax.set_xlabel(f"{block['over']} ({block['unit']})")
+        ax.set_xlabel(block["over"] if block["over"] == "users" else f"{block['over']} ({block['unit']})")
         if block["max_passing"] is not None:
             ax.axvline(block["max_passing"], color="tab:green", alpha=0.4)
         ax.grid(alpha=0.3)
