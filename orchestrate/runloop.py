@@ -151,7 +151,8 @@ def run_variant(context: Context, variant: Variant, paths: VariantPaths,
             launcher.wait_ready(variant.server.ready_timeout_s)
             print(f"[{variant.name}] ready at {url} after {launcher.ready_s:.1f} s", flush=True)
             result.facts = fetch_facts(url, session)
-            print(f"[{variant.name}] sampling {variant.load.num_prompts} prompts from {variant.load.dataset} "
+            wanted = first_pool_size(variant) if variant.search else variant.load.num_prompts
+            print(f"[{variant.name}] sampling {wanted} prompts from {variant.load.dataset} "
                   f"(lengths from {'the server' if result.facts.has_tokenize else 'an estimate'}) ...", flush=True)
             if variant.search is not None:
                 result.pool = PromptPool(variant.load, result.facts, url, paths.prompts, session,
