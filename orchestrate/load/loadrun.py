@@ -176,18 +176,25 @@ def _token_file_args(join_token_file: Path | None) -> list[str]:
     return ["--join-token-file", str(join_token_file)] if join_token_file else []
 
 
-def _progress(records: Path, offset: int, counts: list[int]) -> int:
-    """Count records (and errors) appended since ``offset``; returns the new offset."""
+def complete_lines(records: Path, offset: int) -> tuple[bytes, int]:
+    """The whole lines appended to ``records`` since ``offset`` (a line still being written waits for the
+    next read), and the offset after them; nothing while the file does not exist yet."""
     try:
         with records.open("rb") as f:
             f.seek(offset)
             chunk = f.read()
     except FileNotFoundError:
-        return offset
+        return b"", offset
     complete = chunk[: chunk.rfind(b"\n") + 1]
+    return complete, offset + len(complete)
+
+
+def _progress(records: Path, offset: int, counts: list[int]) -> int:
+    """Count records (and errors) appended since ``offset``; returns the new offset."""
+    complete, offset = complete_lines(records, offset)
     counts[0] += complete.count(b"\n")
     counts[1] += complete.count(b'"status":"error"')
-    return offset + len(complete)
+    return offset
 
 
 def run_load(plan: LoadPlan, paths: VariantPaths, label: str,
