@@ -31,7 +31,7 @@ import pandas as pd
 
 from locustfiles.records import CANCELLED, OK
 from orchestrate.report.aggregates.chunks import tokens_received
-from orchestrate.report.aggregates.concurrency import request_ends
+from orchestrate.report.aggregates.concurrency import in_flight, request_ends
 from orchestrate.report.aggregates.goodput import goodput
 from orchestrate.report.aggregates.stats import numeric_column, per_second, weighted_stats
 from orchestrate.report.formats import fmt_ms, fmt_num
@@ -79,7 +79,7 @@ def closed_loop(records: pd.DataFrame, users: int, slo: dict[str, float] | None)
     ends = request_ends(records).to_numpy(dtype=float)
     stop = float(np.nanmax(ends))
     ends = np.where(records["status"].to_numpy() == CANCELLED, stop, ends)  # in flight until the stop
-    times, level = _in_flight(send, ends)
+    times, level = in_flight(send, ends)
     reached = np.flatnonzero(level >= threshold)
     if not reached.size:
         return _none(CLOSED_RULE, f"requests in flight never reached {threshold} of {users} users "
@@ -134,15 +134,6 @@ def open_loop(records: pd.DataFrame, schedule_ts: list[float], slo: dict[str, fl
 
 def _none(rule: str, reason: str, prompts_needed: int | None = None) -> dict[str, Any]:
     return {"found": False, "rule": rule, "reason": reason, "prompts_needed": prompts_needed}
-
-
-def _in_flight(send: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Every send and end in time order and the requests in flight just after each (an end first at a tie)."""
-    keep = ~np.isnan(send)
-    events = np.concatenate([send[keep], np.maximum(ends[keep], send[keep])])
-    steps = np.concatenate([np.ones(keep.sum()), -np.ones(keep.sum())])
-    order = np.lexsort((steps, events))
-    return events[order], np.cumsum(steps[order])
 
 
 def _pick(stats: dict[str, float] | None) -> dict[str, float] | None:
