@@ -26,7 +26,11 @@ from orchestrate.scenario.spec import ServerSpec, Variant
 
 def run_main(args: argparse.Namespace) -> int:
     from orchestrate.runloop import run_scenario
-    run = run_scenario(scenario_of(args), args.results_dir, swarm_of(args), ui=web_ui_of(args))
+    return exit_code(run_scenario(scenario_of(args), args.results_dir, swarm_of(args), ui=web_ui_of(args)))
+
+
+def exit_code(run: Path) -> int:
+    """0 when every variant of the run completed, else 1."""
     statuses = [json.loads(p.summary_json.read_text())["status"] for p in variant_dirs(run)]
     return 0 if statuses and all(s == "completed" for s in statuses) else 1
 
@@ -53,9 +57,7 @@ def capacity_main(args: argparse.Namespace) -> int:
     from orchestrate.runloop import run_scenario
     if args.ui:
         raise ScenarioError("capacity runs headless, probe by probe: --ui does not apply")
-    run = run_scenario(with_search(scenario_of(args), args), args.results_dir, swarm_of(args))
-    statuses = [json.loads(p.summary_json.read_text())["status"] for p in variant_dirs(run)]
-    return 0 if statuses and all(s == "completed" for s in statuses) else 1
+    return exit_code(run_scenario(with_search(scenario_of(args), args), args.results_dir, swarm_of(args)))
 
 
 def add_noise_floor_arguments(p: argparse.ArgumentParser) -> None:
