@@ -9,13 +9,28 @@ the usage chunk (``choices: []``, ``usage`` and ``timings``) and ``data: [DONE]`
 ``/v1/models``, ``/props``, ``/slots``, ``POST /tokenize`` (one token per whitespace-separated
 word) and ``/apply-template`` make tokenswarm's pre-flight work against it.
 
+Other servers and models, so a client's handling of each can be tested without them (defaults: none of
+this, the bytes above unchanged). ``--dialect``: ``vllm`` and ``openai`` 404 the four llama.cpp-only
+endpoints, send no ``timings`` and send ``usage`` only with ``stream_options.include_usage`` (in a
+``choices: []`` chunk of its own), as those servers do; ``openai``'s usage always has
+``prompt_tokens_details.cached_tokens`` and ``completion_tokens_details.reasoning_tokens``, ``vllm``'s the
+former when some are cached. ``--reasoning-tokens N``: a reply's first N tokens are reasoning, on the same
+timeline as content and in chunks of their own, under the delta key ``reasoning_content`` (llama.cpp) or
+``reasoning`` (vLLM >= 0.10); ``openai`` streams none of it (OpenAI hides it) but its time still passes before
+the first content. ``completion_tokens`` counts both; llama.cpp reports no reasoning count. ``--eos-after
+N``: a reply stops (``finish_reason`` ``stop``) after N tokens, unless the request says ``"ignore_eos":
+true`` (not honoured with ``--ignore-ignore-eos``): a client asking for a fixed length sees whether it got
+it. ``--cached-tokens N``: every request reports min(N, prompt - 1) prompt tokens cached, in
+``timings.cache_n`` (``timings.prompt_n`` the rest) or ``usage.prompt_tokens_details.cached_tokens``.
+
 The truth file (``--truth-file``, CSV, buffered and flushed every 0.5 s and at exit) has one line
 per event the server wrote: ``request_id,index,kind,ts,scheduled_ts``, with ``kind`` ``arrive``
 (index -1: the request's body was complete), ``start`` (index -2, with ``--queue`` only: it got a
-slot, later than its arrival when every slot was busy), ``role``, ``content``, ``end`` (finish + usage +
-``[DONE]``, written at once) and ``ts``/``scheduled_ts`` as ``time.time()`` seconds: when the write
-was made and when it was due. The request id is the ``X-Request-Id`` header, else the first
-``[req:ID]`` marker in the body (calibration puts one in every prompt), else ``s<N>``.
+slot, later than its arrival when every slot was busy), ``role``, ``reasoning`` (streamed reasoning
+only), ``content``, ``end`` (finish + usage + ``[DONE]``, written at once) and ``ts``/``scheduled_ts`` as
+``time.time()`` seconds: when the write was made and when it was due. The request id is the
+``X-Request-Id`` header, else the first ``[req:ID]`` marker in the body (calibration puts one in every
+prompt), else ``s<N>``.
 
 Design: one raw ``asyncio.Protocol`` per connection (no framework), HTTP/1.1 keep-alive with
 ``Transfer-Encoding: chunked`` (what llama.cpp sends; ``Connection: close`` from the client is
@@ -55,6 +70,18 @@ DEFAULT_OUTPUT_TOKENS = 16
 """Output length when neither ``--output-tokens`` nor the request's ``max_tokens`` says."""
 MODEL_ID = "synthetic"
 WORDS = tuple(f" w{i}" for i in range(64))
+REASONING_WORDS = tuple(f" r{i}" for i in range(64))
+DIALECTS = ("llama.cpp", "vllm", "openai")
+REASONING_KEY = {"llama.cpp": "reasoning_content", "vllm": "reasoning", "openai": None}
+"""The delta (and message) key a dialect streams reasoning under; None: not streamed (OpenAI hides it)."""
+LLAMA_CPP_ONLY = (b"/props", b"/slots", b"/tokenize", b"/apply-template")
+"""Pre-flight endpoints only llama.cpp answers; the other dialects 404 them."""
+
+
+def chunk_texts(vocab: tuple[str, ...], n: int, per_chunk: int) -> list[str]:
+    """``n`` tokens of ``vocab`` (token i is ``vocab[i % len]``) as the texts of chunks of ``per_chunk``."""
+    words = [vocab[i % len(vocab)] for i in range(n)]
+    return ["".join(words[k:k + per_chunk]) for k in range(0, n, per_chunk)]
 
 
 @dataclass(frozen=True)
@@ -74,6 +101,16 @@ class Timing:
     queue: bool = False
     """At most ``slots`` streams at once; a request beyond them waits (first come, first served) and its
     timeline (``ttft_ms``, then ``itl_ms``) starts when a slot frees, as llama.cpp's do."""
+    dialect: str = "llama.cpp"
+    """Whose stream shape to speak: ``llama.cpp``, ``vllm`` or ``openai`` (see the module docstring)."""
+    reasoning_tokens: int = 0
+    """The first min(N, reply length) tokens of every reply are reasoning, on the same timeline as content."""
+    eos_after: int | None = None
+    """End every reply after this many tokens with ``stop`` (the model's EOS), unless ``ignore_eos`` is honoured."""
+    honour_ignore_eos: bool = True
+    """A request's ``"ignore_eos": true`` runs it to its length limit (False: a server that ignores the field)."""
+    cached_tokens: int = 0
+    """Prompt tokens every request reports as served from the cache (at most the prompt's length - 1)."""
 
     def __post_init__(self) -> None:
         if self.ttft_ms < 0 or self.itl_ms < 0 or self.jitter_ms < 0:
@@ -82,6 +119,12 @@ class Timing:
             raise ValueError("close_after must be >= 0")
         if self.tokens_per_chunk < 1 or (self.output_tokens is not None and self.output_tokens < 1):
             raise ValueError("tokens_per_chunk and output_tokens must be >= 1")
+        if self.dialect not in DIALECTS:
+            raise ValueError(f"dialect must be one of {', '.join(DIALECTS)}")
+        if self.reasoning_tokens < 0 or self.cached_tokens < 0:
+            raise ValueError("reasoning_tokens and cached_tokens must be >= 0")
+        if self.eos_after is not None and self.eos_after < 1:
+            raise ValueError("eos_after must be >= 1")
 
 
 class RefServer:
@@ -140,6 +183,8 @@ class RefServer:
         elif path in (b"/v1/models", b"/models"):
             write(http_response(200, json.dumps({"object": "list", "data": [
                 {"id": MODEL_ID, "object": "model", "owned_by": "tokenswarm"}]}).encode(), keep_alive))
+        elif path in LLAMA_CPP_ONLY and self.timing.dialect != "llama.cpp":
+            write(self._not_found(method, path, keep_alive))
         elif path == b"/props":
             write(http_response(200, json.dumps({
                 "total_slots": self.timing.slots, "model_path": MODEL_ID, "build_info": "tokenswarm-synthetic",
@@ -159,7 +204,32 @@ class RefServer:
                 text = " ".join(str(m.get("content", "")) for m in req.get("messages", []) if isinstance(m, dict))
                 write(http_response(200, json.dumps({"prompt": text}).encode(), keep_alive))
         else:
-            write(http_error(404, "not_found_error", "File Not Found", keep_alive))
+            write(self._not_found(method, path, keep_alive))
+
+    def _not_found(self, method: bytes, path: bytes, keep_alive: bool) -> bytes:
+        """The dialect's 404: llama.cpp's error, FastAPI's (vLLM's) detail, or OpenAI's invalid URL."""
+        dialect = self.timing.dialect
+        if dialect == "vllm":
+            return http_response(404, b'{"detail":"Not Found"}', keep_alive)
+        if dialect == "openai":
+            message = f"Invalid URL ({method.decode('ascii', 'replace')} {path.decode('ascii', 'replace')})"
+            return http_response(404, json.dumps({"error": {"message": message, "type": "invalid_request_error",
+                                                            "param": None, "code": None}}).encode(), keep_alive)
+        return http_error(404, "not_found_error", "File Not Found", keep_alive)
+
+    def _usage(self, prompt_n: int, cached: int, n: int, reasoning: int) -> dict[str, Any]:
+        """The dialect's ``usage``: ``prompt_tokens`` is the whole prompt, ``completion_tokens`` counts reasoning."""
+        dialect = self.timing.dialect
+        if dialect == "llama.cpp":  # cached tokens go in timings.cache_n; no reasoning count
+            return {"completion_tokens": n, "prompt_tokens": prompt_n, "total_tokens": n + prompt_n}
+        if dialect == "vllm":
+            usage: dict[str, Any] = {"prompt_tokens": prompt_n, "total_tokens": prompt_n + n, "completion_tokens": n}
+            if cached:
+                usage["prompt_tokens_details"] = {"cached_tokens": cached}
+            return usage
+        return {"prompt_tokens": prompt_n, "completion_tokens": n, "total_tokens": prompt_n + n,
+                "prompt_tokens_details": {"cached_tokens": cached},
+                "completion_tokens_details": {"reasoning_tokens": reasoning}}
 
     def _chat(self, conn: HttpConnection, headers: dict[bytes, bytes], body: bytes, keep_alive: bool) -> None:
         t0_loop, t0_wall = conn.arrived or (self.loop.time(), time.time())
@@ -178,46 +248,68 @@ class RefServer:
             rid_bytes = m.group(1) if m else None
         rid = rid_bytes.decode("ascii", "replace").replace(",", "_") if rid_bytes else f"s{self.requests}"
         t = self.timing
-        n = t.output_tokens or int(req.get("max_tokens") or req.get("n_predict") or DEFAULT_OUTPUT_TOKENS)
-        n = max(1, n)
-        n_chunks = math.ceil(n / t.tokens_per_chunk)
-        times = [0.0]  # seconds after arrival: role, then each content chunk, then the end
+        limit = max(1, t.output_tokens or int(req.get("max_tokens") or req.get("n_predict") or DEFAULT_OUTPUT_TOKENS))
+        ignore_eos = t.honour_ignore_eos and req.get("ignore_eos") is True
+        if t.eos_after is not None and t.eos_after < limit and not ignore_eos:
+            n, finish_reason = t.eos_after, "stop"  # the model's EOS came first
+        else:
+            n, finish_reason = limit, "length"
+        n_reasoning = min(t.reasoning_tokens, n)
+        reasonings = chunk_texts(REASONING_WORDS, n_reasoning, t.tokens_per_chunk)
+        contents = chunk_texts(WORDS, n - n_reasoning, t.tokens_per_chunk)  # never in a reasoning chunk
+        r_chunks = len(reasonings)
+        n_chunks = r_chunks + len(contents)
+        due_s = []  # seconds after arrival of every chunk, reasoning then content, hidden or not
         prev = 0.0
         for k in range(n_chunks):
             due = (t.ttft_ms + k * t.itl_ms) / 1000.0
             if t.jitter_ms:
                 due += self.rng.uniform(-t.jitter_ms, t.jitter_ms) / 1000.0
             prev = max(prev, due)
-            times.append(prev)
-        times.append(prev)
+            due_s.append(prev)
+        reasoning_key = REASONING_KEY[t.dialect]
+        # role, then each chunk written (hidden reasoning: its time passes, nothing is written), then the end
+        times = [0.0, *(due_s if reasoning_key else due_s[r_chunks:]), prev]
         self.truth.add(rid, -1, "arrive", t0_wall, t0_wall)
         created = int(t0_wall)
         cid = f"chatcmpl-{rid}"
         tail = f',"created":{created},"id":"{cid}","model":"{MODEL_ID}","system_fingerprint":"synthetic",' \
                f'"object":"chat.completion.chunk"}}'
-        predicted_ms = (times[-1] - times[1]) * 1000.0
-        usage = {"completion_tokens": n, "prompt_tokens": prompt_n, "total_tokens": n + prompt_n}
-        timings = {"cache_n": 0, "prompt_n": prompt_n, "prompt_ms": t.ttft_ms,
-                   "prompt_per_second": prompt_n / t.ttft_ms * 1000.0 if t.ttft_ms else 0.0,
-                   "predicted_n": n, "predicted_ms": predicted_ms,
-                   "predicted_per_second": n / predicted_ms * 1000.0 if predicted_ms else 0.0}
-        words = [WORDS[i % len(WORDS)] for i in range(n)]
-        texts = ["".join(words[k * t.tokens_per_chunk:(k + 1) * t.tokens_per_chunk]) for k in range(n_chunks)]
+        cached = max(0, min(t.cached_tokens, prompt_n - 1))
+        usage = self._usage(prompt_n, cached, n, n_reasoning)
+        timings: dict[str, Any] | None = None
+        if t.dialect == "llama.cpp":
+            predicted_ms = (prev - due_s[0]) * 1000.0
+            prompt_done = prompt_n - cached
+            timings = {"cache_n": cached, "prompt_n": prompt_done, "prompt_ms": t.ttft_ms,
+                       "prompt_per_second": prompt_done / t.ttft_ms * 1000.0 if t.ttft_ms else 0.0,
+                       "predicted_n": n, "predicted_ms": predicted_ms,
+                       "predicted_per_second": n / predicted_ms * 1000.0 if predicted_ms else 0.0}
         if not req.get("stream"):
-            self._complete(conn, "".join(texts), usage, timings, cid, created, times[-1], keep_alive)
+            self._complete(conn, "".join(contents), "".join(reasonings), finish_reason, usage, timings, cid, created,
+                           prev, keep_alive)
             return
         include_usage = bool((req.get("stream_options") or {}).get("include_usage"))
         head = (b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\n"
                 b"Transfer-Encoding: chunked\r\nConnection: %s\r\n\r\n" % (b"keep-alive" if keep_alive else b"close"))
         events: list[tuple[str, bytes]] = [("role", head + chunked(
             '{"choices":[{"finish_reason":null,"index":0,"delta":{"role":"assistant","content":null}}]' + tail))]
-        for text in texts:
+        if reasoning_key:
+            for text in reasonings:
+                events.append(("reasoning", chunked('{"choices":[{"finish_reason":null,"index":0,"delta":{"'
+                                                     + reasoning_key + '":' + json.dumps(text) + "}}]" + tail)))
+        for text in contents:
             events.append(("content", chunked('{"choices":[{"finish_reason":null,"index":0,"delta":{"content":'
                                                + json.dumps(text) + "}}]" + tail)))
-        finish: dict[str, Any] = {"choices": [{"finish_reason": "length", "index": 0, "delta": {}}],
+        finish: dict[str, Any] = {"choices": [{"finish_reason": finish_reason, "index": 0, "delta": {}}],
                                   "created": created, "id": cid, "model": MODEL_ID, "object": "chat.completion.chunk"}
         end = b""
-        if include_usage:
+        if timings is None:  # vLLM and OpenAI send usage only when asked, in a last chunk of its own
+            end += sse_event(finish)
+            if include_usage:
+                end += sse_event({"choices": [], "created": created, "id": cid, "model": MODEL_ID,
+                                  "object": "chat.completion.chunk", "usage": usage})
+        elif include_usage:
             end += sse_event(finish)
             end += sse_event({"choices": [], "created": created, "id": cid, "model": MODEL_ID,
                            "object": "chat.completion.chunk", "usage": usage, "timings": timings})
@@ -251,12 +343,19 @@ class RefServer:
             if transport is not None and not transport.is_closing():
                 self._start(waiting, now=True)
 
-    def _complete(self, conn: HttpConnection, text: str, usage: dict[str, Any], timings: dict[str, Any], cid: str,
-                  created: int, after_s: float, keep_alive: bool) -> None:
-        body = json.dumps({"choices": [{"finish_reason": "length", "index": 0,
-                                        "message": {"role": "assistant", "content": text}}],
-                           "created": created, "id": cid, "model": MODEL_ID, "object": "chat.completion",
-                           "usage": usage, "timings": timings}).encode()
+    def _complete(self, conn: HttpConnection, text: str, reasoning: str, finish_reason: str, usage: dict[str, Any],
+                  timings: dict[str, Any] | None, cid: str, created: int, after_s: float, keep_alive: bool) -> None:
+        """The non-streamed reply, sent whole when the stream would have ended."""
+        message = {"role": "assistant", "content": text}
+        reasoning_key = REASONING_KEY[self.timing.dialect]
+        if reasoning and reasoning_key:
+            message[reasoning_key] = reasoning
+        reply: dict[str, Any] = {"choices": [{"finish_reason": finish_reason, "index": 0, "message": message}],
+                                 "created": created, "id": cid, "model": MODEL_ID, "object": "chat.completion",
+                                 "usage": usage}
+        if timings is not None:
+            reply["timings"] = timings
+        body = json.dumps(reply).encode()
         data = http_response(200, body, keep_alive)
         stream = Stream(conn, cid[len("chatcmpl-"):], [("end", data)], [after_s], self.loop.time(), time.time(),
                         keep_alive)
@@ -290,13 +389,31 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--truth-file", help="CSV of the true send time of every chunk")
     p.add_argument("--close-after", type=int, default=0,
                    help="close a kept-alive connection silently after N responses (0: never), as llama.cpp may")
+    p.add_argument("--dialect", choices=DIALECTS, default="llama.cpp",
+                   help="whose stream shape to speak: llama.cpp (usage + timings, /props /slots /tokenize "
+                        "/apply-template, reasoning_content), vllm (usage only, those endpoints 404, reasoning) or "
+                        "openai (as vllm, usage with cached/reasoning token details, reasoning not streamed)")
+    p.add_argument("--reasoning-tokens", type=int, default=0, metavar="N",
+                   help="the first N tokens of every reply are reasoning (streamed as the dialect does), then content")
+    p.add_argument("--eos-after", type=int, metavar="N",
+                   help="end every reply after N tokens with finish_reason stop, as a model emitting EOS "
+                        "(a request's \"ignore_eos\": true runs it to max_tokens)")
+    p.add_argument("--ignore-ignore-eos", action="store_true",
+                   help="with --eos-after: stop at N tokens even when the request says ignore_eos, as a server "
+                        "that ignores the field")
+    p.add_argument("--cached-tokens", type=int, default=0, metavar="N",
+                   help="report N prompt tokens (at most the prompt's length - 1) as cached, where the dialect "
+                        "does (timings.cache_n, usage.prompt_tokens_details.cached_tokens)")
 
 
 def serve_main(args: argparse.Namespace) -> int:
     """Run until SIGINT/SIGTERM; print the URL first (one line, flushed)."""
     import signal
-    timing = Timing(args.ttft_ms, args.itl_ms, args.jitter_ms, args.tokens_per_chunk, args.output_tokens,
-                    args.seed, args.slots, args.n_ctx, args.close_after, args.queue)
+    timing = Timing(ttft_ms=args.ttft_ms, itl_ms=args.itl_ms, jitter_ms=args.jitter_ms,
+                    tokens_per_chunk=args.tokens_per_chunk, output_tokens=args.output_tokens, seed=args.seed,
+                    slots=args.slots, n_ctx=args.n_ctx, close_after=args.close_after, queue=args.queue,
+                    dialect=args.dialect, reasoning_tokens=args.reasoning_tokens, eos_after=args.eos_after,
+                    honour_ignore_eos=not args.ignore_ignore_eos, cached_tokens=args.cached_tokens)
     loop = new_event_loop()
     asyncio.set_event_loop(loop)
     server = RefServer(timing, args.host, args.port, args.truth_file)

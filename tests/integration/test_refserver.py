@@ -1,4 +1,5 @@
-"""The reference server (``tokenswarm serve-synthetic``): timing as asked, llama.cpp's stream shape, pre-flight."""
+"""The reference server (``tokenswarm serve-synthetic``): timing as asked, llama.cpp's stream shape, pre-flight;
+the other dialects (vLLM, OpenAI), reasoning, EOS before max_tokens and cached prompt tokens."""
 
 from __future__ import annotations
 
@@ -15,11 +16,14 @@ import time
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import requests
 
+from orchestrate.tools.refserver import Timing
 from tests.conftest import reference_server
+from tests.fixtures.refserver_thread import refserver_thread
 from tests.helpers import read_jsonl, tokenswarm_run, write_scenario
 
 pytestmark = pytest.mark.integration
@@ -144,3 +148,164 @@ def test_events_already_due_go_out_in_one_write(tmp_path: Path) -> None:
     assert counts["events"] == 202 and counts["writes"] <= 3, counts  # role, the 200 at once, the end
     rows = [r for r in csv.DictReader(open(tmp_path / "truth.csv")) if r["kind"] == "content"]
     assert len(rows) == 200 and len({r["ts"] for r in rows}) == 1
+
+
+# -- dialects, reasoning, EOS, cached tokens -----------------------------------------------------
+
+REASONING_KEY = {"llama.cpp": "reasoning_content", "vllm": "reasoning", "openai": None}
+LLAMA_CPP_ONLY = [("GET", "/props", None), ("GET", "/slots", None), ("POST", "/tokenize", {"content": "a b"}),
+                  ("POST", "/apply-template", {"messages": [{"role": "user", "content": "hi"}]})]
+
+
+def sse(url: str, payload: dict[str, Any]) -> list[tuple[float, Any]]:
+    """Every ``data:`` event of a streamed chat request over a raw socket: (ms after sending, parsed JSON or
+    ``"[DONE]"``)."""
+    host, port = url.removeprefix("http://").split(":")
+    body = json.dumps({"messages": [{"role": "user", "content": "one two three four"}], "stream": True,
+                       **payload}).encode()
+    events: list[tuple[float, Any]] = []
+    with socket.create_connection((host, int(port))) as sock:
+        f = sock.makefile("rb")
+        t0 = time.perf_counter()
+        sock.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n%s"
+                     % (len(body), body))
+        while (line := f.readline()) and line != b"0\r\n":
+            if line.startswith(b"data: "):
+                data = line[6:].strip()
+                ms = (time.perf_counter() - t0) * 1000.0
+                events.append((ms, "[DONE]" if data == b"[DONE]" else json.loads(data)))
+    return events
+
+
+def deltas(events: list[tuple[float, Any]]) -> list[tuple[float, dict[str, Any]]]:
+    """The (arrival, delta) of every chunk that carries a choice's delta, the role chunk left out."""
+    return [(ms, e["choices"][0]["delta"]) for ms, e in events
+            if e != "[DONE]" and e["choices"] and "role" not in e["choices"][0]["delta"]
+            and e["choices"][0]["delta"]]
+
+
+@pytest.mark.parametrize("dialect", ["llama.cpp", "vllm", "openai"])
+def test_each_dialect_streams_reasoning_usage_and_endpoints_its_way(tmp_path: Path, dialect: str) -> None:
+    """Reasoning in chunks of its own under the dialect's key (none in OpenAI's, whose hidden reasoning still
+    takes its time), the dialect's usage (cached prompt tokens where it puts them; timings only from llama.cpp),
+    the llama.cpp-only endpoints 404 elsewhere, and the truth's ``reasoning`` rows."""
+    ttft, itl, n_reasoning = 10.0, 4.0, 5
+    timing = Timing(ttft_ms=ttft, itl_ms=itl, reasoning_tokens=n_reasoning, cached_tokens=2, dialect=dialect)
+    with refserver_thread(timing, tmp_path / "truth.csv") as ref:
+        events = sse(ref.url, {"max_tokens": 8, "stream_options": {"include_usage": True}})
+        bare = sse(ref.url, {"max_tokens": 2})  # no include_usage
+        with requests.Session() as s:
+            plain = s.post(f"{ref.url}/v1/chat/completions", headers={"X-Request-Id": "plain"}, json={
+                "messages": [{"role": "user", "content": "one two three four"}], "max_tokens": 8}).json()
+            assert s.get(f"{ref.url}/health").json() == {"status": "ok"}
+            assert s.get(f"{ref.url}/v1/models").json()["data"][0]["id"] == "synthetic"
+            codes = {path: s.request(method, f"{ref.url}{path}", json=body).status_code
+                     for method, path, body in LLAMA_CPP_ONLY}
+    key = REASONING_KEY[dialect]
+    chunks = deltas(events)
+    assert all(len(d) == 1 for _, d in chunks), chunks  # reasoning and content never share a chunk
+    reasoning = [d[key] for _, d in chunks if key in d] if key else []
+    content = [d["content"] for _, d in chunks if "content" in d]
+    assert reasoning == ([" r0", " r1", " r2", " r3", " r4"] if key else [])
+    assert content == [" w0", " w1", " w2"]
+    assert not any(k in d for _, d in chunks for k in ("reasoning_content", "reasoning") if k != key)
+    first_content_ms = next(ms for ms, d in chunks if "content" in d)
+    assert first_content_ms >= ttft + n_reasoning * itl, first_content_ms  # hidden or not, reasoning takes its time
+    assert events[-1][1] == "[DONE]" and events[-2][1]["choices"] == []
+    finish = events[-3][1]["choices"][0]
+    assert finish["finish_reason"] == "length" and finish["delta"] == {}
+    usage, timings = events[-2][1]["usage"], events[-2][1].get("timings")
+    whole = {"prompt_tokens": 4, "completion_tokens": 8, "total_tokens": 12}
+    assert not any("timings" in e for _, e in events if dialect != "llama.cpp" and e != "[DONE]")
+    if dialect == "llama.cpp":
+        assert usage == whole  # cached tokens: in timings; no reasoning count
+        assert (timings["cache_n"], timings["prompt_n"], timings["predicted_n"]) == (2, 2, 8)
+        assert "usage" in bare[-2][1] and "timings" in bare[-2][1]  # on the finish chunk when not asked
+    elif dialect == "vllm":
+        assert usage == {**whole, "prompt_tokens_details": {"cached_tokens": 2}} and timings is None
+        assert not any("usage" in e for _, e in bare if e != "[DONE]")  # only when asked
+    else:
+        assert usage == {**whole, "prompt_tokens_details": {"cached_tokens": 2},
+                         "completion_tokens_details": {"reasoning_tokens": 5}} and timings is None
+        assert not any("usage" in e for _, e in bare if e != "[DONE]")
+    message = plain["choices"][0]["message"]
+    assert message["content"] == " w0 w1 w2" and plain["choices"][0]["finish_reason"] == "length"
+    assert {k: message[k] for k in message if k not in ("role", "content")} == (
+        {key: " r0 r1 r2 r3 r4"} if key else {})
+    assert plain["usage"] == usage and ("timings" in plain) == (dialect == "llama.cpp")
+    assert codes == {path: 200 if dialect == "llama.cpp" else 404 for _, path, _ in LLAMA_CPP_ONLY}
+    rows = list(csv.DictReader(open(tmp_path / "truth.csv")))
+    mine = [r for r in rows if r["request_id"] == "s1"]
+    assert Counter(r["kind"] for r in mine) == {"arrive": 1, "role": 1, "content": 3, "end": 1,
+                                                 **({"reasoning": 5} if key else {})}
+    arrive = float(mine[0]["scheduled_ts"])
+    first = next(r for r in mine if r["kind"] == "content")
+    assert float(first["scheduled_ts"]) - arrive == pytest.approx((ttft + n_reasoning * itl) / 1000.0, abs=1e-5)
+    assert float(first["ts"]) >= float(first["scheduled_ts"]) - 0.001
+    plain_rows = [r for r in rows if r["request_id"] == "plain"]
+    assert [r["kind"] for r in plain_rows] == ["arrive", "end"]
+    assert float(plain_rows[1]["ts"]) - float(plain_rows[0]["ts"]) >= (ttft + 7 * itl) / 1000.0 - 0.001
+
+
+@pytest.mark.parametrize("honour", [True, False])
+def test_eos_after_stops_early_unless_ignore_eos_is_asked_and_honoured(honour: bool) -> None:
+    timing = Timing(ttft_ms=1.0, itl_ms=0.5, eos_after=3, honour_ignore_eos=honour, dialect="vllm")
+
+    def reply(url: str, stream: bool, max_tokens: int, **extra: Any) -> tuple[int, str, int]:
+        """(content chunks or words, finish_reason, usage.completion_tokens)"""
+        payload = {"max_tokens": max_tokens, "stream_options": {"include_usage": True}, **extra}
+        if stream:
+            events = sse(url, payload)
+            finish = next(e["choices"][0]["finish_reason"] for _, e in events
+                          if e != "[DONE]" and e["choices"] and e["choices"][0]["finish_reason"])
+            return len(deltas(events)), finish, events[-2][1]["usage"]["completion_tokens"]
+        body = requests.post(f"{url}/v1/chat/completions", json={
+            "messages": [{"role": "user", "content": "x"}], **payload}).json()
+        choice = body["choices"][0]
+        return len(choice["message"]["content"].split()), choice["finish_reason"], body["usage"]["completion_tokens"]
+
+    with refserver_thread(timing) as ref:
+        for stream in (True, False):
+            assert reply(ref.url, stream, 8) == (3, "stop", 3)
+            assert reply(ref.url, stream, 8, ignore_eos=False) == (3, "stop", 3)
+            assert reply(ref.url, stream, 8, ignore_eos=True) == ((8, "length", 8) if honour else (3, "stop", 3))
+            assert reply(ref.url, stream, 2) == (2, "length", 2)  # max_tokens came first
+            assert reply(ref.url, stream, 3) == (3, "length", 3)  # reached max_tokens: length
+
+
+@pytest.mark.parametrize("dialect", ["llama.cpp", "vllm", "openai"])
+def test_cached_tokens_are_fewer_than_the_prompt(dialect: str) -> None:
+    """At most the prompt's length - 1 are cached (the last token is always computed): a one-word prompt has none."""
+    with refserver_thread(Timing(ttft_ms=1.0, itl_ms=0.0, cached_tokens=100, dialect=dialect)) as ref:
+        found = []
+        for prompt in ("one two three four", "one"):
+            events = sse(ref.url, {"messages": [{"role": "user", "content": prompt}], "max_tokens": 1,
+                                   "stream_options": {"include_usage": True}})
+            last = events[-2][1]
+            assert last["usage"]["prompt_tokens"] == len(prompt.split())
+            if dialect == "llama.cpp":
+                found.append((last["timings"]["cache_n"], last["timings"]["prompt_n"]))
+            else:
+                found.append(last["usage"].get("prompt_tokens_details"))
+    assert found == {"llama.cpp": [(3, 1), (0, 1)],
+                     "vllm": [{"cached_tokens": 3}, None],
+                     "openai": [{"cached_tokens": 3}, {"cached_tokens": 0}]}[dialect]
+
+
+def test_the_cli_flags_reach_the_server(tmp_path: Path) -> None:
+    with reference_server(tmp_path, "--ttft-ms", "1", "--itl-ms", "1", "--dialect", "openai", "--reasoning-tokens",
+                          "2", "--eos-after", "4", "--ignore-ignore-eos", "--cached-tokens", "1") as url:
+        events = sse(url, {"max_tokens": 9, "ignore_eos": True, "stream_options": {"include_usage": True}})
+        assert requests.get(f"{url}/props").status_code == 404
+    assert [d for _, d in deltas(events)] == [{"content": " w0"}, {"content": " w1"}]  # 4 tokens, 2 hidden
+    assert events[-3][1]["choices"][0]["finish_reason"] == "stop"
+    assert events[-2][1]["usage"] == {"prompt_tokens": 4, "completion_tokens": 4, "total_tokens": 8,
+                                      "prompt_tokens_details": {"cached_tokens": 1},
+                                      "completion_tokens_details": {"reasoning_tokens": 2}}
+
+
+@pytest.mark.parametrize("bad", [{"dialect": "tgi"}, {"reasoning_tokens": -1}, {"cached_tokens": -1},
+                                 {"eos_after": 0}])
+def test_timing_refuses_what_no_server_does(bad: dict[str, Any]) -> None:
+    with pytest.raises(ValueError):
+        Timing(**bad)
