@@ -70,20 +70,23 @@ class Finished(NamedTuple):
     prompt_tokens: int
     output_tokens: int
     ttft_ms: float | None
+    ttfo_ms: float | None
     tpot_ms: float | None
     gaps_ms: list[float]
     tokens_per_chunk: float
     draft_tokens: int | None
     draft_accepted: int | None
+    reasoning_tokens: int
 
     @classmethod
     def of(cls, record: RequestRecord, t: float) -> Finished:
         ok = record.status == OK
         return cls(t, record.status, record.error_class, (record.prompt_tokens or 0) if ok else 0,
                    (record.output_tokens or 0) if ok else 0, record.ttft_ms if ok else None,
-                   record.tpot_ms if ok else None, itl_gaps_ms(record.chunk_offsets_ms) if ok else [],
-                   record.tokens_per_chunk or 1.0, record.draft_tokens if ok else None,
-                   record.draft_accepted if ok else None)
+                   record.ttfo_ms if ok else None, record.tpot_ms if ok else None,
+                   itl_gaps_ms(record.chunk_offsets_ms) if ok else [], record.tokens_per_chunk or 1.0,
+                   record.draft_tokens if ok else None, record.draft_accepted if ok else None,
+                   (record.reasoning_tokens or 0) if ok else 0)
 
 
 @dataclass
@@ -100,16 +103,18 @@ class Tally:
     output_tokens: int = 0
     draft_tokens: int = 0
     draft_accepted: int = 0
+    reasoning_tokens: int = 0
     drafting: bool = False
     errors_by_class: Counter[str] = field(default_factory=Counter)
     ttft_ms: deque[float] = field(init=False)
+    ttfo_ms: deque[float] = field(init=False)
     tpot_ms: deque[float] = field(init=False)
     itl: deque[tuple[float, float]] = field(init=False)
     """(gap ms, tokens per chunk)."""
     tokens_per_request: deque[int] = field(init=False)
 
     def __post_init__(self) -> None:
-        self.ttft_ms, self.tpot_ms = deque(maxlen=self.keep), deque(maxlen=self.keep)
+        self.ttft_ms, self.ttfo_ms, self.tpot_ms = (deque(maxlen=self.keep) for _ in range(3))
         self.itl, self.tokens_per_request = deque(maxlen=self.keep), deque(maxlen=self.keep)
 
     def add(self, f: Finished) -> None:
@@ -124,8 +129,11 @@ class Tally:
         self.prompt_tokens += f.prompt_tokens
         self.output_tokens += f.output_tokens
         self.tokens_per_request.append(f.output_tokens)
+        self.reasoning_tokens += f.reasoning_tokens
         if f.ttft_ms is not None:
             self.ttft_ms.append(f.ttft_ms)
+        if f.ttfo_ms is not None:
+            self.ttfo_ms.append(f.ttfo_ms)
         if f.tpot_ms is not None:
             self.tpot_ms.append(f.tpot_ms)
         if self.with_itl:
@@ -142,13 +150,15 @@ class Tally:
         return {
             "decode_tok_s": rate(self.output_tokens), "prefill_tok_s": rate(self.prompt_tokens),
             "requests_per_s": rate(self.completed),
-            "ttft_ms": percentiles(self.ttft_ms), "tpot_ms": percentiles(self.tpot_ms),
+            "ttft_ms": percentiles(self.ttft_ms), "ttfo_ms": percentiles(self.ttfo_ms),
+            "tpot_ms": percentiles(self.tpot_ms),
             "itl_ms": percentiles([g for g, _ in gaps], [w for _, w in gaps]),
             "output_tokens_mean": self.output_tokens / self.completed if self.completed else None,
             "output_tokens_p50": (percentiles(self.tokens_per_request) or {}).get("p50"),
             "acceptance": self.draft_accepted / self.draft_tokens if self.drafting and self.draft_tokens else None,
             "completed": self.completed, "errors": self.errors, "cancelled": self.cancelled,
             "prompt_tokens": self.prompt_tokens, "output_tokens": self.output_tokens,
+            "reasoning_tokens": self.reasoning_tokens,
             "errors_by_class": dict(sorted(self.errors_by_class.items())),
         }
 
@@ -249,6 +259,10 @@ def _pcts(p: dict[str, float] | None) -> str:
     return "—" if not p else " / ".join(_ms(p[k]) for k in ("p50", "p90", "p99"))
 
 
+def _ratio(part: int, whole: int) -> float | None:
+    return part / whole if whole else None
+
+
 def _share(value: float | None) -> str:
     return "—" if value is None else f"{value:.1%}"
 
@@ -272,12 +286,18 @@ def table_rows(snap: dict[str, Any], charts_url: str) -> list[dict[str, str]]:
         row("Completed requests/s", _num(now["requests_per_s"], 2), _num(run["requests_per_s"], 2),
             "since start: ÷ seconds since the first request was sent"),
         row("TTFT p50 / p90 / p99 (ms)", _pcts(now["ttft_ms"]), _pcts(run["ttft_ms"]),
-            f"send → first content chunk; nearest rank, since start = last {KEEP_VALUES:,} requests"),
+            f"send → first token of any kind (reasoning or answer); nearest rank, since start = last "
+            f"{KEEP_VALUES:,} requests"),
+        row("TTFO p50 / p90 / p99 (ms)", _pcts(now["ttfo_ms"]), _pcts(run["ttfo_ms"]),
+            "send → first token of the answer, after any reasoning (= TTFT for a model that does not reason)"),
         row("TPOT p50 / p90 / p99 (ms)", _pcts(now["tpot_ms"]), _pcts(run["tpot_ms"]),
             "(E2E − TTFT) ÷ (output tokens − 1)"),
         row("ITL p50 / p90 / p99 (ms)", _pcts(now["itl_ms"]), _pcts(run["itl_ms"]),
             f"gaps between content chunks, weighted by tokens per chunk; last {KEEP_VALUES:,} gaps"),
         row("Output tokens per request (mean / p50)", tokens(now), tokens(run), "completed requests"),
+        row("Reasoning share of output", _share(_ratio(now["reasoning_tokens"], now["output_tokens"])),
+            _share(_ratio(run["reasoning_tokens"], run["output_tokens"])),
+            "reasoning tokens ÷ output tokens (reasoning_content or reasoning; the server's count when it gives one)"),
         row("Draft acceptance", _share(now["acceptance"]), _share(run["acceptance"]),
             "Σ accepted ÷ Σ drafted tokens" if drafting else "no draft model: speculative decoding is off"),
         row("Requests completed", f"{now['completed']:,}", f"{run['completed']:,}", "ended with a complete stream"),
@@ -299,11 +319,11 @@ def figures_csv_rows(snap: dict[str, Any]) -> list[list[Any]]:
     rows: list[list[Any]] = [["figure", "last_10s", "since_start"]]
     for key in ("decode_tok_s", "prefill_tok_s", "requests_per_s"):
         rows.append([key, now[key], run[key]])
-    for metric in ("ttft_ms", "tpot_ms", "itl_ms"):
+    for metric in ("ttft_ms", "ttfo_ms", "tpot_ms", "itl_ms"):
         for p in ("p50", "p90", "p99"):
             rows.append([f"{metric}_{p}", (now[metric] or {}).get(p), (run[metric] or {}).get(p)])
     for key in ("output_tokens_mean", "output_tokens_p50", "acceptance", "completed", "errors", "cancelled",
-                "prompt_tokens", "output_tokens"):
+                "prompt_tokens", "output_tokens", "reasoning_tokens"):
         rows.append([key, now[key], run[key]])
     rows.append(["in_flight", None, snap["in_flight"]])
     rows.append(["seconds", snap["span_s"], snap["elapsed_s"]])

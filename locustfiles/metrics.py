@@ -13,7 +13,7 @@ MS = 1000.0
 
 
 def ttft_ms(send_t: float, content_times: list[float]) -> float | None:
-    """Send → first chunk with non-empty content. None when no content arrived."""
+    """Send → first chunk with output text (answer or reasoning). None when none arrived."""
     return (content_times[0] - send_t) * MS if content_times else None
 
 
@@ -22,6 +22,18 @@ def tpot_ms(ttft: float | None, e2e: float, output_tokens: int | None) -> float 
     if ttft is None or not output_tokens or output_tokens <= 1:
         return None
     return (e2e - ttft) / (output_tokens - 1)
+
+
+def reasoning_tokens(usage: dict | None, reasoning_chunks: int) -> tuple[int | None, str | None]:
+    """The server's count (``usage.completion_tokens_details.reasoning_tokens``), else one token per reasoning
+    event (llama.cpp and vLLM send one per decoded token; an event of several undercounts); (None, None) for a
+    reply with no reasoning the client could see."""
+    details = (usage or {}).get("completion_tokens_details") or {}
+    if details.get("reasoning_tokens") is not None:
+        return int(details["reasoning_tokens"]), "usage"
+    if reasoning_chunks:
+        return reasoning_chunks, "chunks"
+    return None, None
 
 
 def output_tokens(usage: dict | None, timings: dict | None, n_chunks: int) -> tuple[int, str]:
@@ -46,11 +58,18 @@ def build_record(record: RequestRecord, send_t: float, stream: StreamResult) -> 
     record.output_tokens, record.output_tokens_source = n_out, source
     record.tokens_per_chunk = n_out / len(times) if times else None
     record.tpot_ms = tpot_ms(record.ttft_ms, record.e2e_ms, n_out)
+    if stream.first_answer_time is not None:
+        record.ttfo_ms = (stream.first_answer_time - send_t) * MS
+    record.reasoning_tokens, record.reasoning_tokens_source = reasoning_tokens(usage, stream.reasoning_chunks)
+    if record.reasoning_tokens:
+        record.answer_tpot_ms = tpot_ms(record.ttfo_ms, record.e2e_ms, n_out - record.reasoning_tokens)
     record.finish_reason = stream.finish_reason
     if usage:
         record.prompt_tokens = usage.get("prompt_tokens")
         details = usage.get("prompt_tokens_details") or {}
         record.cached_tokens = details.get("cached_tokens")
+        if record.cached_tokens is not None:
+            record.cached_tokens_source = "usage"
     if timings:
         record.prefill_tokens = timings.get("prompt_n")
         record.prompt_ms = timings.get("prompt_ms")
@@ -58,7 +77,7 @@ def build_record(record: RequestRecord, send_t: float, stream: StreamResult) -> 
         record.draft_tokens = timings.get("draft_n")
         record.draft_accepted = timings.get("draft_n_accepted")
         if record.cached_tokens is None and timings.get("cache_n") is not None:
-            record.cached_tokens = timings["cache_n"]
+            record.cached_tokens, record.cached_tokens_source = timings["cache_n"], "timings"
         if record.prompt_tokens is None and record.prefill_tokens is not None:
             record.prompt_tokens = record.prefill_tokens + (record.cached_tokens or 0)
     if stream.error_class:

@@ -45,8 +45,14 @@ class RequestRecord:
     error_detail: str | None = None
     http_status: int | None = None
     ttft_ms: float | None = None
+    """Send → the first output token of any kind: a reasoning model's thinking counts (AIPerf's TTFT)."""
+    ttfo_ms: float | None = None
+    """Send → the first token of the answer (``content``), after any reasoning (AIPerf's TTFO)."""
     e2e_ms: float | None = None
     tpot_ms: float | None = None
+    """Over every output token, reasoning included."""
+    answer_tpot_ms: float | None = None
+    """Over the answer's tokens alone: (E2E − TTFO) / (answer tokens − 1); None without reasoning."""
     chunk_offsets_ms: list[float] = field(default_factory=list)
     """Arrival of every content chunk, ms after send; ITL gaps are their differences."""
     n_chunks: int = 0
@@ -65,11 +71,17 @@ class RequestRecord:
     """Prompt length measured before the run (``/tokenize`` of the chat-templated prompt, or an estimate)."""
     prompt_tokens: int | None = None
     cached_tokens: int | None = None
+    cached_tokens_source: str | None = None
+    """``usage`` (``prompt_tokens_details.cached_tokens``: OpenAI, vLLM) or ``timings`` (llama.cpp's ``cache_n``)."""
     prefill_tokens: int | None = None
     """``timings.prompt_n``: prompt tokens actually processed (not served from the prompt cache)."""
     output_tokens: int | None = None
     output_tokens_source: str | None = None
     """``usage``, ``timings`` or ``chunks`` (the count of content chunks: the weakest source)."""
+    reasoning_tokens: int | None = None
+    """Output tokens spent thinking; None when the reply had no reasoning (or the server hid it and said nothing)."""
+    reasoning_tokens_source: str | None = None
+    """``usage`` (``completion_tokens_details.reasoning_tokens``) or ``chunks`` (one token per reasoning event)."""
     finish_reason: str | None = None
     prompt_ms: float | None = None
     predicted_ms: float | None = None

@@ -36,7 +36,12 @@ class StreamResult:
     """What one stream delivered. Times are ``perf_counter()`` seconds, as taken on arrival."""
 
     content_times: list[float] = field(default_factory=list)
-    """Arrival time of every event that carried non-empty ``content`` or ``reasoning_content``."""
+    """Arrival time of every event that carried output text: the answer's ``content`` or a reasoning model's
+    thinking (``reasoning_content`` from llama.cpp, ``reasoning`` from vLLM)."""
+    first_answer_time: float | None = None
+    """Arrival of the first event with ``content`` (the answer), after any reasoning."""
+    reasoning_chunks: int = 0
+    """Events that carried reasoning and no answer ``content``."""
     end_time: float = 0.0
     done: bool = False
     """True when ``data: [DONE]`` arrived."""
@@ -158,10 +163,15 @@ def read_stream(recv: Callable[[], bytes], clock: Callable[[], float] = time.per
                     choice = choices[0]
                     delta = choice.get("delta") or {}
                     content = delta.get("content")
-                    if content or delta.get("reasoning_content"):
+                    if content:
                         result.content_times.append(now)
-                        if texts is not None and content:
+                        if result.first_answer_time is None:
+                            result.first_answer_time = now
+                        if texts is not None:
                             texts.append(content)
+                    elif delta.get("reasoning_content") or delta.get("reasoning"):
+                        result.content_times.append(now)
+                        result.reasoning_chunks += 1
                     if choice.get("finish_reason"):
                         result.finish_reason = choice["finish_reason"]
                 if "usage" in event and event["usage"]:

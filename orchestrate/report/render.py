@@ -84,7 +84,8 @@ def headline(summary: dict[str, Any]) -> list[str]:
     lines.append(outcome_line(summary))
     lines.append(f"prefill {fmt_num(thr['prefill_tok_s'])} tok/s, decode {fmt_num(thr['decode_tok_s'])} tok/s, "
                  f"{fmt_num(thr['requests_per_s'], 2)} req/s")
-    lines.append(f"TTFT median {fmt_ms(_p50(summary, 'ttft'))}, TPOT median {fmt_ms(_p50(summary, 'tpot'))}")
+    lines.append(f"TTFT median {fmt_ms(_p50(summary, 'ttft'))}, TPOT median {fmt_ms(_p50(summary, 'tpot'))}"
+                 + reasoning_text(summary.get("reasoning")))
     steady = steadystate.console_line(summary.get("steady_state"))
     found = summary.get("capacity")
     return ([f"capacity: {found['sentence']}"] if found else []) + lines + ([steady] if steady else [])
@@ -138,13 +139,28 @@ def console_lines(summary: dict[str, Any]) -> list[str]:
     return condition_lines(summary) + headline(summary) + latency_table(summary)
 
 
-LATENCY_ROWS = (("ttft", "TTFT"), ("tpot", "TPOT"), ("itl", "ITL (inter-chunk)"), ("e2e", "E2E"))
+def reasoning_text(reasoning: dict[str, Any] | None) -> str:
+    """", TTFO median 2.1 s after 180 reasoning tokens (median)": a reasoning model's answer apart."""
+    if not reasoning:
+        return ""
+    ttfo, per_request = reasoning.get("ttfo_ms") or {}, reasoning.get("tokens_per_request") or {}
+    return (f", TTFO (first answer token) median {fmt_ms(ttfo.get('p50'))} after {fmt_num(per_request.get('p50'), 0)} "
+            f"reasoning tokens (median; {fmt_num(100 * reasoning['share_of_output'], 0)} % of the output)")
+
+
+LATENCY_ROWS = (("ttft", "TTFT"), ("ttfo", "TTFO (answer)"), ("tpot", "TPOT"), ("answer_tpot", "TPOT (answer)"),
+                ("itl", "ITL (inter-chunk)"), ("e2e", "E2E"))
+"""The TTFO and answer rows are shown for a reasoning model's replies only (else they repeat TTFT and TPOT)."""
 LATENCY_COLUMNS = ("p50", "p90", "p99", "mean", "max")
 
 
 def latency_table(summary: dict[str, Any]) -> list[str]:
     """The latency percentiles as markdown table lines (also printed at the end of a run)."""
-    lat = summary.get("latency_ms") or {}
+    lat = dict(summary.get("latency_ms") or {})
+    reasoning = summary.get("reasoning")
+    lat["answer_tpot"] = reasoning.get("answer_tpot_ms") if reasoning else None
+    if not reasoning:
+        lat.pop("ttfo", None)
     if not any(lat.values()):
         return []
     rows = ["| latency | " + " | ".join(LATENCY_COLUMNS) + " |", "|---" * (len(LATENCY_COLUMNS) + 1) + "|"]
@@ -174,6 +190,10 @@ def markdown(summary: dict[str, Any], images: Sequence[str] = ()) -> str:
         out += ["| tokens | prompt | cached | output | per chunk |", "|---|---|---|---|---|",
                 f"| total | {t['prompt']:,} | {t['cached']:,} | {t['output']:,} | "
                 f"{fmt_num(summary.get('tokens_per_chunk'), 2)} |", ""]
+        reasoning = summary.get("reasoning")
+        if reasoning:
+            out += [f"reasoning: {reasoning['tokens']:,} of the output tokens ({100 * reasoning['share_of_output']:.0f} %) "
+                    f"in {reasoning['requests']:,} replies, counted by {', '.join(reasoning['tokens_source'])}", ""]
     out += turns.markdown(summary)  # multi-turn replay: the per-turn table
     errors = (summary.get("requests") or {}).get("errors_by_class") or {}
     if errors:

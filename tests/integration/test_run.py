@@ -29,7 +29,7 @@ def test_exact_counts_tokens_and_locust_agreement(tmp_path: Path) -> None:
 
     assert summary["status"] == "completed"
     assert len(prompts) == 15 and len(records) == 15
-    assert summary["requests"] == {"sent": 15, "completed": 15, "errors": 0, "cancelled": 0, "no_content": 0,
+    assert summary["requests"] == {"sent": 15, "completed": 15, "errors": 0, "cancelled": 0, "no_content": 0, "short_replies": 0,
                                    "errors_by_class": {}, "unsent": 0}
     assert sorted(r["prompt_index"] for r in records) == list(range(15))  # each prompt once
     # The tiny model cannot stop early: output is exactly the requested max_tokens.

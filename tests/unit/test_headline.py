@@ -75,7 +75,7 @@ def summary() -> dict:
 
 def test_request_counts(summary):
     assert summary["requests"] == {"sent": 5, "completed": 3, "errors": 1, "cancelled": 1, "no_content": 0,
-                                   "errors_by_class": {CONTEXT_ERROR: 1}}
+                                   "short_replies": 0, "errors_by_class": {CONTEXT_ERROR: 1}}
 
 
 def test_completed_prompts_are_the_indices_of_completed_requests_only(summary):
@@ -188,10 +188,12 @@ def test_speculative_all_zero_drafts_has_no_rate():
 
 def test_empty_frame_summary():
     assert summarize_records(pd.DataFrame()) == {
-        "requests": {"sent": 0, "completed": 0, "errors": 0, "cancelled": 0, "no_content": 0, "errors_by_class": {}},
+        "requests": {"sent": 0, "completed": 0, "errors": 0, "cancelled": 0, "no_content": 0, "short_replies": 0,
+                     "errors_by_class": {}},
         "duration_s": 0.0, "tokens": {"prompt": 0, "cached": 0, "output": 0},
         "throughput": {"prefill_tok_s": None, "decode_tok_s": None, "requests_per_s": None},
-        "latency_ms": {}, "server_timings": None, "speculative": None, "completed_prompts": []}
+        "latency_ms": {}, "reasoning": None, "token_sources": {}, "server_timings": None, "speculative": None,
+        "completed_prompts": []}
 
 
 def test_only_errors():
@@ -199,10 +201,10 @@ def test_only_errors():
                              error_class=CONTEXT_ERROR, http_status=400, e2e_ms=4.0)]
     summary = summarize_records(frame(records))
     assert summary["requests"] == {"sent": 1, "completed": 0, "errors": 1, "cancelled": 0, "no_content": 0,
-                                   "errors_by_class": {CONTEXT_ERROR: 1}}
+                                   "short_replies": 0, "errors_by_class": {CONTEXT_ERROR: 1}}
     assert summary["duration_s"] == pytest.approx(0.004)
     assert summary["tokens"] == {"prompt": 0, "cached": 0, "output": 0}
-    assert summary["latency_ms"] == {"ttft": None, "tpot": None, "itl": None, "e2e": None}
+    assert summary["latency_ms"] == {"ttft": None, "ttfo": None, "tpot": None, "itl": None, "e2e": None}
     assert summary["throughput"]["requests_per_s"] == 0.0
 
 
@@ -221,3 +223,25 @@ def columnar(tmp_path: Path, records: list[RequestRecord]) -> pd.DataFrame:
 def test_the_columnar_frame_summarizes_as_the_frame_of_lists(tmp_path: Path):
     records = study_records(drafts=[(4, 2), (6, 6), (0, 0)]) + [eos_only_record(5, T0 + 1.6, 223)]
     assert summarize_records(columnar(tmp_path, records)) == summarize_records(frame(records))
+
+
+def test_reasoning_replies_give_ttfo_the_answers_tpot_and_the_thinking_share() -> None:
+    """r0 thought for 1 of its 3 tokens (llama.cpp: counted from its events), r2 for 2 of 4 (the server's count);
+    r1 answered at once. TTFO = the first answer token; ``short_replies`` = fewer tokens than max_tokens."""
+    records = study_records()
+    records[0].ttfo_ms, records[0].reasoning_tokens, records[0].reasoning_tokens_source = 150.0, 1, "chunks"
+    records[0].answer_tpot_ms = (300.0 - 150.0) / 1
+    records[1].ttfo_ms = 200.0
+    records[2].ttfo_ms, records[2].reasoning_tokens, records[2].reasoning_tokens_source = 550.0, 2, "usage"
+    records[2].answer_tpot_ms = (1000.0 - 550.0) / 1
+    for r, asked in zip(records, (3, 8, 4, 5, 9)):
+        r.requested_max_tokens = asked
+    summary = summarize_records(frame(records))
+    reasoning = summary["reasoning"]
+    assert (reasoning["requests"], reasoning["tokens"], reasoning["tokens_source"]) == (2, 3, ["chunks", "usage"])
+    assert reasoning["share_of_output"] == pytest.approx(3 / 11)
+    assert reasoning["ttfo_ms"]["p50"] == 200.0 and reasoning["answer_tpot_ms"]["max"] == 450.0
+    assert summary["latency_ms"]["ttfo"]["max"] == 550.0 and summary["latency_ms"]["ttft"]["max"] == 400.0
+    assert summary["requests"]["short_replies"] == 1  # r1: 4 of 8; the error and the cancelled one do not count
+    assert summary["token_sources"] == {"output": ["usage"], "cached": [], "reasoning": ["chunks", "usage"]}
+    assert summarize_records(frame(study_records()))["reasoning"] is None

@@ -186,6 +186,9 @@ def test_table_rows_read_as_text(four_requests: tuple[LiveStats, Clock]) -> None
     assert rows["TTFT p50 / p90 / p99 (ms)"]["run"] == "30.0 / 50.0 / 50.0"
     assert rows["TPOT p50 / p90 / p99 (ms)"]["run"] == "2.00 / 5.00 / 5.00"
     assert rows["Output tokens per request (mean / p50)"]["run"] == "15.0 / 10"
+    assert rows["TTFO p50 / p90 / p99 (ms)"]["run"] == "—" and "first token of the answer" in rows[
+        "TTFO p50 / p90 / p99 (ms)"]["how"]
+    assert rows["Reasoning share of output"]["run"] == "0.0%"
     assert rows["Draft acceptance"]["run"] == "—" and "no draft model" in rows["Draft acceptance"]["how"]
     assert rows["Requests in flight"]["run"] == "3"
     assert (rows["Errors"]["now"], rows["Errors"]["run"]) == ("1", "1")
@@ -193,6 +196,18 @@ def test_table_rows_read_as_text(four_requests: tuple[LiveStats, Clock]) -> None
     assert rows["Cancelled"]["run"] == "1"
     assert rows["Live charts"]["run"] == "http://127.0.0.1:8089/tokenswarm/charts"
     assert all(set(r) == {"figure", "now", "run", "how"} for r in rows.values())
+
+
+def test_a_reasoning_reply_shows_its_ttfo_and_thinking_share() -> None:
+    clock = Clock()
+    stats = LiveStats(clock=clock, window_s=10.0, in_flight=lambda: 0)
+    thinking = ok(100.0, prompt=10, output=20, ttft=40.0, gap=2.0)
+    thinking.ttfo_ms, thinking.reasoning_tokens = 70.0, 15
+    add_at(stats, clock, 101.0, thinking)
+    rows = {r["figure"]: r for r in table_rows(stats.snapshot(), "")}
+    assert rows["TTFO p50 / p90 / p99 (ms)"]["run"] == "70.0 / 70.0 / 70.0"
+    assert rows["TTFT p50 / p90 / p99 (ms)"]["run"] == "40.0 / 40.0 / 40.0"
+    assert rows["Reasoning share of output"]["run"] == "75.0%"
 
 
 def test_figures_csv_rows(four_requests: tuple[LiveStats, Clock]) -> None:

@@ -2,7 +2,7 @@
 
 import pytest
 
-from locustfiles.metrics import build_record, itl_gaps_ms, output_tokens, tpot_ms, ttft_ms
+from locustfiles.metrics import build_record, itl_gaps_ms, output_tokens, reasoning_tokens, tpot_ms, ttft_ms
 from locustfiles.records import RequestRecord
 from locustfiles.sse import StreamResult
 
@@ -64,3 +64,39 @@ def test_build_record_of_a_cut_stream_is_an_error():
                                                  error_class="stream_cut", error_detail="x"))
     assert r.status == "error" and r.error_class == "stream_cut"
     assert r.ttft_ms == pytest.approx(500.0) and r.output_tokens == 1
+
+
+def test_reasoning_tokens_prefer_the_servers_count_then_one_per_event():
+    assert reasoning_tokens({"completion_tokens_details": {"reasoning_tokens": 9}}, 4) == (9, "usage")
+    assert reasoning_tokens({"completion_tokens_details": {"reasoning_tokens": 0}}, 0) == (0, "usage")
+    assert reasoning_tokens({"completion_tokens": 5}, 4) == (4, "chunks")
+    assert reasoning_tokens(None, 0) == (None, None)
+
+
+def test_a_reasoning_reply_has_ttft_at_its_thinking_ttfo_at_its_answer_and_the_answers_own_tpot():
+    stream = StreamResult(content_times=[10.1, 10.2, 10.3, 10.5, 10.6], end_time=10.7, done=True,
+                          first_answer_time=10.5, reasoning_chunks=3,
+                          usage={"prompt_tokens": 20, "completion_tokens": 5})
+    r = build_record(record(), 10.0, stream)
+    assert r.ttft_ms == pytest.approx(100.0) and r.ttfo_ms == pytest.approx(500.0)
+    assert (r.reasoning_tokens, r.reasoning_tokens_source) == (3, "chunks")
+    assert r.tpot_ms == pytest.approx((700.0 - 100.0) / 4)
+    assert r.answer_tpot_ms == pytest.approx((700.0 - 500.0) / 1)
+
+
+def test_hidden_reasoning_counted_by_usage_and_cached_tokens_named_by_their_source():
+    """OpenAI streams no reasoning: TTFT is the answer's first token, the count comes from usage; cached tokens
+    come from usage's details before llama.cpp's timings, and say which."""
+    stream = StreamResult(content_times=[10.4, 10.5, 10.6], end_time=10.6, done=True, first_answer_time=10.4,
+                          usage={"prompt_tokens": 20, "completion_tokens": 9,
+                                 "prompt_tokens_details": {"cached_tokens": 4},
+                                 "completion_tokens_details": {"reasoning_tokens": 6}})
+    r = build_record(record(), 10.0, stream)
+    assert r.ttft_ms == r.ttfo_ms == pytest.approx(400.0)
+    assert (r.reasoning_tokens, r.reasoning_tokens_source) == (6, "usage")
+    assert r.answer_tpot_ms == pytest.approx(200.0 / 2)
+    assert (r.cached_tokens, r.cached_tokens_source) == (4, "usage")
+    timings_only = build_record(record(), 1.0, StreamResult(content_times=[1.1], end_time=1.2, done=True,
+                                                             timings={"cache_n": 7, "prompt_n": 3}))
+    assert (timings_only.cached_tokens, timings_only.cached_tokens_source) == (7, "timings")
+    assert timings_only.ttfo_ms is None and timings_only.reasoning_tokens is None and timings_only.answer_tpot_ms is None

@@ -88,10 +88,14 @@ def test_timings_on_the_finish_chunk_without_usage():
     assert len(result.content_times) == 1
 
 
-def test_reasoning_content_counts_as_content_and_empty_content_does_not():
-    reasoning = b'data: {"choices":[{"delta":{"reasoning_content":"hm"}}]}\n'
-    result = run([ROLE, chunk(""), reasoning, chunk("x"), b"data: [DONE]\n"])
-    assert result.content_times == [3.0, 4.0]
+@pytest.mark.parametrize("key", ["reasoning_content", "reasoning"])
+def test_reasoning_of_llama_cpp_and_vllm_is_output_but_not_the_answer(key: str):
+    """Both servers' reasoning keys are output (TTFT), the first ``content`` is the answer (TTFO); an empty
+    content is neither."""
+    reasoning = b'data: {"choices":[{"delta":{"%s":"hm"}}]}\n' % key.encode()
+    result = run([ROLE, chunk(""), reasoning, reasoning, chunk("x"), chunk("y"), b"data: [DONE]\n"])
+    assert result.content_times == [3.0, 4.0, 5.0, 6.0]
+    assert result.reasoning_chunks == 2 and result.first_answer_time == 5.0
 
 
 def test_stream_ending_without_done_is_cut():

@@ -25,9 +25,11 @@ def _stat(df: pd.DataFrame, column: str) -> dict[str, float] | None:
     return weighted_stats(df[column].dropna().to_numpy()) if column in df else None
 
 
-_COMPLETED_FIELDS = frozenset({"prompt_index", "ttft_ms", "tpot_ms", "e2e_ms", COLUMN, "n_chunks", "tokens_per_chunk",
-                               "prompt_tokens", "cached_tokens", "prefill_tokens", "output_tokens",
-                               "output_tokens_source", "prompt_ms", "predicted_ms", "draft_tokens", "draft_accepted"})
+_COMPLETED_FIELDS = frozenset({"prompt_index", "ttft_ms", "ttfo_ms", "tpot_ms", "answer_tpot_ms", "e2e_ms", COLUMN,
+                               "n_chunks", "tokens_per_chunk", "prompt_tokens", "cached_tokens", "cached_tokens_source",
+                               "prefill_tokens", "output_tokens", "output_tokens_source", "requested_max_tokens",
+                               "reasoning_tokens", "reasoning_tokens_source", "prompt_ms", "predicted_ms",
+                               "draft_tokens", "draft_accepted"})
 """What the headline block reads of the completed records (a copy of only these: a long run's frame is large)."""
 
 
@@ -35,10 +37,11 @@ def summarize_records(df: pd.DataFrame) -> dict[str, Any]:
     """The headline block of ``summary.json`` from the per-request records."""
     if df.empty:
         return {"requests": {"sent": 0, "completed": 0, "errors": 0, "cancelled": 0, "no_content": 0,
-                             "errors_by_class": {}},
+                             "short_replies": 0, "errors_by_class": {}},
                 "duration_s": 0.0, "tokens": {"prompt": 0, "cached": 0, "output": 0},
                 "throughput": {"prefill_tok_s": None, "decode_tok_s": None, "requests_per_s": None},
-                "latency_ms": {}, "server_timings": None, "speculative": None, "completed_prompts": []}
+                "latency_ms": {}, "reasoning": None, "token_sources": {}, "server_timings": None, "speculative": None,
+                "completed_prompts": []}
     ok = df.loc[df["status"] == OK, [c for c in df if c in _COMPLETED_FIELDS]]
     errors = df.loc[df["status"] == ERROR, ["error_class"]]
     duration = float(request_ends(df).max() - df["send_ts"].min())
@@ -50,22 +53,53 @@ def summarize_records(df: pd.DataFrame) -> dict[str, Any]:
         "requests": {"sent": int(len(df)), "completed": int(len(ok)), "errors": int(len(errors)),
                      "cancelled": int((df["status"] == CANCELLED).sum()),
                      "no_content": int(numeric_column(ok, "ttft_ms").isna().sum()),
+                     "short_replies": short_replies(ok),
                      "errors_by_class": {str(k): int(v) for k, v in
                                          errors["error_class"].value_counts().sort_index().items()}},
         "duration_s": duration,
         "tokens": tokens,
         "throughput": {"prefill_tok_s": per_s(tokens["prompt"]), "decode_tok_s": per_s(tokens["output"]),
                        "requests_per_s": per_s(len(ok))},
-        "latency_ms": {"ttft": _stat(ok, "ttft_ms"), "tpot": _stat(ok, "tpot_ms"), "itl": itl_stats(ok),
-                       "e2e": _stat(ok, "e2e_ms")},
+        "latency_ms": {"ttft": _stat(ok, "ttft_ms"), "ttfo": _stat(ok, "ttfo_ms"), "tpot": _stat(ok, "tpot_ms"),
+                       "itl": itl_stats(ok), "e2e": _stat(ok, "e2e_ms")},
+        "reasoning": reasoning(ok),
         "tokens_per_chunk": tokens["output"] / chunks if chunks else None,
-        "output_tokens_source": sorted(ok["output_tokens_source"].dropna().unique().tolist())
-        if "output_tokens_source" in ok else [],
+        "output_tokens_source": _sources(ok, "output_tokens_source"),
+        "token_sources": {kind: _sources(ok, f"{kind}_tokens_source") for kind in ("output", "cached", "reasoning")},
         "server_timings": server_timings(ok),
         "speculative": speculative(ok),
         "completed_prompts": sorted({int(i) for i in numeric_column(ok, "prompt_index").dropna()}),
     }
     return summary
+
+
+def _sources(ok: pd.DataFrame, column: str) -> list[str]:
+    """Where a token count came from, over the completed requests (``usage``, ``timings``, ``chunks``)."""
+    return sorted(ok[column].dropna().unique().tolist()) if column in ok else []
+
+
+def short_replies(ok: pd.DataFrame) -> int:
+    """Completed replies with fewer output tokens than their ``max_tokens``: the model ended them (EOS), or
+    a server that ignores ``ignore_eos`` did."""
+    if "requested_max_tokens" not in ok or "output_tokens" not in ok:
+        return 0
+    return int((numeric_column(ok, "output_tokens") < numeric_column(ok, "requested_max_tokens")).sum())
+
+
+def reasoning(ok: pd.DataFrame) -> dict[str, Any] | None:
+    """A reasoning model's thinking apart from its answer; None when no completed reply reasoned.
+
+    TTFT counts the first token of either; TTFO (time to first output token of the answer) and the
+    answer's own TPOT leave the thinking out.
+    """
+    thought = numeric_column(ok, "reasoning_tokens") if "reasoning_tokens" in ok else pd.Series(dtype=float)
+    if not (thought > 0).any():
+        return None
+    return {"requests": int((thought > 0).sum()), "tokens": int(thought.fillna(0).sum()),
+            "tokens_per_request": weighted_stats(thought.dropna().to_numpy()),
+            "share_of_output": float(thought.fillna(0).sum() / numeric_column(ok, "output_tokens").sum()),
+            "tokens_source": _sources(ok, "reasoning_tokens_source"),
+            "ttfo_ms": _stat(ok, "ttfo_ms"), "answer_tpot_ms": _stat(ok, "answer_tpot_ms")}
 
 
 def server_timings(ok: pd.DataFrame) -> dict[str, float | None] | None:
