@@ -37,6 +37,8 @@ def add_arguments(parser: Any) -> None:
                        help="environment variable holding the API key (sent as Bearer)")
     group.add_argument("--no-cache-prompt", action="store_true", default=False,
                        help="send cache_prompt: false so llama.cpp reprocesses every prompt")
+    group.add_argument("--ignore-eos", action="store_true", default=False,
+                       help="send ignore_eos: true so every reply runs to its max_tokens (vLLM's --ignore-eos)")
     group.add_argument("--read-timeout", type=float, default=600.0,
                        help="seconds a read may wait (long prefills need more than Locust's 60 s)")
     group.add_argument("--server-lost-after", type=float, default=DEFAULT_LOST_AFTER_S, metavar="SECONDS",

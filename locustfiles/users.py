@@ -109,6 +109,8 @@ class ChatStreamUser(FastHttpUser):
             body["model"] = opts.model
         if opts is not None and opts.no_cache_prompt:
             body["cache_prompt"] = False
+        if opts is not None and opts.ignore_eos:  # llama.cpp, vLLM and SGLang read it; others ignore it
+            body["ignore_eos"] = True
         return body
 
     collect_text = False

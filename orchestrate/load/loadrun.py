@@ -139,6 +139,8 @@ def locust_command(plan: LoadPlan, paths: VariantPaths) -> list[str]:
         cmd += ["--run-time", f"{int(plan.max_seconds)}s"]
     if not plan.cache_prompt:
         cmd.append("--no-cache-prompt")
+    if plan.load is not None and plan.load.ignores_eos:
+        cmd.append("--ignore-eos")
     if plan.request_id_prefix:
         cmd += ["--request-id-prefix", plan.request_id_prefix]
     cmd += loadmodes.locust_args(plan.load)  # --rate ... or --stages ...

@@ -24,7 +24,8 @@ from orchestrate.scenario.datasets import TRUNCATED_HINT
 from orchestrate.errors import DatasetError, ServerError
 from orchestrate.server.preflight import ServerFacts, one_message_counter, prompt_token_counter, text_counter
 from orchestrate.results import VariantPaths
-from orchestrate.scenario.spec import LoadSpec
+from orchestrate.load.fixedprompts import Counters, fixed_length_prompts
+from orchestrate.scenario.spec import RANDOM_DATASET, LoadSpec
 from orchestrate.tools.sharegpt_synth import parse_synthetic
 
 def resolve_dataset(name: str, cache_dir: Path | None = None) -> Path:
@@ -58,6 +59,8 @@ class PreparedPrompts:
     warmup: tuple[Prompt, ...] = ()
     """``load.warmup_prompts`` more, sampled after the measured ones (so those are the same as without a
     warm-up) and numbered from 0; not in ``prompts.jsonl``."""
+    inexact: int = 0
+    """``dataset: random``: prompts whose length as the server counts it differs from the one drawn."""
 
 
 def prepare_prompts(load: LoadSpec, facts: ServerFacts, url: str, out: Path,
@@ -84,7 +87,7 @@ def check_datasets(loads: Iterable[LoadSpec]) -> list[str]:
     """Before any server starts, each distinct dataset of a run read in full, once: a bad one is one line, exit 2.
 
     The index stays cached in this process, so sampling each variant later reads nothing again.
-    Generated (``synthetic``) files are valid by construction and are not made here. Returns a line
+    Generated (``synthetic``) files are valid by construction and are not made here, nor is ``random``'s text. Returns a line
     for each truncated file that ``allow_truncated`` lets the run use.
     """
     lines = []
@@ -98,7 +101,7 @@ def check_datasets(loads: Iterable[LoadSpec]) -> list[str]:
 
 def check_dataset(name: str, allow_truncated: bool = False) -> ShareGPTFile | None:
     """One dataset validated in full (None for a generated one); ``DatasetError`` says what is wrong."""
-    if parse_synthetic(name) is not None:
+    if name == RANDOM_DATASET or parse_synthetic(name) is not None:
         return None
     path = resolve_dataset(name)
     if not path.is_file():
@@ -116,6 +119,8 @@ def check_dataset(name: str, allow_truncated: bool = False) -> ShareGPTFile | No
 
 
 def _prepare(load: LoadSpec, facts: ServerFacts, url: str, out: Path, session: requests.Session) -> PreparedPrompts:
+    if load.dataset == RANDOM_DATASET:
+        return _prepare_fixed(load, facts, url, out, session)
     dataset = resolve_dataset(load.dataset)
     config = SamplingConfig(num_prompts=load.num_prompts, seed=load.seed, max_tokens_cap=load.max_tokens,
                             per_slot_context=facts.per_slot_ctx,
@@ -134,6 +139,19 @@ def _prepare(load: LoadSpec, facts: ServerFacts, url: str, out: Path, session: r
             f.write(prompt.to_json() + "\n")
     return PreparedPrompts(sample=sample, dataset=dataset, token_counter=name, conversations=len(data),
                            truncated=data.truncation is not None)
+
+
+def _prepare_fixed(load: LoadSpec, facts: ServerFacts, url: str, out: Path, session: requests.Session
+                   ) -> PreparedPrompts:
+    """``dataset: random``: prompts cut to exact lengths with the server's own counts (``fixedprompts``)."""
+    name, count_chats = prompt_token_counter(url, session, facts)
+    counters = None
+    if count_chats is not None:
+        count_text, count_prompt = text_counter(url, session), one_message_counter(count_chats)
+        counters = Counters(text=lambda text: count_text([text])[0], prompt=lambda text: count_prompt([text])[0])
+    fixed = fixed_length_prompts(load, counters, name, facts.per_slot_ctx)
+    out.write_text("".join(prompt.to_json() + "\n" for prompt in fixed.sample.prompts), encoding="utf-8")
+    return PreparedPrompts(sample=fixed.sample, dataset=Path(fixed.text), token_counter=name, inexact=fixed.inexact)
 
 
 def _prepare_conversations(load: LoadSpec, facts: ServerFacts, url: str, out: Path, session: requests.Session,

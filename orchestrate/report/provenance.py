@@ -78,6 +78,12 @@ def _prompts(summary: dict[str, Any], settings: dict[str, Any]) -> str:
     dataset = settings.get("load.dataset")
     where = sampling.get("dataset")
     count = summary.get("planned_prompts") if settings.get("search.over") else settings.get("load.num_prompts")
+    eos = ", ignore_eos (every reply runs to max_tokens)" if settings.get("load.ignore_eos") else ""
+    if dataset == "random":
+        prefix = settings.get("load.prefix_tokens")
+        return (f"prompts: {count} random, {settings.get('load.input_tokens')} tokens each as the server counts them"
+                + (f" (the first {prefix} shared)" if prefix else "") + f", max_tokens {settings.get('load.output_tokens')}"
+                + f"{eos}; text from {Path(where).name if where else 'unknown'}, seed {settings.get('load.seed')}")
     text = f"prompts: {count} from {dataset}"
     if where and Path(where).name != dataset:
         text += f" ({Path(where).name})"
@@ -87,7 +93,7 @@ def _prompts(summary: dict[str, Any], settings: dict[str, Any]) -> str:
     text += f", seed {settings.get('load.seed')}"
     filters = [label.format(settings[key]) for key, label in SAMPLING_LABELS if settings.get(key) is not None]
     text += (", " + ", ".join(filters)) if filters else ""
-    return text + f", max_tokens {settings.get('load.max_tokens')}"
+    return text + f", max_tokens {settings.get('load.max_tokens')}{eos}"
 
 
 def _host(summary: dict[str, Any]) -> str | None:

@@ -120,6 +120,28 @@ def rebuild_summary(paths: VariantPaths, scenario: str) -> dict[str, Any]:
     return build_summary(paths, scenario, variant, keep, limits)
 
 
+def output_control_notes(summary: dict[str, Any]) -> list[str]:
+    """Replies shorter than asked under ``ignore_eos`` (all of them: the server ignores the field), prompts not
+    cut to their exact length, reasoning counted from the stream."""
+    out = []
+    requests, settings = summary.get("requests") or {}, summary.get("settings") or {}
+    short, completed = requests.get("short_replies", 0), requests.get("completed", 0)
+    if settings.get("load.ignore_eos") and short and short == completed:
+        out.append(f"the server ignored ignore_eos: every one of the {completed:,} completed replies ended before its "
+                   "max_tokens, so the output lengths are the model's own, not the ones asked for")
+    elif settings.get("load.ignore_eos") and short:
+        out.append(f"{short:,} of {completed:,} completed replies ended before their max_tokens despite ignore_eos "
+                   "(a stop string, or the slot's context full)")
+    inexact = (summary.get("sampling") or {}).get("inexact")
+    if inexact:
+        out.append(f"{inexact:,} random prompts could not be cut to their exact length; each is sent and counted "
+                   "at its measured length (prompts.jsonl)")
+    if "chunks" in ((summary.get("reasoning") or {}).get("tokens_source") or []):
+        out.append("reasoning tokens are counted one per reasoning event of the stream: the server did not report "
+                   "usage.completion_tokens_details.reasoning_tokens (an event of several tokens would be undercounted)")
+    return out
+
+
 def notes(summary: dict[str, Any]) -> list[str]:
     """Plain-language caveats a reader must see next to the numbers."""
     out = []
@@ -167,6 +189,7 @@ def notes(summary: dict[str, Any]) -> list[str]:
         out.append(f"{no_content} of {summary['requests']['completed']} completed replies carried no content "
                    "(the model ended at once: EOS as its first token); they count in the token totals and "
                    "throughput, and have no TTFT or TPOT")
+    out += output_control_notes(summary)
     if "chunks" in (summary.get("output_tokens_source") or []):
         out.append("some output token counts are chunk counts (the server sent no usage or timings)")
     if summary.get("crosscheck_agrees") is False:

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from locustfiles.dataset import PACKAGED
+from orchestrate.scenario.spec import RANDOM_DATASET
 from orchestrate.tools.sharegpt_synth import parse_synthetic
 from orchestrate.scenario.yamlsource import Checker
 
@@ -28,8 +29,8 @@ def parse_dataset(check: Checker, raw: dict[str, Any], at: Callable[..., tuple[A
         valid = False
     if not valid:
         names = ", ".join(f"'{name}'" for name in PACKAGED)
-        raise check.fail(at("dataset"), f"must be a file path, {names}, 'synthetic[:N]' or "
-                                        f"'synthetic-multiturn[:N]' (N >= 1), got {dataset!r}")
+        raise check.fail(at("dataset"), f"must be a file path, {names}, 'synthetic[:N]', "
+                                        f"'synthetic-multiturn[:N]' (N >= 1) or '{RANDOM_DATASET}', got {dataset!r}")
     allow = raw.get("allow_truncated", False)
     if not isinstance(allow, bool):
         raise check.fail(at("allow_truncated"), f"must be true or false, got {allow!r}")

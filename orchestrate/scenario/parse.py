@@ -21,6 +21,7 @@ from orchestrate.scenario.datasets import DATASET_KEYS, parse_dataset
 from orchestrate.errors import ScenarioError
 from orchestrate.scenario.hostlimits import parse_host_limits
 from orchestrate.scenario.keypaths import Origin, merge_sections, put_path
+from orchestrate.scenario.lengths import LENGTH_KEYS, parse_lengths
 from orchestrate.scenario.loadmodes import MODE_KEYS, hide_stages, with_load_modes
 from orchestrate.scenario.matrix import Combination, apply_combination, expand_matrix
 from orchestrate.scenario.replay import REPLAY_KEYS, hide_think_time, parse_replay
@@ -34,7 +35,7 @@ from orchestrate.scenario.yamlsource import Checker, read_yaml
 
 LOAD_KEYS = {*DATASET_KEYS, "users", "spawn_rate", "num_prompts", "max_seconds", "max_tokens", "seed",
              "sampling", "cache_prompt", "read_timeout_s", "server_lost_after_s", *SWEEP_SETTINGS, *MODE_KEYS,
-             *REPLAY_KEYS}
+             *REPLAY_KEYS, *LENGTH_KEYS}
 
 TOP_KEYS = {"name", "description", "server", "load", "variants", "matrix", "on_load_failure", "slo", "search",
             "repeats", "host_limits"}
@@ -100,7 +101,7 @@ def _load(check: Checker, raw: dict[str, Any], at: Origin) -> LoadSpec:
                     server_lost_after_s=n(raw.get("server_lost_after_s", DEFAULT_LOST_AFTER_S),
                                           at("server_lost_after_s"), float, 0.5),
                     warmup_prompts=n(raw.get("warmup_prompts", 0), at("warmup_prompts"), int, 0),
-                    **parse_replay(check, raw, at)))
+                    **parse_replay(check, raw, at), **parse_lengths(check, raw, at)))
 
 
 def _target(check: Checker, key: Any, at: tuple[Any, ...]) -> tuple[str, ...]:

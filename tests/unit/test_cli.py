@@ -234,6 +234,25 @@ def test_validate_reads_the_datasets(tmp_path: Path, capsys):
     assert f"load.dataset: {tmp_path / 'nope.json'} does not exist" in one_error_line(capsys)
 
 
+def test_validate_takes_the_load_flags_run_takes(tmp_path: Path, capsys):
+    """A scenario naming a dataset this host lacks is checked against another (``--dataset``), with run's
+    overrides and their rules: ``--input-tokens`` needs ``--dataset random``."""
+    scenario = three_variants(tmp_path, tmp_path / "not-here.json")
+    assert main(["validate", str(scenario)]) == 2
+    capsys.readouterr()
+    assert main(["validate", str(scenario), "--dataset", "synthetic:50", "--users", "4"]) == 0
+    assert capsys.readouterr().out == f"{scenario}: ok, 3 variant(s): a, b, c\n"
+    assert main(["validate", str(scenario), "--dataset", "random", "--input-tokens", "100:200",
+                 "--output-tokens", "16", "--prefix-tokens", "20", "--ignore-eos"]) == 0
+    capsys.readouterr()
+    assert main(["validate", str(scenario), "--input-tokens", "200"]) == 2
+    assert one_error_line(capsys) == ("tokenswarm: error: variant a: --input-tokens only applies with --dataset "
+                                      "random")
+    assert main(["validate", str(DEMO), "--dataset", "random", "--input-tokens", "64", "--prefix-tokens", "64"]) == 2
+    assert one_error_line(capsys) == ("tokenswarm: error: variant base: --prefix-tokens must be below the shortest "
+                                      "input (64 tokens), got 64")
+
+
 def test_sharegpt_v3_without_its_package_is_one_line(tmp_path: Path, capsys, monkeypatch):
     from locustfiles import dataset
     monkeypatch.setitem(dataset.PACKAGED, "sharegpt-v3",

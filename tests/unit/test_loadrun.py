@@ -48,6 +48,9 @@ def test_optional_flags_follow_the_plan(tmp_path: Path) -> None:
     cmd = locust_command(replace(PLAN, max_seconds=None, cache_prompt=False, model="gemma"), paths)
     assert "--run-time" not in cmd, "no time cap: Locust runs until every prompt is sent"
     assert "--no-cache-prompt" in cmd and value(cmd, "--model") == "gemma"
+    assert "--ignore-eos" not in cmd
+    ignoring = LoadPlan.for_load(LoadSpec(dataset="random", num_prompts=4), "http://h:1", 4, None)
+    assert "--ignore-eos" in locust_command(ignoring, paths), "dataset random sends ignore_eos by default"
     assert value(locust_command(replace(PLAN, max_seconds=90.7), paths), "--run-time") == "90s"
 
 

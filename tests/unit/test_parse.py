@@ -175,7 +175,8 @@ def test_demo_scenario_is_valid():
           users: 2
           bogus: 3
      """, "study.yaml:4 load.bogus: unknown key; allowed: allow_truncated, arrival, burstiness, cache_prompt, dataset, history, "
-          "late_ms, max_seconds, max_tokens, max_turns, mode, num_prompts, rate, read_timeout_s, sampling, seed, server_lost_after_s, "
+          "ignore_eos, input_tokens, late_ms, max_seconds, max_tokens, max_turns, mode, num_prompts, output_tokens, "
+          "prefix_tokens, rate, read_timeout_s, sampling, seed, server_lost_after_s, "
           "settle_s, spawn_rate, stages, think_time_s, users, warmup_prompts",
      id="unknown_load_key"),
     pytest.param("""\
@@ -270,8 +271,8 @@ def test_demo_scenario_is_valid():
     pytest.param("""\
         load:
           dataset: synthetic:lots
-     """, "study.yaml:2 load.dataset: must be a file path, 'sharegpt-v3', 'synthetic[:N]' or 'synthetic-multiturn[:N]' "
-          "(N >= 1), got 'synthetic:lots'", id="synthetic_count_not_a_number"),
+     """, "study.yaml:2 load.dataset: must be a file path, 'sharegpt-v3', 'synthetic[:N]', 'synthetic-multiturn[:N]' "
+          "(N >= 1) or 'random', got 'synthetic:lots'", id="synthetic_count_not_a_number"),
     pytest.param("""\
         load:
           allow_truncated: "yes"
@@ -279,8 +280,8 @@ def test_demo_scenario_is_valid():
     pytest.param("""\
         load:
           dataset: synthetic-multiturn:0
-     """, "study.yaml:2 load.dataset: must be a file path, 'sharegpt-v3', 'synthetic[:N]' or 'synthetic-multiturn[:N]' "
-          "(N >= 1), got 'synthetic-multiturn:0'", id="synthetic_multiturn_count_zero"),
+     """, "study.yaml:2 load.dataset: must be a file path, 'sharegpt-v3', 'synthetic[:N]', 'synthetic-multiturn[:N]' "
+          "(N >= 1) or 'random', got 'synthetic-multiturn:0'", id="synthetic_multiturn_count_zero"),
     pytest.param("""\
         server:
           model:
@@ -437,7 +438,7 @@ def expected_settings(fa: str, draft: str | None) -> dict[str, object]:
     return {"server.launcher": "process", "server.model": "/models/gemma-4-E4B.gguf", "server.draft_model": draft,
             "server.binary": "llama-server", "server.flags.parallel": 32, "server.flags.flash-attn": fa,
             "load.dataset": "synthetic", "load.users": 8, "load.spawn_rate": 8.0, "load.num_prompts": 1000,
-            "load.max_seconds": None, "load.max_tokens": 256, "load.seed": 0, "load.cache_prompt": True,
+            "load.max_seconds": None, "load.max_tokens": 256, "load.seed": 0, "load.cache_prompt": True, "load.ignore_eos": False,
             **SAMPLING_DEFAULTS}
 
 
@@ -786,7 +787,7 @@ def test_settings_of_a_docker_variant_leave_out_what_does_not_define_the_experim
         "server.image": "llama:full-cuda", "server.docker.gpus": [0, 1],
         "server.flags.flash-attn": "off", "server.flags.cont-batching": True,
         "load.dataset": "synthetic", "load.users": 32, "load.spawn_rate": 32.0, "load.num_prompts": 1000,
-        "load.max_seconds": 900.0, "load.max_tokens": 256, "load.seed": 0, "load.cache_prompt": True,
+        "load.max_seconds": 900.0, "load.max_tokens": 256, "load.seed": 0, "load.cache_prompt": True, "load.ignore_eos": False,
         **SAMPLING_DEFAULTS, "load.sampling.max_prompt_tokens": 512}
 
 

@@ -109,6 +109,16 @@ def test_a_dataset_path_is_a_file_or_a_one_line_error(tmp_path: Path, monkeypatc
         dataset_path(str(tmp_path))  # a folder is not a dataset
 
 
+def test_random_prompts_need_tokenswarm_run_and_say_so(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Exact lengths need the server's tokenizer before the load: plain Locust is pointed at what ``run`` writes."""
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(DatasetError) as info:
+        dataset_path("random")
+    assert one_line(info).startswith("--dataset random: prompts of exact token lengths are cut with the server's")
+    (tmp_path / "random").write_text("[]")
+    assert dataset_path("random") == Path("random"), "a file of that name is still a file"
+
+
 def test_a_generated_dataset_is_made_through_the_project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("TOKENSWARM_CACHE", str(tmp_path / "cache"))
     path = dataset_path("synthetic:7")

@@ -74,6 +74,16 @@ def test_the_prompts_line_names_the_file_and_every_filter() -> None:
     assert same.startswith("prompts: 300 from d.json, seed"), "the file is not named twice"
 
 
+def test_random_prompts_state_their_lengths_text_and_ignore_eos() -> None:
+    prompts = lines_of({"load.dataset": "random", "load.input_tokens": "200", "load.output_tokens": "32",
+                        "load.prefix_tokens": 50, "load.ignore_eos": True},
+                       sampling={"dataset": "sharegpt-v3"})[3]
+    assert prompts == ("prompts: 300 random, 200 tokens each as the server counts them (the first 50 shared), "
+                       "max_tokens 32, ignore_eos (every reply runs to max_tokens); text from sharegpt-v3, seed 3")
+    sharegpt = lines_of({"load.ignore_eos": True})[3]
+    assert sharegpt.endswith("max_tokens 64, ignore_eos (every reply runs to max_tokens)")
+
+
 def test_a_server_tokenswarm_did_not_start_is_described_as_it_reported_itself() -> None:
     summary = reference_summary()
     summary["settings"] = {"server.launcher": "external", "server.url": "http://10.0.0.5:8080",

@@ -88,6 +88,23 @@ def test_every_inexact_token_counter_is_named(counter: str) -> None:
     assert note.endswith("sampling limits are approximate") == (counter != "server_tokenize_local_template")
 
 
+def test_output_control_notes() -> None:
+    """ignore_eos asked and every reply short: the server ignored it; some short: named apart; off: the model's
+    own lengths, no note. Inexact random prompts and reasoning counted from the stream are said."""
+    def with_(short: int, ignore_eos: bool, **more: Any) -> list[str]:
+        return notes({**base(), "requests": {"sent": 10, "completed": 10, "unsent": 0, "short_replies": short},
+                      "settings": {"load.ignore_eos": ignore_eos}, **more})
+    ignored, = with_(10, True)
+    assert ignored.startswith("the server ignored ignore_eos: every one of the 10 completed replies ended before")
+    some, = with_(2, True)
+    assert some.startswith("2 of 10 completed replies ended before their max_tokens despite ignore_eos")
+    assert with_(10, False) == [] and with_(0, True) == []
+    inexact, chunks = with_(0, False, sampling={"token_counter": "server_tokenize", "inexact": 3},
+                            reasoning={"tokens_source": ["chunks"]})
+    assert inexact.startswith("3 random prompts could not be cut to their exact length")
+    assert chunks.startswith("reasoning tokens are counted one per reasoning event")
+
+
 def test_sampling_notes() -> None:
     truncated, short = notes({**base(), "sampling": {"truncated": True, "complete_conversations": 12345,
                                                      "shortfall": 3, "dropped": {"too_long": 7}}})

@@ -67,7 +67,7 @@ def start(url, name, *flags):
     return env, user
 
 # a: three answered requests (two completed, one 404), then one cancelled mid-stream
-env, user = start(ok_url, "a", "--model", "m1", "--no-cache-prompt")
+env, user = start(ok_url, "a", "--model", "m1", "--no-cache-prompt", "--ignore-eos")
 out["body"] = user.request_body(env.tokenswarm.prompts[0])
 out["headers"] = user.headers
 user.on_start()
@@ -192,7 +192,8 @@ def seen(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
 
 def test_the_request_streams_with_usage_and_asks_for_no_compression(seen: dict[str, Any]) -> None:
     assert seen["body"] == {"messages": [{"role": "user", "content": "say 0"}], "max_tokens": 8, "stream": True,
-                            "stream_options": {"include_usage": True}, "model": "m1", "cache_prompt": False}
+                            "stream_options": {"include_usage": True}, "model": "m1", "cache_prompt": False,
+                            "ignore_eos": True}
     assert seen["plain_body"] == {"messages": [{"role": "user", "content": "say 0"}], "max_tokens": 8,
                                   "stream": True, "stream_options": {"include_usage": True}}
     assert seen["headers"]["Accept-Encoding"] == "identity"  # a gzipped stream cannot be timed chunk by chunk
