@@ -27,7 +27,8 @@ from orchestrate.scenario.spec import RANDOM_DATASET, ServerSpec, Variant
 
 def run_main(args: argparse.Namespace) -> int:
     from orchestrate.runloop import run_scenario
-    return exit_code(run_scenario(scenario_of(args), args.results_dir, swarm_of(args), ui=web_ui_of(args)))
+    return exit_code(run_scenario(scenario_of(args), args.results_dir, swarm_of(args), ui=web_ui_of(args),
+                                  resume=args.resume))
 
 
 def exit_code(run: Path) -> int:
@@ -58,7 +59,8 @@ def capacity_main(args: argparse.Namespace) -> int:
     from orchestrate.runloop import run_scenario
     if args.ui:
         raise ScenarioError("capacity runs headless, probe by probe: --ui does not apply")
-    return exit_code(run_scenario(with_search(scenario_of(args), args), args.results_dir, swarm_of(args)))
+    return exit_code(run_scenario(with_search(scenario_of(args), args), args.results_dir, swarm_of(args),
+                                  resume=args.resume))
 
 
 def add_noise_floor_arguments(p: argparse.ArgumentParser) -> None:
@@ -70,8 +72,8 @@ def add_noise_floor_arguments(p: argparse.ArgumentParser) -> None:
 def noise_floor_main(args: argparse.Namespace) -> int:
     """One variant, ``--repeats`` identical runs (2 by default): the ratios between them are this host's noise."""
     from orchestrate.tools.noisefloor import describe, measure
-    if args.ui:
-        raise ScenarioError("noise-floor runs headless: --ui does not apply")
+    if args.ui or args.resume:
+        raise ScenarioError("noise-floor runs headless, from the start: --ui and --resume do not apply")
     for line in describe(measure(scenario_of(args), args.variant, args.results_dir, swarm_of(args))):
         print(f"tokenswarm: {line}")
     return 0

@@ -90,6 +90,10 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
                       help="steal time (p50, %% of all CPU) past which the host was busy (default 5)")
     p.add_argument("--results-dir", "--result-dir", dest="results_dir", type=Path, default=DEFAULT_ROOT,
                    help="where results/<run>/ goes (vLLM's --result-dir)")
+    p.add_argument("--resume", type=Path, metavar="RUN_DIR",
+                   help="finish that run (cut short by a crash, a reboot or Ctrl-C) with the same scenario and options: "
+                   "its finished variants, repeats included, are kept; the rest run in the original order, and the "
+                   "comparison covers them all")
     p.add_argument("--save-result", action="store_true",
                    help="accepted for vLLM's habit: every result is saved (vllm_bench.json is its format)")
     p.add_argument("--api-key-file", type=Path, help="file holding the server's API key (sent as Bearer); "

@@ -35,6 +35,7 @@ from orchestrate.load.probewatch import ProbeWatch
 from orchestrate.load.prompts import PreparedPrompts, PromptPool, check_datasets, prepare_prompts
 from orchestrate.report.render import console_lines
 from orchestrate.results import VariantPaths, read_json, run_dir, scenario_copy
+from orchestrate.resume import check_same, finished, set_aside
 from orchestrate.load.sampler import MetricsSampler
 from orchestrate.load.steps import merge_step_records, write_step_metrics
 from orchestrate.scenario.settings import retry_description, variant_settings
@@ -93,15 +94,19 @@ class VariantRun:
         return info
 
 
-def run_scenario(scenario: Scenario, results_root: Path, swarm: Swarm = Swarm(), ui: WebUi | None = None) -> Path:
+def run_scenario(scenario: Scenario, results_root: Path, swarm: Swarm = Swarm(), ui: WebUi | None = None,
+                 resume: Path | None = None) -> Path:
     """Run every variant (``repeats`` times, interleaved); returns the run directory. A failing variant
-    does not stop the next."""
+    does not stop the next. ``resume``: that run's folder, whose finished variants are kept (``resume.py``)."""
+    if resume is not None:
+        check_same(resume, scenario.as_run())
     # a bad file fails every variant alike: read each dataset in full once, exit 2 before any server starts
     truncated = check_datasets(load for v in scenario.variants for load in (v.load, *v.steps))
     check_launchers(v.server for v in scenario.variants)  # no engine for any docker variant: exit 2 now
-    run = run_dir(results_root, scenario.name)
+    run = resume or run_dir(results_root, scenario.name)
     as_run = yaml.safe_dump(scenario.as_run(), sort_keys=False)
-    scenario_copy(run).write_text(as_run)
+    if resume is None:
+        scenario_copy(run).write_text(as_run)
     keep_host_floor(run)
     k, n = scenario.repeats, len(scenario.variants)
     print(f"tokenswarm: {scenario.name}: {n} variant(s)" + (f" x {k} repeats, interleaved ({n * k} server starts)"
@@ -114,6 +119,13 @@ def run_scenario(scenario: Scenario, results_root: Path, swarm: Swarm = Swarm(),
             folder.mkdir(exist_ok=True)
             scenario_copy(folder).write_text(as_run)
         context = Context(scenario.name, Repeat(index, k, order) if k > 1 else None, scenario.host_limits)
+        if resume is not None and (folder / variant.name).exists():
+            status = finished(folder / variant.name)
+            if status is not None:
+                print(f"[{variant.name}] {status} before: kept ({folder / variant.name})", flush=True)
+                continue
+            print(f"[{variant.name}] cut short before: set aside in {set_aside(run, folder / variant.name)}, "
+                  "run again whole", flush=True)
         paths = VariantPaths.create(folder, variant.name)
         result = run_variant(context, variant, paths, swarm=swarm, ui=ui)
         if result.status == "failed_to_load" and variant.retry_with:

@@ -2,8 +2,9 @@
 
 Stage: load, beside it (``runloop`` wraps ``run_load`` in a ``MetricsSampler``). A background *thread*
 takes the samples: the orchestrator never imports gevent or locust. One sample costs one GET of
-``/metrics``, at most two ``nvidia-smi`` calls, the launcher's ``memory_bytes()`` and a reading of the
-host's own load (``orchestrate.load.hostload``). Only raw values are written, each line flushed at once
+``/metrics``, at most three ``nvidia-smi`` calls (memory, power, other GPU processes), the launcher's
+``memory_bytes()``, a power reading (``orchestrate.load.power``) and a reading of the host's own load
+(``orchestrate.load.hostload``). Only raw values are written, each line flushed at once
 (a killed orchestrator loses nothing); deltas, peaks and rates are ``summarize.summarize_metrics``'s
 job.
 """
@@ -27,6 +28,7 @@ import requests
 
 from orchestrate.server.background import lower_this_thread
 from orchestrate.load.hostload import HostLoadProbe
+from orchestrate.load.power import PowerProbe
 from orchestrate.results import SERVER_COUNTERS, SERVER_GAUGES
 from orchestrate.server.launchers.base import Launcher
 
@@ -63,7 +65,14 @@ class MetricsSample(TypedDict):
     metrics_error: str | None
     host: dict[str, object] | None
     """The host's own load since the last sample (``hostload.HostLoadProbe.read``)."""
-    """Why ``metrics`` is None: ``http_501``, ``not_llamacpp``, ``scrape_failed:ReadTimeout``..."""
+    power_watts: float | None
+    """The serving machine's power now: its GPUs' (summed), else its CPU packages' (``power.PowerProbe``)."""
+    energy_joules: float | None
+    """A cumulative energy counter since the first sample (NVML, RAPL); None for ``nvidia-smi``'s power."""
+    power_source: str | None
+    """``nvml``, ``nvidia-smi``, ``rapl`` or None."""
+    power_error: str | None
+    """Why there is no power reading (none on this machine, or its source stopped answering)."""
 
 
 def parse_prometheus(text: str, prefix: str = METRIC_PREFIX) -> dict[str, float | None]:
@@ -206,6 +215,7 @@ class MetricsSampler:
         self._session: requests.Session | None = None
         self._gpu = GpuMemoryProbe(None)
         self._host: HostLoadProbe | None = None
+        self._power: PowerProbe | None = None
         self._t0 = time.monotonic()
 
     def __enter__(self) -> "MetricsSampler":
@@ -224,6 +234,7 @@ class MetricsSampler:
         self._session = self.session_factory()
         self._gpu = GpuMemoryProbe(shutil.which(NVIDIA_SMI[0]))
         self._host = HostLoadProbe(self.launcher.pid(), self.url, gpu=shutil.which(NVIDIA_SMI[0]) is not None)
+        self._power = PowerProbe()
         self._stop.clear()
         self._t0 = time.monotonic()
         self._sample_and_write()
@@ -292,10 +303,13 @@ class MetricsSampler:
             memory = None
         gpu_used, gpu_total, gpu_source = self._gpu.read()
         host = self._host.read() if self._host is not None else None
+        power = self._power.read(time.time()) if self._power is not None else None
         return {"t": t, "elapsed_s": round(elapsed, 4), "server_memory_bytes": memory,
                 "server_memory_source": self.launcher.memory_source if memory is not None else None,
                 "gpu_memory_used_bytes": gpu_used, "gpu_memory_total_bytes": gpu_total,
-                "gpu_memory_source": gpu_source, "metrics": metrics, "metrics_error": error, "host": host}
+                "gpu_memory_source": gpu_source, "metrics": metrics, "metrics_error": error, "host": host,
+                "power_watts": power.watts if power else None, "energy_joules": power.joules if power else None,
+                "power_source": power.source if power else None, "power_error": power.error if power else None}
 
     def _scrape(self) -> tuple[dict[str, float | None] | None, str | None]:
         if self.metrics_unavailable is not None or self._session is None:

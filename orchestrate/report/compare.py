@@ -46,6 +46,8 @@ EFFECT_METRICS = (("decode_tok_s", "decode"), ("ttft_p50_ms", "TTFT p50"), ("tpo
 GOODPUT_EFFECT = ("goodput_rps", "goodput")
 """Also stated when both variants judged goodput under the same SLO (``orchestrate.report.aggregates.goodput``)."""
 CAPACITY_EFFECT = ("capacity", "capacity")
+ENERGY_EFFECT = ("joules_per_output_token", "J per output token")
+"""Also stated when both variants measured energy (``orchestrate.report.aggregates.energy``)."""
 """Also stated when both variants searched capacity under the same SLO and attainment (``aggregates.capacity``)."""
 UNSET = "(not set)"
 """A setting one variant has and the other does not."""
@@ -158,6 +160,8 @@ def _ratios(a: dict[str, Any], b: dict[str, Any]) -> dict[str, float | None]:
     out = {key: ratio(key) for key, _ in EFFECT_METRICS}
     if a.get("goodput_slo") and a.get("goodput_slo") == b.get("goodput_slo"):
         out[GOODPUT_EFFECT[0]] = ratio(GOODPUT_EFFECT[0])
+    if a.get(ENERGY_EFFECT[0]) and b.get(ENERGY_EFFECT[0]):
+        out[ENERGY_EFFECT[0]] = ratio(ENERGY_EFFECT[0])
     return out
 
 

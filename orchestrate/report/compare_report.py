@@ -11,15 +11,15 @@ from pathlib import Path
 from typing import Any
 
 from orchestrate.report import sweep_report
-from orchestrate.report.compare import (CAPACITY_EFFECT, COLUMNS, EFFECT_METRICS, GOODPUT_EFFECT, UNSET, compare,
-                                        read_variants)
+from orchestrate.report.compare import (CAPACITY_EFFECT, COLUMNS, EFFECT_METRICS, ENERGY_EFFECT, GOODPUT_EFFECT, UNSET,
+                                        compare, read_variants)
 from orchestrate.errors import ResultsError
 from orchestrate.report.formats import fmt_ms, fmt_num
 from orchestrate.report.aggregates.goodput import slo_text
 from orchestrate.scenario.matrix import FACTOR
 from orchestrate.results import compare_json, compare_md, compare_png, compare_sweep_png, variant_dirs
 
-METRIC_LABELS = dict((*EFFECT_METRICS, GOODPUT_EFFECT, CAPACITY_EFFECT))
+METRIC_LABELS = dict((*EFFECT_METRICS, GOODPUT_EFFECT, CAPACITY_EFFECT, ENERGY_EFFECT))
 PLOTTED = (("decode_tok_s", "decode tok/s"), ("prefill_tok_s", "prefill tok/s"), ("ttft_p50_ms", "TTFT p50 (ms)"),
            ("tpot_p50_ms", "TPOT p50 (ms)"))
 
@@ -41,7 +41,7 @@ def _ratio_text(ratios: dict[str, float | None], ranges: dict[str, list[float]] 
                 noise: dict[str, bool] | None = None) -> str:
     """``decode ×0.80 (0.78–0.83), TTFT p50 ×1.01 (0.97–1.05, within noise)``: ranges over repeats, when any."""
     parts = []
-    for key, label in (*EFFECT_METRICS, GOODPUT_EFFECT, CAPACITY_EFFECT):
+    for key, label in (*EFFECT_METRICS, GOODPUT_EFFECT, CAPACITY_EFFECT, ENERGY_EFFECT):
         if (ratios or {}).get(key) is None:
             continue
         low, high = (ranges or {}).get(key) or (None, None)

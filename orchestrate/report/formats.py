@@ -53,6 +53,11 @@ def summary_numbers(summary: dict[str, Any]) -> dict[str, Any]:
         out.update({"capacity": found.get("max_passing"), "capacity_sentence": found.get("sentence"),
                     "capacity_slo": {"slo": found.get("slo"), "attainment": found.get("attainment"),
                                      "over": found.get("over")}})
+    power = summary.get("energy") or {}  # J per output token: measured only where the host reads power
+    out["joules_per_output_token"] = power.get("joules_per_output_token")
+    steady_power = power.get("steady_state") or {}
+    if steady.get("found") and steady_power.get("output_tokens_per_joule"):
+        out["steady_joules_per_output_token"] = 1 / steady_power["output_tokens_per_joule"]
     good = summary.get("goodput") or {}  # the limits too: goodput of two variants compares only under one SLO
     out.update({"goodput_slo": good.get("slo"), "goodput_requests": good.get("requests_meeting"),
                 "goodput_share": good.get("share"), "goodput_rps": good.get("requests_per_s"),

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from orchestrate.report import loadreport, sweep_report
-from orchestrate.report.aggregates import capacity, goodput, steadystate, turns, uisteps
+from orchestrate.report.aggregates import capacity, energy, goodput, steadystate, turns, uisteps
 from orchestrate.report.provenance import condition_lines
 from orchestrate.report.formats import GIB, MIB, fmt_bytes, fmt_ms, fmt_num, summary_numbers  # noqa: F401 (re-exported)
 from orchestrate.results import VariantPaths
@@ -88,7 +88,9 @@ def headline(summary: dict[str, Any]) -> list[str]:
                  + reasoning_text(summary.get("reasoning")))
     steady = steadystate.console_line(summary.get("steady_state"))
     found = summary.get("capacity")
-    return ([f"capacity: {found['sentence']}"] if found else []) + lines + ([steady] if steady else [])
+    measured = summary.get("energy") or {}
+    power = energy.console_line(measured) if measured.get("joules") is not None else None
+    return ([f"capacity: {found['sentence']}"] if found else []) + lines + [x for x in (steady, power) if x]
 
 
 def outcome_line(summary: dict[str, Any]) -> str:
@@ -200,6 +202,9 @@ def markdown(summary: dict[str, Any], images: Sequence[str] = ()) -> str:
         out += ["| error class | count |", "|---|---|"] + [f"| {k} | {v} |" for k, v in errors.items()] + [""]
     st, spec = summary.get("server_timings"), summary.get("speculative")
     out += ["### Diagnostics", "", DIAGNOSTICS, ""]
+    unmeasured = (summary.get("energy") or {}).get("joules") is None and energy.console_line(summary.get("energy"))
+    if unmeasured:
+        out.append(f"{unmeasured}  ")
     if st:
         out.append(f"llama.cpp timings (per slot): prefill {fmt_num(st['prefill_tok_s'])} tok/s, "
                    f"decode {fmt_num(st['decode_tok_s'])} tok/s  ")

@@ -12,6 +12,7 @@ from dataclasses import asdict
 from typing import Any
 
 from orchestrate.report.aggregates.accounting import connections, server_down, unsent
+from orchestrate.report.aggregates.energy import energy
 from orchestrate.report.aggregates.capacity import capacity_block
 from orchestrate.report.aggregates.goodput import goodput
 from orchestrate.scenario.hostlimits import HostLimits
@@ -25,7 +26,7 @@ from orchestrate.results import VariantPaths, read_json
 from orchestrate.report.aggregates.client import crosscheck_agrees, locust_crosscheck, summarize_client
 from orchestrate.report.aggregates.headline import summarize_records
 from orchestrate.report.aggregates.recordsfile import read_records
-from orchestrate.report.aggregates.servermetrics import jsonl_rows, server_metrics, summarize_metrics
+from orchestrate.report.aggregates.servermetrics import jsonl_rows, load_metrics, server_metrics, summarize_metrics
 from orchestrate.report.aggregates.steadystate import steady_state
 from orchestrate.report.aggregates.turns import summarize_turns
 from orchestrate.report.sweep_report import sweep_block
@@ -79,6 +80,9 @@ def build_summary(paths: VariantPaths, scenario: str, variant: str, extra: dict[
         if arrivals.get("start_ts") is not None else None
     summary["steady_state"] = steady_state(records, summary.get("settings"), summary.get("slo"), schedule,
                                            ui=bool(summary.get("ui")))
+    first = float(records["send_ts"].min()) if not records.empty else None
+    summary["energy"] = energy(load_metrics(paths.metrics), first, None if first is None else first + summary["duration_s"],
+                               summary["tokens"], summary["steady_state"])
     found = capacity_block(paths)  # a capacity search: its answer, from its probes' summaries
     if found is not None:
         summary["capacity"] = found

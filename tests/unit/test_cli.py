@@ -39,11 +39,13 @@ class FakeRunLoop:
         self.scenarios: list[Scenario] = []
         self.swarms: list[Swarm] = []
         self.uis: list[WebUi | None] = []
+        self.resumes: list[Path | None] = []
         self.roots: list[Path] = []
         self.status = "completed"
 
     def __call__(self, scenario: Scenario, results_root: Path, swarm: Swarm = Swarm(),
-                 ui: WebUi | None = None) -> Path:
+                 ui: WebUi | None = None, resume: Path | None = None) -> Path:
+        self.resumes.append(resume)
         self.scenarios.append(scenario)
         self.swarms.append(swarm)
         self.uis.append(ui)

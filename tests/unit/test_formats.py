@@ -47,12 +47,15 @@ def test_summary_numbers_flatten_a_summary() -> None:
         "latency_ms": {"ttft": {"p50": 80.0, "p99": 400.0}, "tpot": {"p50": 9.0}},
         "speculative": {"acceptance_rate": 0.7}, "memory": {"peak_bytes": 123, "source": "container"},
         "goodput": {"slo": {"ttft_ms": 500}, "requests_meeting": 8, "share": 0.8, "requests_per_s": 1.5,
-                    "output_tokens_per_s": 60.0}}
+                    "output_tokens_per_s": 60.0},
+        "energy": {"joules_per_output_token": 2.5, "steady_state": {"output_tokens_per_joule": 0.5}}}
     assert summary_numbers(summary) == {
         "completed": 9, "errors": 1, "sent": 10, "prefill_tok_s": 500.0, "decode_tok_s": 120.5, "acceptance": 0.7,
         "peak_memory_bytes": 123, "memory_source": "container", "ttft_p50_ms": 80.0, "ttft_p99_ms": 400.0,
         "tpot_p50_ms": 9.0, "tpot_p99_ms": None, "goodput_slo": {"ttft_ms": 500}, "goodput_requests": 8,
-        "goodput_share": 0.8, "goodput_rps": 1.5, "goodput_tok_s": 60.0}
+        "goodput_share": 0.8, "goodput_rps": 1.5, "goodput_tok_s": 60.0, "joules_per_output_token": 2.5}
+    steady = {**summary, "steady_state": {"found": True, "decode_tok_s": 100.0}}
+    assert summary_numbers(steady)["steady_joules_per_output_token"] == 2.0  # 1 / 0.5 tokens per joule
 
 
 def test_a_summary_of_a_failed_variant_has_every_figure_as_none() -> None:

@@ -49,7 +49,7 @@ def compiles_to(text: str, monkeypatch: pytest.MonkeyPatch) -> list[Recipe]:
     """Make ``compile_server`` produce a ``bin`` folder whose ``llama-server`` is ``text``; returns its calls."""
     calls: list[Recipe] = []
 
-    def compile_server(recipe: Recipe, work: Path, jobs: int | None) -> Path:
+    def compile_server(recipe: Recipe, work: Path, jobs: int | None, sdist: Path | None = None) -> Path:
         calls.append(recipe)
         (work / "build.log").write_text(CONFIGURE_LINE)
         return script(work / "out" / "bin" / "llama-server", text).parent

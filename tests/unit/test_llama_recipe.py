@@ -55,6 +55,11 @@ def test_an_avx2_host_gets_no_avx512_and_its_own_cache_folder() -> None:
     assert recipe_for(same_sets).key == recipe_for(haswell).key, "the key is what the build depends on"
 
 
+def test_a_cuda_build_is_the_cpu_recipe_plus_cuda_in_its_own_cache_folder() -> None:
+    cpu, cuda = recipe_for(xeon()), recipe_for(xeon(), backend="cuda")
+    assert cuda.options == cpu.options + ("-DGGML_CUDA=ON",) and cuda.key != cpu.key
+
+
 def test_avx512_needs_every_subset_ggml_compiles_for() -> None:
     partial = HostCpu("x86_64", "x", HASWELL | {"avx512f", "avx512_vnni"})  # no avx512bw, vl, dq, cd
     assert options_of(partial)["GGML_AVX512"] == "OFF"
