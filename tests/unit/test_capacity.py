@@ -72,6 +72,16 @@ def test_judge_kept_up_matters_only_in_an_open_loop_and_no_window_has_no_attainm
     assert lost["attainment"] is None and lost["steady_state"]["found"] is False
 
 
+def test_a_probe_stopped_before_its_window_is_judged_by_what_all_its_requests_missed() -> None:
+    """Stopped early with no steady window (seen on the real server at 5 users): its whole goodput names the
+    limit, so the answer still says what limited it."""
+    probe = {**summary(found=False, stopped_by=CANNOT_PASS),
+             "goodput": {"missed_by": {"ttft_ms": 1, "tpot_ms": 6, "error": 0, "cancelled": 3}}}
+    verdict = judge(probe, USERS)
+    assert verdict["missed_by"] == probe["goodput"]["missed_by"] and limited_by([verdict]) == "tpot_ms"
+    assert judge(summary(0.5, missed_by={"ttft_ms": 2}), USERS)["missed_by"] == {"ttft_ms": 2}  # the window's first
+
+
 def test_limited_by_sums_the_failing_loads_probes() -> None:
     """TTFT is missed most in the first probe, TPOT over both (2 + 4 > 3 + 0); cancelled never limits."""
     probes = [{"missed_by": {"ttft_ms": 3, "tpot_ms": 2, "error": 1, "cancelled": 9}},

@@ -50,8 +50,10 @@ def judge(summary: dict[str, Any], search: Search) -> dict[str, Any]:
     elif search.over == "rate" and steady.get("kept_up") is False:
         why = "the sends fell behind the schedule: the users cap held requests back"
     ttft, tpot = steady.get("ttft_ms") or {}, steady.get("tpot_ms") or {}
+    # a probe stopped early often has no steady window: what its requests missed is then read over all of them
+    missed = good.get("missed_by") if steady.get("found") else (summary.get("goodput") or {}).get("missed_by")
     return {"attainment": share, "passed": why is None, "stopped_early": stopped_early, "why": why,
-            "missed_by": good.get("missed_by"),
+            "missed_by": missed,
             "steady_state": {"found": bool(steady.get("found")), "decode_tok_s": steady.get("decode_tok_s"),
                              "requests_per_s": steady.get("requests_per_s"), "ttft_p99_ms": ttft.get("p99"),
                              "tpot_p99_ms": tpot.get("p99"), "requests": steady.get("requests")}}
