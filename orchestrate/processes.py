@@ -1,4 +1,5 @@
-"""Child processes the orchestrator starts (a server, Locust, the reference server): the one way to stop them.
+"""Child processes the orchestrator starts (a server, Locust, the reference server): the one way to stop them,
+and the one way to run a short command for its output (``nvidia-smi``).
 
 Stage: beside every stage, at the top; stdlib only.
 """
@@ -8,7 +9,13 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+from collections.abc import Sequence
 from typing import Any
+
+
+def run_command(argv: Sequence[str], timeout_s: float) -> str:
+    """A command's stdout; raises ``OSError`` or ``subprocess.SubprocessError`` when it fails."""
+    return subprocess.run(list(argv), capture_output=True, text=True, timeout=timeout_s, check=True).stdout
 
 
 def stop_process(process: subprocess.Popen[Any] | None, grace_s: float, term_group: bool = True,

@@ -24,6 +24,8 @@ from urllib.parse import urlparse
 
 import psutil
 
+from orchestrate.processes import run_command
+
 PROC_STAT = Path("/proc/stat")
 NVIDIA_APPS = ("nvidia-smi", "--query-compute-apps=pid,process_name", "--format=csv,noheader")
 LOCAL = ("127.0.0.1", "localhost", "::1", "0.0.0.0", "")
@@ -80,10 +82,6 @@ def foreign_gpu_processes(server: set[int], run: Callable[[tuple[str, ...]], str
         if pid.isdigit() and int(pid) not in server:
             apps.append(f"{pid} {name}")
     return apps
-
-
-def _nvidia_smi(argv: tuple[str, ...]) -> str:
-    return subprocess.run(argv, capture_output=True, text=True, timeout=5, check=True).stdout
 
 
 class HostLoadProbe:
@@ -146,5 +144,5 @@ class HostLoadProbe:
                            own_cpu_pct=round(max(0.0, own_s) / wall * 100, 2))
         self._last = now if now is not None else self._last or (0.0, 0.0, 0.0)
         if self.gpu:
-            out["foreign_gpu_processes"] = foreign_gpu_processes(server, _nvidia_smi)
+            out["foreign_gpu_processes"] = foreign_gpu_processes(server, lambda argv: run_command(argv, 5.0))
         return out

@@ -19,10 +19,11 @@ from __future__ import annotations
 
 import re
 import shutil
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
+
+from orchestrate.processes import run_command
 
 NVIDIA_SMI_POWER = ("--query-gpu=power.draw", "--format=csv,noheader,nounits")
 POWERCAP = Path("/sys/class/powercap")
@@ -57,7 +58,7 @@ class PowerProbe:
 
     def __init__(self, nvidia_smi: str | None = None, powercap: Path = POWERCAP,
                  run: Callable[[list[str], float], str] | None = None, nvml: Any = None) -> None:
-        self._run = run or _run
+        self._run = run or run_command
         self._failures = 0
         self._base: float | None = None
         self._last: tuple[float, float] | None = None
@@ -144,7 +145,3 @@ def _nvml() -> tuple[Any, list[Any]] | None:
         return (pynvml, handles) if handles else None
     except Exception:  # noqa: BLE001 - not installed, no driver, no GPU, or too old a GPU for the counter
         return None
-
-
-def _run(argv: list[str], timeout_s: float) -> str:
-    return subprocess.run(argv, capture_output=True, text=True, timeout=timeout_s, check=True).stdout

@@ -19,7 +19,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
 from typing import IO, TypedDict
@@ -29,6 +29,7 @@ import requests
 from orchestrate.server.background import lower_this_thread
 from orchestrate.load.hostload import HostLoadProbe
 from orchestrate.load.power import PowerProbe
+from orchestrate.processes import run_command
 from orchestrate.results import SERVER_COUNTERS, SERVER_GAUGES
 from orchestrate.server.launchers.base import Launcher
 
@@ -101,11 +102,6 @@ def parse_prometheus(text: str, prefix: str = METRIC_PREFIX) -> dict[str, float 
         else:
             values[name] = value
     return values
-
-
-def run_command(argv: Sequence[str], timeout_s: float) -> str:
-    """A command's stdout; raises ``OSError`` or ``subprocess.SubprocessError`` when it fails."""
-    return subprocess.run(list(argv), capture_output=True, text=True, timeout=timeout_s, check=True).stdout
 
 
 def parse_nvidia_smi(out: str) -> tuple[int, int] | None:
