@@ -32,7 +32,7 @@ from orchestrate.server.preflight import ServerFacts, fetch_facts
 from orchestrate.report.repeats import Repeat, interleaved, keep_host_floor, repeat_dir
 from orchestrate.server.preflight import session as preflight_session
 from orchestrate.load.probewatch import ProbeWatch
-from orchestrate.load.prompts import PreparedPrompts, PromptPool, check_datasets, prepare_prompts
+from orchestrate.load.prompts import PreparedPrompts, PromptPool, check_datasets, prepare_prompts, write_prompts
 from orchestrate.report.render import console_lines
 from orchestrate.results import VariantPaths, read_json, run_dir, scenario_copy
 from orchestrate.resume import check_same, finished, set_aside
@@ -242,7 +242,7 @@ def _run_step(result: VariantRun, url: str, swarm: Swarm, label: str, load: Load
     right before and right after it, and its own ``metrics.jsonl`` of those between."""
     assert result.launcher is not None and result.facts is not None
     launcher, paths = result.launcher, result.paths.step(label)
-    paths.prompts.write_text("".join(p.to_json() + "\n" for p in prompts), encoding="utf-8")
+    write_prompts(paths.prompts, prompts)
     print(f"[{result.variant.name}] {label}: {len(prompts)} prompts, "
           + (f"{load.rate:g} req/s (at most {load.users} in flight)" if load.rate else f"{load.users} users"), flush=True)
     plan = replace(LoadPlan.for_load(load, url, planned_requests(prompts), result.facts.model_id, swarm),

@@ -63,6 +63,11 @@ class PreparedPrompts:
     """``dataset: random``: prompts whose length as the server counts it differs from the one drawn."""
 
 
+def write_prompts(out: Path, prompts: Iterable[Prompt]) -> None:
+    """``prompts.jsonl``: one ``Prompt.to_json`` line each, what Locust's ``--prompts-file`` reads back."""
+    out.write_text("".join(prompt.to_json() + "\n" for prompt in prompts), encoding="utf-8")
+
+
 def prepare_prompts(load: LoadSpec, facts: ServerFacts, url: str, out: Path,
                     session: requests.Session) -> PreparedPrompts:
     """Sample ``load.num_prompts`` prompts (and the warm-up's after them) and write the measured ones to
@@ -72,7 +77,7 @@ def prepare_prompts(load: LoadSpec, facts: ServerFacts, url: str, out: Path,
             return _prepare(load, facts, url, out, session)
         both = _prepare(replace(load, num_prompts=load.num_prompts + load.warmup_prompts), facts, url, out, session)
         measured, warmup = both.sample.prompts[:load.num_prompts], both.sample.prompts[load.num_prompts:]
-        out.write_text("".join(p.to_json() + "\n" for p in measured), encoding="utf-8")
+        write_prompts(out, measured)
         return replace(both, sample=replace(both.sample, prompts=measured, requested=load.num_prompts),
                        warmup=tuple(replace(p, index=i) for i, p in enumerate(warmup)))
     except TruncatedError as exc:
@@ -134,9 +139,7 @@ def _prepare(load: LoadSpec, facts: ServerFacts, url: str, out: Path, session: r
                                 count_prompt_tokens=one_message_counter(count_chats), token_counter=name)
     else:
         sample = sample_prompts(data, config, estimate_tokens, token_counter=name)
-    with out.open("w", encoding="utf-8") as f:
-        for prompt in sample.prompts:
-            f.write(prompt.to_json() + "\n")
+    write_prompts(out, sample.prompts)
     return PreparedPrompts(sample=sample, dataset=dataset, token_counter=name, conversations=len(data),
                            truncated=data.truncation is not None)
 
@@ -150,7 +153,7 @@ def _prepare_fixed(load: LoadSpec, facts: ServerFacts, url: str, out: Path, sess
         count_text, count_prompt = text_counter(url, session), one_message_counter(count_chats)
         counters = Counters(text=lambda text: count_text([text])[0], prompt=lambda text: count_prompt([text])[0])
     fixed = fixed_length_prompts(load, counters, name, facts.per_slot_ctx)
-    out.write_text("".join(prompt.to_json() + "\n" for prompt in fixed.sample.prompts), encoding="utf-8")
+    write_prompts(out, fixed.sample.prompts)
     return PreparedPrompts(sample=fixed.sample, dataset=Path(fixed.text), token_counter=name, inexact=fixed.inexact)
 
 
@@ -166,7 +169,7 @@ def _prepare_conversations(load: LoadSpec, facts: ServerFacts, url: str, out: Pa
     else:
         sample = sample_conversations(data, config, estimate_tokens, max_turns=load.max_turns,
                                       token_counter=name)
-    out.write_text("".join(prompt.to_json() + "\n" for prompt in sample.prompts), encoding="utf-8")
+    write_prompts(out, sample.prompts)
     VariantPaths(out.parent).conversations.write_text(json.dumps(sample.plan(), indent=2) + "\n")
     return PreparedPrompts(sample=sample, dataset=dataset, token_counter=name, conversations=len(data),
                            truncated=data.truncation is not None)
