@@ -43,7 +43,6 @@ from locustfiles.command import LOCUSTFILE, headless_command
 from locustfiles.dataset import Prompt
 from locustfiles.resultfiles import RECORDS_FILE
 from orchestrate.errors import ScenarioError
-from orchestrate.load.prompts import write_prompts
 from orchestrate.processes import stop_process
 from orchestrate.report.aggregates.stats import weighted_stats
 
@@ -188,8 +187,9 @@ def run_step(out: Path, users: int, itl_ms: float, rounds: int, server_core: int
     d = out / name
     d.mkdir(parents=True, exist_ok=True)
     prompts = d / "prompts.jsonl"
-    write_prompts(prompts, (Prompt(i, f"cal-{i}", ({"role": "user", "content": f"[req:p{i}] calibration prompt number {i}"},),
-                                   6, output_tokens) for i in range(step.prompts)))
+    prompts.write_text("".join(
+        Prompt(i, f"cal-{i}", ({"role": "user", "content": f"[req:p{i}] calibration prompt number {i}"},),
+               6, output_tokens).to_json() + "\n" for i in range(step.prompts)))
     truth, records = d / "truth.csv", d / RECORDS_FILE
     server, url = start_server(truth, itl_ms, output_tokens, server_core, d / "server.log", ttft_ms)
     try:
