@@ -5,8 +5,8 @@ takes the samples: the orchestrator never imports gevent or locust. One sample c
 ``/metrics``, at most three ``nvidia-smi`` calls (memory, power, other GPU processes), the launcher's
 ``memory_bytes()``, a power reading (``orchestrate.load.power``) and a reading of the host's own load
 (``orchestrate.load.hostload``). Only raw values are written, each line flushed at once
-(a killed orchestrator loses nothing); deltas, peaks and rates are ``summarize.summarize_metrics``'s
-job.
+(a killed orchestrator loses nothing); deltas, peaks, rates and joules are the report's job
+(``report.aggregates.servermetrics``, ``report.aggregates.energy``).
 """
 
 from __future__ import annotations

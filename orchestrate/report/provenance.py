@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from orchestrate.report.formats import fmt_bytes, fmt_num
+from orchestrate.scenario.spec import RANDOM_DATASET
 
 SAMPLING_LABELS = (("load.sampling.min_prompt_tokens", "prompt ≥ {} tokens"),
                    ("load.sampling.max_prompt_tokens", "prompt ≤ {} tokens"),
@@ -79,7 +80,7 @@ def _prompts(summary: dict[str, Any], settings: dict[str, Any]) -> str:
     where = sampling.get("dataset")
     count = summary.get("planned_prompts") if settings.get("search.over") else settings.get("load.num_prompts")
     eos = ", ignore_eos (every reply runs to max_tokens)" if settings.get("load.ignore_eos") else ""
-    if dataset == "random":
+    if dataset == RANDOM_DATASET:
         prefix = settings.get("load.prefix_tokens")
         return (f"prompts: {count} random, {settings.get('load.input_tokens')} tokens each as the server counts them"
                 + (f" (the first {prefix} shared)" if prefix else "") + f", max_tokens {settings.get('load.output_tokens')}"

@@ -55,7 +55,8 @@ def build_summary(paths: VariantPaths, scenario: str, variant: str, extra: dict[
     summary["locust_crosscheck"] = locust_crosscheck(paths.locust_json, paths.locust_stats_csv)
     summary["crosscheck_agrees"] = crosscheck_agrees(summary, summary["locust_crosscheck"])
     summary["connections"] = connections(records)
-    metrics = summarize_metrics(paths.metrics)
+    metrics_frame = load_metrics(paths.metrics)  # read once: memory and counters here, energy below
+    metrics = summarize_metrics(metrics_frame)
     summary["memory"] = metrics["memory"]
     samples = jsonl_rows(paths.metrics)
     summary["host"] = summarize_host(samples, host_limits)
@@ -81,7 +82,7 @@ def build_summary(paths: VariantPaths, scenario: str, variant: str, extra: dict[
     summary["steady_state"] = steady_state(records, summary.get("settings"), summary.get("slo"), schedule,
                                            ui=bool(summary.get("ui")))
     first = float(records["send_ts"].min()) if not records.empty else None
-    summary["energy"] = energy(load_metrics(paths.metrics), first, None if first is None else first + summary["duration_s"],
+    summary["energy"] = energy(metrics_frame, first, None if first is None else first + summary["duration_s"],
                                summary["tokens"], summary["steady_state"])
     found = capacity_block(paths)  # a capacity search: its answer, from its probes' summaries
     if found is not None:

@@ -13,7 +13,7 @@ import requests
 
 from orchestrate.server.launchers.embedded import EmbeddedLauncher
 from orchestrate.load.sampler import MetricsSampler
-from orchestrate.report.aggregates.servermetrics import summarize_metrics
+from orchestrate.report.aggregates.servermetrics import load_metrics, summarize_metrics
 
 pytestmark = pytest.mark.integration
 
@@ -55,7 +55,7 @@ def test_sampler_counts_what_the_requests_returned(
     assert all(line["server_memory_bytes"] > 0 and line["server_memory_source"] == "process_tree" for line in lines)
     assert all(line["metrics"] is not None for line in lines)
 
-    summary = summarize_metrics(out)
+    summary = summarize_metrics(load_metrics(out))
     counters = summary["server_counters"]
     usage = [f["usage"] for f in finals]
     timings = [f["timings"] for f in finals]

@@ -11,8 +11,8 @@ import pandas as pd
 import pytest
 
 from locustfiles.records import CANCELLED, ERROR, OK, RequestRecord
-from orchestrate.report.aggregates.servermetrics import (counter_increase, metrics_timeline, server_metrics,
-                                                         summarize_metrics)
+from orchestrate.report.aggregates.servermetrics import (counter_increase, load_metrics, metrics_timeline,
+                                                         server_metrics, summarize_metrics)
 from orchestrate.report.render import server_metrics_line
 from orchestrate.report.summary import notes
 
@@ -49,7 +49,7 @@ def write_metrics(path: Path) -> Path:
 
 
 def test_summarize_metrics_exact_deltas_peaks_and_sources(tmp_path: Path) -> None:
-    summary = summarize_metrics(write_metrics(tmp_path / "metrics.jsonl"))
+    summary = summarize_metrics(load_metrics(write_metrics(tmp_path / "metrics.jsonl")))
     assert summary["samples"] == 4
     assert summary["memory"] == {"peak_bytes": 950 * MIB, "source": "process_tree", "gpu_peak_bytes": 32 * GIB,
                                  "gpu_source": "system", "gpu_total_bytes": 128 * GIB}
@@ -64,7 +64,7 @@ def test_summarize_metrics_exact_deltas_peaks_and_sources(tmp_path: Path) -> Non
 
 
 def test_summarize_metrics_of_a_run_without_the_file(tmp_path: Path) -> None:
-    summary = summarize_metrics(tmp_path / "missing.jsonl")
+    summary = summarize_metrics(load_metrics(tmp_path / "missing.jsonl"))
     assert summary["samples"] == 0 and summary["server_counters"] is None
     assert summary["memory"] == {"peak_bytes": None, "source": None, "gpu_peak_bytes": None, "gpu_source": None,
                                  "gpu_total_bytes": None}
@@ -106,7 +106,7 @@ REFUSED = RequestRecord(request_id="r3", prompt_index=3, worker="local", send_ts
 
 
 def test_server_counts_agree_exactly_with_completed_records(tmp_path: Path) -> None:
-    metrics = summarize_metrics(write_metrics(tmp_path / "metrics.jsonl"))
+    metrics = summarize_metrics(load_metrics(write_metrics(tmp_path / "metrics.jsonl")))
     block = server_metrics(metrics, records(*COMPLETED, REFUSED))  # a refused request costs the server nothing
     assert block["vs_records"] == {
         "output_tokens": {"server": 200, "records": 200, "diff": 0, "tolerance": 0},
@@ -118,7 +118,7 @@ def test_server_counts_agree_exactly_with_completed_records(tmp_path: Path) -> N
 
 
 def test_incomplete_requests_explain_a_difference_up_to_a_bound(tmp_path: Path) -> None:
-    metrics = summarize_metrics(write_metrics(tmp_path / "metrics.jsonl"))
+    metrics = summarize_metrics(load_metrics(write_metrics(tmp_path / "metrics.jsonl")))
     # the client saw 20 of a cancelled request's tokens and no timings; the server generated 30 of them
     cancelled = RequestRecord(request_id="r4", prompt_index=4, worker="local", send_ts=1004.0, status=CANCELLED,
                               error_class="cancelled", http_status=200, requested_max_tokens=64,

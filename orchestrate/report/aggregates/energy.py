@@ -40,8 +40,7 @@ def energy(samples: pd.DataFrame, start: float | None, end: float | None, tokens
     out["prefill_tokens_per_joule"] = tokens.get("prompt", 0) / joules if joules else None
     out["steady_state"] = None
     if steady and steady.get("start_s") is not None:
-        first = start
-        part = _window(readings, first + steady["start_s"], first + steady["end_s"], why)
+        part = _window(readings, start + steady["start_s"], start + steady["end_s"], why)
         decode = steady.get("decode_tok_s")
         part["output_tokens_per_joule"] = decode / part["mean_watts"] if decode and part["joules"] else None
         out["steady_state"] = part

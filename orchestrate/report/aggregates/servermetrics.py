@@ -70,8 +70,8 @@ def _source(df: pd.DataFrame, column: str) -> str | None:
     return str(values.mode().iloc[0]) if not values.empty else None
 
 
-def summarize_metrics(path: Path) -> dict[str, Any]:
-    """Peaks of memory and first→last deltas of llama.cpp's counters from ``metrics.jsonl``.
+def summarize_metrics(df: pd.DataFrame) -> dict[str, Any]:
+    """Peaks of memory and first→last deltas of llama.cpp's counters from ``metrics.jsonl`` (``load_metrics``).
 
     ``server_counters`` is None when no sample carried ``/metrics`` values (``metrics_unavailable``
     says why). ``server_prefill_tok_s``/``server_decode_tok_s`` are Σ tokens / Σ seconds the server
@@ -80,7 +80,6 @@ def summarize_metrics(path: Path) -> dict[str, Any]:
     build ``prompt_seconds_total`` grows less than Σ ``timings.prompt_ms`` (0.72 s vs 3.73 s for the
     same 10,146 tokens at 32 users; 4.5 vs 5.4 ms for one lone request), so it reads faster.
     """
-    df = load_metrics(path)
     memory = {"peak_bytes": _peak(df, "server_memory_bytes"), "source": _source(df, "server_memory_source"),
               "gpu_peak_bytes": _peak(df, "gpu_memory_used_bytes"), "gpu_source": _source(df, "gpu_memory_source"),
               "gpu_total_bytes": _peak(df, "gpu_memory_total_bytes")}
