@@ -35,9 +35,15 @@ def parse_lengths(check: Checker, raw: dict[str, Any], at: Callable[..., tuple[A
     outputs = None if raw.get("output_tokens") is None else token_length(check, raw["output_tokens"],
                                                                          at("output_tokens"))
     prefix = check.number(raw.get("prefix_tokens", 0), at("prefix_tokens"), int, 0)
-    if prefix and prefix >= inputs.min:
-        raise check.fail(at("prefix_tokens"), f"must be below the shortest input ({inputs.min} tokens), got {prefix}")
+    problem = prefix_problem(prefix, inputs)
+    if problem:
+        raise check.fail(at("prefix_tokens"), problem)
     return {"input_tokens": inputs, "output_tokens": outputs, "prefix_tokens": prefix, "ignore_eos": ignore_eos}
+
+
+def prefix_problem(prefix: int, inputs: TokenLength) -> str | None:
+    """A shared prefix must leave every prompt some text of its own."""
+    return f"must be below the shortest input ({inputs.min} tokens), got {prefix}" if prefix >= inputs.min else None
 
 
 def token_length(check: Checker, value: Any, where: tuple[Any, ...]) -> TokenLength:
@@ -81,8 +87,9 @@ def override_problem(load: LoadSpec, overridden: set[str]) -> str | None:
     if load.mode != "single" or load.sampling:
         return "--dataset random does not combine with the scenario's " + (
             f"mode: {load.mode}" if load.mode != "single" else "sampling limits")
-    if load.prefix_tokens >= load.input_tokens.min:
-        return f"--prefix-tokens must be below the shortest input ({load.input_tokens.min} tokens), got {load.prefix_tokens}"
+    problem = prefix_problem(load.prefix_tokens, load.input_tokens)
+    if problem:
+        return f"--prefix-tokens {problem}"
     return None
 
 
