@@ -21,7 +21,7 @@ from orchestrate.report.render import fmt_bytes, markdown, memory_line, server_m
 from orchestrate.report.summary import notes
 from orchestrate.load.sampler import GpuMemoryProbe, MetricsSampler, parse_nvidia_smi, parse_prometheus
 from orchestrate.report.aggregates.headline import summarize_records
-from orchestrate.report.aggregates.servermetrics import server_metrics, summarize_metrics
+from orchestrate.report.aggregates.servermetrics import load_metrics, server_metrics, summarize_metrics
 from tests.unit.test_servermetrics import COMPLETED, GIB, MIB, records, write_metrics
 
 PROMETHEUS = """\
@@ -204,7 +204,7 @@ def test_a_server_without_metrics_is_said_once_and_memory_is_still_sampled(
     lines = read_lines(out)
     assert all(line["metrics"] is None and line["metrics_error"] == "http_501" for line in lines)
     assert all(line["server_memory_bytes"] is None and line["server_memory_source"] is None for line in lines)
-    summary = summarize_metrics(out)
+    summary = summarize_metrics(load_metrics(out))
     assert summary["server_counters"] is None and summary["metrics_unavailable"] == "http_501"
     block = server_metrics(summary, pd.DataFrame([{"status": OK, "output_tokens": 3}]))
     assert block["available"] is False and block["agrees_with_records"] is None
@@ -253,7 +253,7 @@ def test_default_memory_is_the_rss_of_the_process_tree() -> None:
 
 def test_report_lines_and_plot_links(tmp_path: Path) -> None:
     assert (fmt_bytes(None), fmt_bytes(412.25 * MIB), fmt_bytes(1.5 * GIB)) == ("–", "412.2 MiB", "1.50 GiB")
-    metrics = summarize_metrics(write_metrics(tmp_path / "metrics.jsonl"))
+    metrics = summarize_metrics(load_metrics(write_metrics(tmp_path / "metrics.jsonl")))
     summary = {"scenario": "s", "variant": "v", **summarize_records(records(*COMPLETED)),
                "memory": metrics["memory"], "server_metrics": server_metrics(metrics, records(*COMPLETED))}
     assert memory_line(summary) == ("memory: server peak 950.0 MiB (RSS of the server's processes); memory peak "
