@@ -190,6 +190,8 @@ def add_report_arguments(p: argparse.ArgumentParser) -> None:
 
 def report_main(args: argparse.Namespace) -> int:
     """Rebuild every summary of a run from its files alone (no server needed)."""
+    from orchestrate.report.compare_report import comparable, write_comparison
+    from orchestrate.report.htmlreport import write_html_report
     from orchestrate.report.render import console_lines
     from orchestrate.report.summary import rebuild_summary
     if not args.run_dir.is_dir():
@@ -206,6 +208,9 @@ def report_main(args: argparse.Namespace) -> int:
         print(f"== {paths.dir.relative_to(args.run_dir) if paths.dir != args.run_dir else paths.dir.name}")
         for line in console_lines(summary):
             print(f"   {line}")
+    if comparable([args.run_dir]):
+        print(f"\ncomparison: {write_comparison([args.run_dir])}")
+    print(f"report: {write_html_report(args.run_dir, found)}")
     return 0
 
 
@@ -286,7 +291,8 @@ COMMANDS = (
     ("plan", "print each variant and the exact server command it starts, without running anything",
      add_plan_arguments, plan_main),
     ("worker", "be a load generator for a master on another host", add_worker_arguments, worker_main),
-    ("report", "rebuild summaries of a finished run from its files", add_report_arguments, report_main),
+    ("report", "rebuild a finished run's summaries, comparison and report.html from its files", add_report_arguments,
+     report_main),
     ("compare", "compare the variants of one or more runs side by side (compare.md)", add_compare_arguments,
      compare_main),
     ("serve-synthetic", "a scripted llama.cpp-compatible streaming server with exact timing (calibration, tests)",

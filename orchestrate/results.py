@@ -170,6 +170,11 @@ def compare_md(run: Path) -> Path:
     return run / "compare.md"
 
 
+def report_html(run: Path) -> Path:
+    """The run on one self-contained, interactive page (``orchestrate.report.htmlreport``)."""
+    return run / "report.html"
+
+
 def compare_json(run: Path) -> Path:
     return run / "compare.json"
 

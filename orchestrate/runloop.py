@@ -20,6 +20,7 @@ import yaml
 from locustfiles.conversations import planned_requests
 from locustfiles.dataset import Prompt
 from orchestrate.report.compare_report import comparable, write_comparison
+from orchestrate.report.htmlreport import write_html_report
 from orchestrate.server.diagnose import diagnose
 from orchestrate.errors import ServerError, ServerExitedError, TokenswarmError
 from orchestrate.server.launchers import check_launchers, make_launcher
@@ -139,8 +140,13 @@ def run_scenario(scenario: Scenario, results_root: Path, swarm: Swarm = Swarm(),
         for line in console_lines(summary):
             print(f"   {line}")
         print(f"   results: {result.paths.dir}", flush=True)
+        if k * n > 1:  # a study of hours: its page grows with every variant done
+            write_html_report(run)
     if comparable([run]):
         print(f"\ncomparison: {write_comparison([run])}", flush=True)
+    page = write_html_report(run)
+    if page is not None:
+        print(f"report: {page}", flush=True)
     return run
 
 

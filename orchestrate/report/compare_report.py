@@ -73,6 +73,22 @@ def _pair_text(e: dict[str, Any]) -> str:
     return (f"; left out: {'; '.join(left)}" if left else "") + f" ({e['pair'][0]} vs {e['pair'][1]})"
 
 
+def clean_effects(data: dict[str, Any]) -> list[dict[str, Any]]:
+    """The effects of ``compare.json`` read from a fair pair: nothing confounded them."""
+    return [e for e in data.get("effects") or [] if not e.get("confounded_by")]
+
+
+def effect_name(e: dict[str, Any], strong: bool = False) -> str:
+    """``drafter none → draft``: the setting an effect changed, from and to (the setting in bold, ``strong``)."""
+    name = _label(e["factor"])
+    return f"{f'**{name}**' if strong else name} {_value(e['from'])} → {_value(e['to'])}"
+
+
+def held_text(e: dict[str, Any]) -> str:
+    """``server.flags.flash-attn=on``: what the effect's pair had in common among the varying settings."""
+    return ", ".join(f"{_label(k)}={_value(v)}" for k, v in (e.get("with") or {}).items())
+
+
 def _effect_lines(data: dict[str, Any]) -> list[str]:
     """The clean effects, each with its ratios (median and range over repeats) and what was held."""
     out = ["", "## Effects (only from pairs that differ in that one setting or factor, under the same conditions)", ""]
@@ -89,12 +105,11 @@ def _effect_lines(data: dict[str, Any]) -> list[str]:
         data.get("basis") or "", "Read from the whole runs: not every variant has a steady-state window (its "
                                  "summary says why)."))
     out.append("")
-    clean = [e for e in data["effects"] if not e["confounded_by"]]
+    clean = clean_effects(data)
     for e in clean:
-        held = ", ".join(f"{_label(k)}={_value(v)}" for k, v in e["with"].items())
+        held = held_text(e)
         common = "" if e.get("n_common_prompts") is None else f", over the same {e['n_common_prompts']} prompts"
-        out.append(f"- **{_label(e['factor'])}** {_value(e['from'])} → {_value(e['to'])}: "
-                   f"{_ratio_text(e['ratios'], e.get('range'), e.get('within_noise'))}"
+        out.append(f"- {effect_name(e, strong=True)}: {_ratio_text(e['ratios'], e.get('range'), e.get('within_noise'))}"
                    + (f", with {held}" if held else "") + common + _pair_text(e))
     if not clean:
         out.append("- none: no two completed variants differ in exactly one setting under the same conditions")

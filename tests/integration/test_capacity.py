@@ -23,6 +23,7 @@ import numpy as np
 import pytest
 
 from tests.conftest import reference_server
+from tests.browser import page_figures
 from tests.helpers import read_jsonl, tokenswarm_run, write_scenario
 
 pytestmark = pytest.mark.integration
@@ -117,6 +118,8 @@ def test_tokenswarm_capacity_finds_twelve_slots_and_report_rebuilds_it(tmp_path:
     assert rebuilt.returncode == 0, rebuilt.stdout + rebuilt.stderr
     after = json.loads((copy / "default" / "summary.json").read_text())
     assert after["capacity"] == before["capacity"]
+    drawn = page_figures(copy / "report.html")  # report.html rebuilt: the probes against the load
+    assert [t["x"] for t in drawn["capacity-default-0"]["data"][:1]] == [[12, 13, 12, 13]]
     assert after["steady_state"] == before["steady_state"]
     for label, summary in probe_before.items():
         again = json.loads((copy / "default" / "steps" / label / "summary.json").read_text())

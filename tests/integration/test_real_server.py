@@ -24,6 +24,7 @@ from orchestrate.scenario.spec import ServerSpec
 from orchestrate.scenario.parse import load_scenario
 from orchestrate.server.llama_build import serves
 from orchestrate.server.llama_recipe import cached_binary, host_cpu, recipe_for, verified_on
+from tests.browser import artifacts_dir, assert_shows_the_summaries, open_report
 from tests.helpers import read_jsonl, tokenswarm_run
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(1200)]
@@ -182,6 +183,18 @@ def test_drafters_report_acceptance_from_the_real_timings(real_run, variant: str
     assert 0 <= spec["accepted_tokens"] <= spec["draft_tokens"]
     assert sum(r["draft_tokens"] or 0 for r in records) == spec["draft_tokens"]
     assert counters["draft_tokens"] >= spec["draft_tokens"]  # /metrics counts drafts in flight too
+
+
+def test_the_real_runs_report_opens_offline_and_shows_every_variants_figures(real_run) -> None:
+    _, run = real_run
+    page = open_report(run / "report.html", artifacts_dir() / "report-real.png")
+    assert page.network == [] and page.errors == []
+    assert page.sections[:2] == ["glance", "comparison"] and {"latency", "timelines", "definitions"} <= set(page.sections)
+    assert page.charts and all(layers > 0 for layers in page.charts.values()), page.charts
+    assert_shows_the_summaries(page, run)
+    status = {c["run"]: c["text"] for c in page.cells if c["metric"] == "status"}
+    assert status == {"fa-on": "completed", "fa-off": "completed", "self-draft": "completed",
+                      "mtp-missing": "failed_to_load", "ngram": "completed"}
 
 
 def test_a_variant_this_build_refuses_at_load_is_failed_to_load_and_the_next_runs(real_run) -> None:

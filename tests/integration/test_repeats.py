@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from orchestrate.report.repeats import NOISE_FLOOR_ENV
+from tests.browser import page_figures
 from tests.helpers import read_jsonl, tokenswarm_run, write_scenario
 
 pytestmark = pytest.mark.integration
@@ -49,6 +50,16 @@ def test_the_demo_matrix_runs_three_interleaved_repeats_and_reads_effects_with_t
         assert effect["error_bar"] is (effect["n_repeats"] > 1)
     md = (run / "compare.md").read_text()
     assert "Each ratio is the median over 3 repeats with its min–max" in md
+    # report.html: each clean effect at its median with its min–max over the repeats as the error bar
+    page = run / "report.html"
+    assert page.stat().st_size < 6_000_000
+    (decode,) = [f["data"][0] for f in page_figures(page).values() if f["layout"]["title"]["text"].startswith("effect on decode")]
+    clean = [e for e in data["effects"] if not e["confounded_by"]]
+    assert len(decode["x"]) == len(clean) and clean
+    for x, plus, minus, e in zip(decode["x"], decode["error_x"]["array"], decode["error_x"]["arrayminus"], clean):
+        low, high = e["range"]["decode_tok_s"]
+        assert x == pytest.approx(e["ratios"]["decode_tok_s"], rel=1e-4)
+        assert (x - minus, x + plus) == pytest.approx((low, high), rel=1e-3)
 
 
 def test_noise_floor_measures_identical_runs_and_later_runs_quote_it(tmp_path: Path,

@@ -6,8 +6,7 @@ with Edit, press Stop, look at the stopped test (the UI stays up), then Ctrl-C i
 run is post-processed as a headless one, each user level a step.
 Screenshots of the LLM tab and the chart page are kept under ``tests/artifacts/`` (git-ignored).
 
-Playwright never downloads a browser here (``playwright install`` cannot work on this network):
-it drives ``/usr/bin/chromium``, which ``make test`` installs as root (``make browser``).
+The browser is ``tests/browser.py``'s.
 """
 
 from __future__ import annotations
@@ -27,39 +26,17 @@ from urllib.parse import urlsplit
 import pytest
 
 from orchestrate.server.launchers.base import free_port
+from tests.browser import CHROMIUM, CHROMIUM_FLAGS, artifacts_dir, browser_or_skip, page_figures
 from tests.helpers import read_jsonl, write_scenario
 
 pytestmark = pytest.mark.integration
 
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_FLAGS = ["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
-                  "--disable-component-update", "--disable-sync"]
-"""With ``headless=True`` (Playwright adds ``--headless``): DESIGN.md "Facts about browser tests here"."""
-ARTIFACTS = Path(__file__).resolve().parents[1] / "artifacts"
 USERS = 8
 HOLD_S = 14.0
 """Each user level is held this long: more than ``orchestrate.report.aggregates.uisteps.HOLD_S``, so each is a step."""
 STARTUP_TIMEOUT_S = 120.0
 FIGURES_TIMEOUT_S = 60.0
 EXIT_TIMEOUT_S = 120.0
-
-
-def browser_or_skip() -> Any:
-    """Playwright's sync API, or a skip that says what is missing and how to get it."""
-    if not CHROMIUM.exists():
-        pytest.skip(f"no {CHROMIUM}: `make test` installs Debian's chromium as root "
-                    "(apt-get install chromium chromium-driver)")
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        pytest.skip("playwright is not installed: pip install -e '.[dev]' (never `playwright install`)")
-    return sync_playwright
-
-
-def artifacts_dir() -> Path:
-    ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    (ARTIFACTS / ".gitignore").write_text("*\n")  # screenshots are for people, not for git
-    return ARTIFACTS
 
 
 class OutputWatcher:
@@ -216,6 +193,9 @@ def test_web_ui_llm_tab_chart_page_and_stop(tmp_path: Path) -> None:
     md = (summary_path.parent / "summary.md").read_text()
     assert "## Steps of the web UI ramp" in md and "users set in the web UI: 8 → 4" in md
     assert (summary_path.parent / "ui_steps.png").stat().st_size > 10_000
+    steps_drawn = [f for f in page_figures(summary_path.parents[1] / "report.html").values()
+                   if f["layout"]["title"]["text"] == "decode tok/s against users"]
+    assert [t["x"] for f in steps_drawn for t in f["data"]] == [[USERS, USERS // 2]]  # report.html's web UI steps
     history = (summary_path.parent / "llm_history.csv").read_text().splitlines()  # the live charts, kept
     assert history[0].startswith("t,users,") and len(history) > 2 * HOLD_S
     bench = json.loads((summary_path.parent / "vllm_bench.json").read_text())

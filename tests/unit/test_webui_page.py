@@ -11,16 +11,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from locustfiles.webui_page import CHARTS_HTML
+from tests.browser import chromium
 
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_FLAGS = ["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
-                  "--disable-component-update", "--disable-sync"]
 ORIGIN = "http://tokenswarm.invalid"
 PAGE = f"{ORIGIN}/tokenswarm/charts"
 
@@ -74,16 +71,8 @@ class Page:
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
-    if not CHROMIUM.exists():
-        pytest.skip(f"no {CHROMIUM}: `make test` installs Debian's chromium as root (make browser)")
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        pytest.skip("playwright is not installed: pip install -e '.[dev]' (never `playwright install`)")
-    with sync_playwright() as pw:
-        chromium = pw.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_FLAGS)
-        yield chromium
-        chromium.close()
+    with chromium() as launched:
+        yield launched
 
 
 @pytest.fixture

@@ -18,6 +18,7 @@ Stage: report. One kind a module:
 - ``uisteps``: a web UI ramp as steps, each user level held with its own figures (and the words above them).
 - ``host``: how busy the host was while a variant ran (foreign CPU, steal, other GPU users).
 - ``servermetrics``: the server's ``metrics.jsonl``: memory peaks, counter growth, its counts vs the records.
+- ``series``: report.html's curves: latency distributions, tokens and requests in flight over time.
 - ``energy``: joules over the measured window from ``metrics.jsonl``'s power readings, tokens per joule.
 - ``vllmstats``: vLLM's own estimators (numpy's mean, median, std, percentile), for ``vllm_bench.json``.
 - ``recordsfile``: ``requests.jsonl`` read columnar (pyarrow), the frame every aggregate reads.

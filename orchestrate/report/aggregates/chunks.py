@@ -66,9 +66,12 @@ def _arrivals(records: pd.DataFrame, t0: float = 0.0, rows: np.ndarray | None = 
         yield np.repeat(base[block], counts) + flat / 1000, np.repeat(tpc[block], counts)
 
 
-def output_tokens_per_second(records: pd.DataFrame) -> pd.Series:
-    """Output tokens received in each whole second since the first send (from chunk arrivals); a
-    chunk of a record without ``tokens_per_chunk`` (failed, cancelled) is left out."""
+def output_tokens_per_second(records: pd.DataFrame, width: float = 1.0) -> pd.Series:
+    """Output tokens received in each whole second since the first send (from chunk arrivals), indexed by
+    the second's start; a chunk of a record without ``tokens_per_chunk`` (failed, cancelled) is left out.
+
+    :param width: the bins' length in seconds, when not whole seconds (the tokens of each bin, not per second).
+    """
     if records.empty or COLUMN not in records:
         return pd.Series(dtype=float)
     send = numeric_column(records, "send_ts")
@@ -77,7 +80,7 @@ def output_tokens_per_second(records: pd.DataFrame) -> pd.Series:
     for arrival, tpc in _arrivals(records, send.min(), counted):
         if np.isnan(arrival).any():  # a null among a record's offsets
             arrival, tpc = arrival[~np.isnan(arrival)], tpc[~np.isnan(arrival)]
-        second = np.floor(arrival).astype(np.int64)
+        second = np.floor(np.round(arrival / width, 9)).astype(np.int64)  # 1.4 / 0.2 is 6.999…: bin 7
         if second.size:
             lows.append(int(second.min()))
             sums.append(np.bincount(second - lows[-1], weights=tpc))
@@ -90,7 +93,8 @@ def output_tokens_per_second(records: pd.DataFrame) -> pd.Series:
     for lo, s, n in zip(lows, sums, seen):
         total[lo - low:lo - low + s.size] += s
         count[lo - low:lo - low + n.size] += n
-    return pd.Series(total[count > 0], index=np.flatnonzero(count) + low)
+    index = np.flatnonzero(count) + low
+    return pd.Series(total[count > 0], index=index if width == 1.0 else index * width)
 
 
 def tokens_received(records: pd.DataFrame, windows: list[tuple[float, float]]) -> list[float]:

@@ -110,20 +110,21 @@ def _rate(tokens: float | None, seconds: float | None) -> float | None:
 
 
 def metrics_timeline(path: Path) -> pd.DataFrame:
-    """Per sample: the server's prefill/decode tok/s over the interval that ends there (counter deltas /
-    wall seconds: the aggregate over slots), requests processing/deferred, and memory in bytes.
+    """Per sample: its wall clock ``t``, the server's prefill/decode tok/s over the interval that ends there
+    (counter deltas / wall seconds: the aggregate over slots), requests processing/deferred, memory in
+    bytes and the machine's power in watts.
 
     llama.cpp adds a request's prompt tokens when its prefill ends but its generated tokens only when
     the request ends, so decode tok/s here lags and bunches up at request ends.
     """
     df = load_metrics(path)
-    out = pd.DataFrame({"elapsed_s": numeric_column(df, "elapsed_s")})
+    out = pd.DataFrame({"t": numeric_column(df, "t"), "elapsed_s": numeric_column(df, "elapsed_s")})
     for key, name in (("prefill_tok_s", "prompt_tokens_total"), ("decode_tok_s", "tokens_predicted_total")):
         counter = numeric_column(df, _METRIC + name).dropna()
         seconds = numeric_column(df, "t")[counter.index].diff()
         out[key] = (counter.diff() / seconds).where(counter.diff() >= 0)
     for column in (_METRIC + "requests_processing", _METRIC + "requests_deferred",
-                   "server_memory_bytes", "gpu_memory_used_bytes"):
+                   "server_memory_bytes", "gpu_memory_used_bytes", "power_watts"):
         out[column.removeprefix(_METRIC)] = numeric_column(df, column)
     return out
 

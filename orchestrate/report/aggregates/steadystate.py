@@ -154,7 +154,7 @@ def _figures(records: pd.DataFrame, inside: np.ndarray, start: float, end: float
     return {"start_s": start - first, "end_s": end - first, "duration_s": duration,
             "requests": int(inside.sum()), "completed": int(len(mine_ok)),
             "share_of_requests": float(inside.sum() / len(records)),
-            "prefill_tok_s": per_second(_prompt_tokens_within(ok, start, end), duration),
+            "prefill_tok_s": per_second(prompt_tokens_within(ok, [(start, end)])[0], duration),
             "decode_tok_s": per_second(output, duration),
             "requests_per_s": per_second(int(((ends >= start) & (ends < end)).sum()), duration),
             "ttft_ms": _pick(weighted_stats(numeric_column(mine_ok, "ttft_ms").dropna().to_numpy())),
@@ -162,18 +162,22 @@ def _figures(records: pd.DataFrame, inside: np.ndarray, start: float, end: float
             "goodput": goodput(mine, slo, duration)}
 
 
-def _prompt_tokens_within(ok: pd.DataFrame, start: float, end: float) -> float:
+def prompt_tokens_within(ok: pd.DataFrame, windows: list[tuple[float, float]]) -> list[float]:
     """Prompt tokens of completed requests, each spread evenly over its send → first token (or its end,
-    for a reply without content), that fall within [start, end)."""
+    for a reply without content), that fall within each [start, end) (wall clock): the steady state's
+    prefill and ``report.html``'s prefill curve."""
     send = numeric_column(ok, "send_ts").to_numpy(dtype=float)
     first = numeric_column(ok, "ttft_ms").fillna(numeric_column(ok, "e2e_ms")).fillna(0).to_numpy(dtype=float)
     done = send + first / 1000.0
     tokens = numeric_column(ok, "prompt_tokens").fillna(0).to_numpy(dtype=float)
-    overlap = np.clip(np.minimum(done, end) - np.maximum(send, start), 0, None)
     length = done - send
-    share = np.where(length > 0, overlap / np.where(length > 0, length, 1),
-                     ((send >= start) & (send < end)).astype(float))
-    return float((tokens * share).sum())
+    out = []
+    for start, end in windows:
+        overlap = np.clip(np.minimum(done, end) - np.maximum(send, start), 0, None)
+        share = np.where(length > 0, overlap / np.where(length > 0, length, 1),
+                         ((send >= start) & (send < end)).astype(float))
+        out.append(float(np.nansum(tokens * share)))
+    return out
 
 
 def _triple(stats: dict[str, float] | None) -> str:

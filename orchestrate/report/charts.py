@@ -1,0 +1,209 @@
+"""The interactive charts of ``report.html``: Plotly figures as plain dicts (``data`` and ``layout``).
+
+Stage: report. Formatting only: the curves come from ``aggregates/series.py``, the figures from the
+summaries and ``compare.json``. Every run is one trace, coloured by its variant and dashed by its
+repeat, in a legend group by variant: a click on a legend entry hides or shows that variant's runs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from orchestrate.report.compare_report import effect_name, held_text
+from orchestrate.report.sweep_report import CURVES
+
+Figure = dict[str, Any]
+"""``{"title", "data": [traces], "layout": {...}}``, drawn by ``Plotly.newPlot`` as is."""
+
+COLORS = ("#4477aa", "#ee6677", "#228833", "#ccbb44", "#66ccee", "#aa3377", "#bbbbbb", "#000000")
+"""Paul Tol's bright scheme (readable by colour-blind readers), then black."""
+DASHES = ("solid", "dash", "dot", "dashdot", "longdash", "longdashdot")
+"""One dash per repeat of a variant."""
+
+
+@dataclass
+class RunCurves:
+    """One run's curves: what ``series.py`` drew from its records and ``metrics.jsonl``."""
+
+    label: str
+    """As ``compare.md`` names it: ``repeat-2/flash-attn-on``, or the variant's name."""
+    variant: str
+    repeat: int
+    """1 without repeats."""
+    latency: dict[str, tuple[list[float], list[float]]] = field(default_factory=dict)
+    """Per metric (``ttft``...): its distribution, (ms, percent ≤)."""
+    timeline: dict[str, tuple[list[float], list[float]]] = field(default_factory=dict)
+    """Per curve (``decode``, ``prefill``, ``in_flight``, ``server_memory``, ``gpu_memory``, ``power``):
+    (s since the first send, value)."""
+
+
+LATENCY_CHARTS = (("ttft", "TTFT: time to first token"), ("ttfo", "TTFO: time to the answer's first token"),
+                  ("tpot", "TPOT: time per output token"), ("e2e", "E2E: request latency"))
+TIMELINE_CHARTS = (("decode", "decode tokens/s (counted as the chunks arrived)", "tokens/s", "hv"),
+                   ("prefill", "prefill tokens/s (each request's spread over its prefill)", "tokens/s", "hv"),
+                   ("in_flight", "requests in flight", "requests", "hv"),
+                   ("server_memory", "server memory", "GiB", "linear"),
+                   ("gpu_memory", "GPU memory (or the machine's, on unified memory)", "GiB", "linear"),
+                   ("power", "power", "W", "linear"))
+
+
+def _style(runs: list[RunCurves]) -> dict[str, dict[str, Any]]:
+    """Each run's trace style: its variant's colour and legend entry (one per variant: a click hides or
+    shows all its repeats), its repeat's dash."""
+    variants = list(dict.fromkeys(r.variant for r in runs))
+    first = {r.variant: r.label for r in reversed(runs)}
+    return {r.label: {"line": {"color": COLORS[variants.index(r.variant) % len(COLORS)],
+                               "dash": DASHES[(r.repeat - 1) % len(DASHES)]},
+                      "legendgroup": r.variant, "name": r.variant, "showlegend": first[r.variant] == r.label}
+            for r in runs}
+
+
+def _layout(title: str, x: str, y: str, **extra: Any) -> Figure:
+    return {"title": {"text": title, "font": {"size": 14}, "y": 0.98, "yanchor": "top"}, "xaxis": {"title": {"text": x}},
+            "yaxis": {"title": {"text": y}}, "hovermode": "closest", "margin": {"t": 80, "r": 10, "b": 45, "l": 60},
+            "legend": {"orientation": "h", "yanchor": "bottom", "y": 1.02, "x": 0}, "height": 360, **extra}
+
+
+def latency_figures(runs: list[RunCurves]) -> list[Figure]:
+    """One distribution chart per latency metric that some run has: percent of requests within x ms."""
+    style, out = _style(runs), []
+    for key, title in LATENCY_CHARTS:
+        traces = [{"type": "scatter", "mode": "lines", "x": r.latency[key][0], "y": r.latency[key][1],
+                   "hovertemplate": f"%{{x:.1f}} ms: %{{y:.1f}} % of requests<extra>{r.label}</extra>",
+                   **style[r.label]} for r in runs if r.latency.get(key) and r.latency[key][0]]
+        if traces:
+            out.append({"title": title, "data": traces,
+                        "layout": _layout(title, "ms", "% of completed requests ≤ x")})
+    return out
+
+
+def timeline_figures(runs: list[RunCurves]) -> list[Figure]:
+    """The load over time, one chart per curve that some run has."""
+    style, out = _style(runs), []
+    for key, title, unit, shape in TIMELINE_CHARTS:
+        traces = [{"type": "scatter", "mode": "lines", "x": r.timeline[key][0], "y": r.timeline[key][1],
+                   "line": {**style[r.label]["line"], "shape": shape},
+                   "hovertemplate": f"%{{x:.2f}} s: %{{y:,.3~f}} {unit}<extra>{r.label}</extra>",
+                   **{k: v for k, v in style[r.label].items() if k != "line"}}
+                  for r in runs if r.timeline.get(key) and r.timeline[key][0]]
+        if traces:
+            out.append({"title": title, "data": traces, "layout": _layout(title, "s since the first request", unit)})
+    return out
+
+
+def step_figures(blocks: list[tuple[str, dict[str, Any]]], what: str) -> list[Figure]:
+    """Decode tok/s, TTFT and TPOT against the stepped value (a sweep's, or the web UI's user levels), one
+    line per variant.
+
+    :param blocks: (label, a summary's ``sweep`` or ``ui_steps`` block).
+    """
+    blocks = [(label, block) for label, block in blocks if block.get("steps")]
+    if not blocks:
+        return []
+    key = blocks[0][1]["key"]
+    values = sorted({v for _, block in blocks for v in block["values"]}, key=str)
+    numeric = all(isinstance(v, (int, float)) and v > 0 for v in values)
+    axis: dict[str, Any] = {"title": {"text": key}}
+    if numeric and max(values) / min(values) >= 8:  # 1, 2, 4 … 32 users: evenly spaced, as the PNG
+        axis.update(type="log", tickvals=sorted(values))
+    out: list[Figure] = []
+    for metric, title in CURVES:
+        traces = []
+        for i, (label, block) in enumerate(blocks):
+            points = [(s["value"], s[metric]) for s in block["steps"] if s.get(metric) is not None]
+            if points:
+                traces.append({"type": "scatter", "mode": "lines+markers", "name": label,
+                               "x": [p[0] for p in points], "y": [p[1] for p in points],
+                               "line": {"color": COLORS[i % len(COLORS)]},
+                               "hovertemplate": f"{key} %{{x}}: %{{y:,.1f}}<extra>%{{fullData.name}}</extra>"})
+        if traces:
+            out.append({"title": f"{what}: {title}", "data": traces,
+                        "layout": {**_layout(f"{title} against {key}", key, title), "xaxis": axis}})
+    return out
+
+
+def capacity_figures(label: str, block: dict[str, Any]) -> list[Figure]:
+    """A capacity search: each probe's attainment (green passed, red failed) against the load, and its
+    steady-state decode tok/s."""
+    axis = block["over"] if block["over"] == "users" else f"{block['over']} ({block['unit']})"
+    probes = block.get("probes") or []
+    done = [p for p in probes if p.get("attainment") is not None]
+    attain = {"type": "scatter", "mode": "markers", "name": "probes", "x": [p["value"] for p in done],
+              "y": [100 * p["attainment"] for p in done],
+              "marker": {"size": 10, "color": ["#228833" if p["passed"] else "#ee6677" for p in done]},
+              "text": [p.get("label", "") for p in done],
+              "hovertemplate": "%{x}: %{y:.1f} % met the SLO (%{text})<extra></extra>"}
+    target = {"type": "scatter", "mode": "lines", "name": f"attainment {100 * block['attainment']:g} %",
+              "x": [min(p["value"] for p in done), max(p["value"] for p in done)] if done else [],
+              "y": [100 * block["attainment"]] * (2 if done else 0), "line": {"color": "#888", "dash": "dash"}}
+    decode = [p for p in probes if (p.get("steady_state") or {}).get("decode_tok_s") is not None]
+    speed = {"type": "scatter", "mode": "markers", "name": "steady-state decode tok/s",
+             "x": [p["value"] for p in decode], "y": [p["steady_state"]["decode_tok_s"] for p in decode],
+             "marker": {"size": 9, "color": "#4477aa",
+                        "symbol": ["circle-open" if p.get("stopped_early") else "circle" for p in decode]},
+             "hovertemplate": "%{x}: %{y:,.1f} tok/s<extra></extra>"}
+    return [{"title": f"{label}: attainment", "data": [attain, target],
+             "layout": _layout(f"{label}: requests within the SLO (steady state)", axis, "%")},
+            {"title": f"{label}: decode", "data": [speed],
+             "layout": _layout(f"{label}: decode tok/s (steady state; hollow: stopped early)", axis, "tokens/s")}]
+
+
+def effect_figures(effects: list[dict[str, Any]], metrics: tuple[tuple[str, str], ...]) -> list[Figure]:
+    """Each clean effect's ratio (b / a) per metric, with its min–max over repeats as an error bar, and the
+    line of no change at 1.0; an effect within noise is drawn grey."""
+    out: list[Figure] = []
+    for metric, title in metrics:
+        shown = [e for e in effects if (e.get("ratios") or {}).get(metric) is not None]
+        if not shown:
+            continue
+        labels = effect_labels(shown)
+        ratio = [e["ratios"][metric] for e in shown]
+        ranges = [(e.get("range") or {}).get(metric) or [r, r] for e, r in zip(shown, ratio)]
+        noise = [bool((e.get("within_noise") or {}).get(metric)) for e in shown]
+        trace = {"type": "scatter", "mode": "markers", "orientation": "h", "name": title, "x": ratio, "y": labels,
+                 "error_x": {"type": "data", "symmetric": False, "array": [hi - r for (_, hi), r in zip(ranges, ratio)],
+                             "arrayminus": [r - lo for (lo, _), r in zip(ranges, ratio)]},
+                 "marker": {"size": 11, "color": ["#bbbbbb" if n else "#4477aa" for n in noise]},
+                 "customdata": [[lo, hi, e.get("n_repeats", 1), "within noise" if n else "beyond noise",
+                                 held_text(e) or "nothing else varied"]
+                                for (lo, hi), e, n in zip(ranges, shown, noise)],
+                 "hovertemplate": "×%{x:.3f} (min–max ×%{customdata[0]:.3f}–×%{customdata[1]:.3f} over "
+                                  "%{customdata[2]} repeat(s); %{customdata[3]})<br>with %{customdata[4]}"
+                                  "<extra></extra>"}
+        out.append({"title": f"effect on {title}", "data": [trace],
+                    "layout": _layout(f"effect on {title}: to / from (1 = no change)", "ratio", "",
+                                      shapes=[{"type": "line", "xref": "x", "x0": 1, "x1": 1, "yref": "paper",
+                                               "y0": 0, "y1": 1, "line": {"color": "#888", "dash": "dot"}}],
+                                      height=max(220, 90 + 40 * len(shown)), margin={"l": 330, "t": 40, "r": 10, "b": 45},
+                                      showlegend=False)})
+    return out
+
+
+HELD_CHARS = 36
+"""An effect's label on its chart keeps this much of what was held (the hover has it all)."""
+
+
+def effect_labels(effects: list[dict[str, Any]]) -> list[str]:
+    """``drafter none → draft (flash-attn=on)``: what changed and what it was held with, short enough for an
+    axis, each label distinct (a chart's category axis would draw two equal labels on one line)."""
+    out: list[str] = []
+    for e in effects:
+        held = held_text(e).replace("server.flags.", "")
+        held = held if len(held) <= HELD_CHARS else held[:HELD_CHARS - 1] + "…"
+        label = effect_name(e) + (f" ({held})" if held else "")
+        out.append(label if label not in out else f"{label} #{len(out) + 1}")
+    return out
+
+
+def errors_figure(errors: dict[str, dict[str, int]]) -> Figure | None:
+    """Errors by cause, stacked per run. :param errors: per run label, its ``errors_by_class``."""
+    causes = list(dict.fromkeys(c for by_class in errors.values() for c in by_class))
+    if not causes:
+        return None
+    runs = list(errors)
+    traces = [{"type": "bar", "name": cause, "x": runs, "y": [errors[r].get(cause, 0) for r in runs],
+               "marker": {"color": COLORS[i % len(COLORS)]},
+               "hovertemplate": f"{cause}: %{{y}}<extra>%{{x}}</extra>"} for i, cause in enumerate(causes)]
+    return {"title": "errors by cause", "data": traces,
+            "layout": _layout("errors by cause", "", "requests", barmode="stack")}

@@ -1,0 +1,20 @@
+"""orchestrate/report/definitions.py: the metric definitions docs/metrics.md and report.html both show."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from orchestrate.report.definitions import METRIC_DEFINITIONS, page
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_docs_metrics_md_is_the_definitions_page() -> None:
+    assert (ROOT / "docs" / "metrics.md").read_text() == page(), \
+        "docs/metrics.md is stale: python -m orchestrate.report.definitions > docs/metrics.md"
+
+
+def test_every_headline_figure_is_defined() -> None:
+    for name in ("| TTFT |", "| TPOT |", "| E2E |", "| prefill throughput |", "| decode throughput |", "| energy |",
+                 "| errors |", "| goodput |", "| steady state |", "| capacity |"):
+        assert name in METRIC_DEFINITIONS
