@@ -3,19 +3,25 @@
 Stage: entry point, beside ``runloop`` (which asks, per variant and repeat, whether it is done). The result
 files are the contract, as in vLLM's ``bench sweep --resume``: a variant whose ``summary.json`` says it ended
 (any status but ``interrupted``) is done and kept as it is; one cut short (a folder without a summary, or an
-interrupted one) is set aside under ``partial/`` and run again whole. Only the same experiment may be resumed:
-the scenario after the command line's overrides must equal the run's ``scenario.yaml``.
+interrupted one) is set aside under ``partial/`` and run again. A sweep's or a capacity search's finished
+steps are carried into its new folder and not run again: the new server start runs the warm-up and the
+steps still missing (a search its next probes, chosen from the verdicts of those kept). Only the same
+experiment may be resumed: the scenario after the command line's overrides must equal the run's
+``scenario.yaml``.
 """
 
 from __future__ import annotations
 
+import json
+import shutil
+from itertools import takewhile
 from pathlib import Path
 from typing import Any
 
 import yaml
 
 from orchestrate.errors import ScenarioError
-from orchestrate.results import read_json, scenario_copy
+from orchestrate.results import VariantPaths, read_json, scenario_copy
 
 UNFINISHED = ("interrupted",)
 """Statuses of a summary that does not count as done: the variant is run again."""
@@ -57,6 +63,26 @@ def set_aside(run: Path, variant_dir: Path) -> Path:
     target.parent.mkdir(exist_ok=True)
     variant_dir.rename(target)
     return target
+
+
+def carry_steps(aside: Path, fresh: VariantPaths, search: bool) -> list[str]:
+    """Copy the finished steps of a variant set aside into its new folder and return their labels, in the
+    order they ran: every finished sweep step; or a search's probes up to its first unfinished one (each
+    later probe was chosen from it), listed in a new ``search.json``. A step is read from its own summary
+    (its ``step`` block), so a run killed before it listed its last probe loses nothing."""
+    steps = aside / "steps"
+    done = {p.name: read_json(p / "summary.json") for p in sorted(steps.iterdir())
+            if p.is_dir() and p.name != "warmup" and finished(p)} if steps.is_dir() else {}
+    labels = list(done)
+    if search:
+        ordered = sorted(done, key=lambda label: done[label]["step"]["probe"])
+        labels = [label for n, label in takewhile(lambda x: done[x[1]]["step"]["probe"] == x[0], enumerate(ordered, 1))]
+        probes = [{"n": done[label]["step"]["probe"], "value": done[label]["step"]["value"], "label": label,
+                   "prompts": done[label]["planned_prompts"]} for label in labels]
+        fresh.search_json.write_text(json.dumps({"probes": probes}, indent=1) + "\n")
+    for label in labels:
+        shutil.copytree(steps / label, fresh.dir / "steps" / label)
+    return labels
 
 
 def _differences(a: Any, b: Any, at: str = "") -> dict[str, tuple[Any, Any]]:

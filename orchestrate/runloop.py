@@ -36,7 +36,7 @@ from orchestrate.load.probewatch import ProbeWatch
 from orchestrate.load.prompts import PreparedPrompts, PromptPool, check_datasets, prepare_prompts, write_prompts
 from orchestrate.report.render import console_lines
 from orchestrate.results import VariantPaths, read_json, run_dir, scenario_copy
-from orchestrate.resume import check_same, finished, set_aside
+from orchestrate.resume import carry_steps, check_same, finished, set_aside
 from orchestrate.load.sampler import MetricsSampler
 from orchestrate.load.steps import merge_step_records, write_step_metrics
 from orchestrate.scenario.settings import retry_description, variant_settings
@@ -50,12 +50,23 @@ from orchestrate.scenario.search import next_probe, probe_load
 
 
 @dataclass(frozen=True)
+class Resumed:
+    """A variant run again by ``--resume``: where its cut-short folder went, and the steps kept from it."""
+
+    set_aside: str = ""
+    """Its earlier folder, under ``partial/`` (relative to the run)."""
+    kept: tuple[str, ...] = ()
+    """The labels of its sweep steps or search probes finished before, carried into its new folder."""
+
+
+@dataclass(frozen=True)
 class Context:
-    """What every variant of a run shares, and which repeat this one is."""
+    """What every variant of a run shares, which repeat this one is, and whether it resumes a cut-short one."""
 
     scenario: str
     repeat: Repeat | None = None
     host_limits: HostLimits = HostLimits()
+    resumed: Resumed = Resumed()
 
 
 @dataclass
@@ -120,14 +131,18 @@ def run_scenario(scenario: Scenario, results_root: Path, swarm: Swarm = Swarm(),
             folder.mkdir(exist_ok=True)
             scenario_copy(folder).write_text(as_run)
         context = Context(scenario.name, Repeat(index, k, order) if k > 1 else None, scenario.host_limits)
-        if resume is not None and (folder / variant.name).exists():
-            status = finished(folder / variant.name)
-            if status is not None:
-                print(f"[{variant.name}] {status} before: kept ({folder / variant.name})", flush=True)
-                continue
-            print(f"[{variant.name}] cut short before: set aside in {set_aside(run, folder / variant.name)}, "
-                  "run again whole", flush=True)
+        earlier = folder / variant.name if resume is not None and (folder / variant.name).exists() else None
+        if earlier is not None and (status := finished(earlier)) is not None:
+            print(f"[{variant.name}] {status} before: kept ({earlier})", flush=True)
+            continue
+        aside = set_aside(run, earlier) if earlier is not None else None
         paths = VariantPaths.create(folder, variant.name)
+        if aside is not None:
+            kept = carry_steps(aside, paths, variant.search is not None) if variant.sweep or variant.search else []
+            print(f"[{variant.name}] cut short before: set aside in {aside}, "
+                  + (f"its {len(kept)} finished step(s) kept ({', '.join(kept)}), the rest run again" if kept
+                     else "run again whole"), flush=True)
+            context = replace(context, resumed=Resumed(str(aside.relative_to(run)), tuple(kept)))
         result = run_variant(context, variant, paths, swarm=swarm, ui=ui)
         if result.status == "failed_to_load" and variant.retry_with:
             print(f"[{variant.name}] failed to load ({result.cause}); retrying with {retry_description(variant)}", flush=True)
@@ -305,12 +320,17 @@ def run_warmup(result: VariantRun, url: str, swarm: Swarm) -> None:
 
 def run_steps(result: VariantRun, url: str, swarm: Swarm, sampler: MetricsSampler | None = None) -> LoadOutcome:
     """Each step against the running server, ``settle_s`` apart, each a full result folder
-    (``steps/<key>-<value>``); stops at the first step the server does not survive."""
+    (``steps/<key>-<value>``); stops at the first step the server does not survive. A step finished by the
+    run this one resumes (``resume.carry_steps``) is kept, not run."""
     sweep, (_, *steps) = _step_loads(result)
-    outcome, started = LoadOutcome(0, 0.0, "num_prompts"), time.monotonic()
+    outcome, started, ran = LoadOutcome(0, 0.0, "num_prompts"), time.monotonic(), False
     for i, (label, load, prompts) in enumerate(steps):
-        if i:
+        if label in result.context.resumed.kept:
+            print(f"[{result.variant.name}] {label}: finished before: kept", flush=True)
+            continue
+        if ran:
             time.sleep(sweep.settle_s)
+        ran = True
         paths, outcome = _run_step(result, url, swarm, label, load, prompts, sampler)
         summary = _step_summary(result, paths, outcome, load, prompts, {"key": sweep.key, "value": sweep.values[i]})
         if _over(summary, outcome):
@@ -336,10 +356,18 @@ def run_search(result: VariantRun, url: str, swarm: Swarm, sampler: MetricsSampl
     record: dict[str, Any] = {"search": asdict(search), "slo": limits, "probes": [], "started_ts": time.time(),
                               "ended_ts": None}
     history: list[tuple[float, bool]] = []
-    outcome, started = LoadOutcome(0, 0.0, "num_prompts"), time.monotonic()
+    for probe in (read_json(result.paths.search_json) or {}).get("probes") or []:  # kept from the run resumed
+        summary = read_json(result.paths.dir / "steps" / probe["label"] / "summary.json")
+        history.append((probe["value"], judge(summary, search)["passed"]))
+        pool.take(probe["prompts"])  # the prompts it was dealt: later probes are dealt the same as before
+        record["probes"].append(probe)
+        print(f"[{variant.name}] probe {probe['n']}: {probe['value']:g} {UNITS[search.over]}: finished before: kept",
+              flush=True)
+    outcome, started, ran = LoadOutcome(0, 0.0, "num_prompts"), time.monotonic(), False
     while (value := next_probe(search, history)) is not None:
-        if history:
+        if ran:
             time.sleep(search.settle_s)
+        ran = True
         n, load = len(history) + 1, probe_load(search, variant.load, value)
         label, prompts = search.label(n, value), pool.take(load.num_prompts)
         watch = ProbeWatch(result.paths.step(label).records, limits, search.attainment, len(prompts),
@@ -390,6 +418,8 @@ def finish_variant(result: VariantRun) -> dict[str, Any]:
     context = result.context
     if context.repeat is not None:
         extra["repeat"] = context.repeat.as_dict()
+    if context.resumed.set_aside:
+        extra["resumed"] = {"set_aside": context.resumed.set_aside, "kept_steps": list(context.resumed.kept)}
     warmup = len(result.prompts.warmup) if result.prompts else 0
     if result.pool is not None and result.variant.search is not None:
         warmup = min(result.variant.search.warmup_prompts, result.pool.dealt)

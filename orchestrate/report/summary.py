@@ -93,7 +93,7 @@ def build_summary(paths: VariantPaths, scenario: str, variant: str, extra: dict[
 
 
 KEPT_ON_REBUILD = ("status", "error", "stopped_by", "planned_prompts", "sampling", "settings", "factors", "retried",
-                   "first_attempt", "slo", "repeat", "warmup", "machine", "model", "step", "ui", "sweep")
+                   "first_attempt", "slo", "repeat", "warmup", "machine", "model", "step", "ui", "sweep", "resumed")
 """What ``tokenswarm report`` keeps of a summary written before ``run.json`` existed."""
 
 
@@ -176,6 +176,12 @@ def notes(summary: dict[str, Any]) -> list[str]:
                    f"which at most {client['loop_lag_ms']['own_p99']:.1f} ms its own work): timings are inflated "
                    f"by up to {client['loop_lag_ms']['p99']:.1f} ms at p99 — other processes hold the host's "
                    "cores; give the client free ones")
+    resumed = summary.get("resumed")
+    if resumed:
+        kept = resumed["kept_steps"]
+        out.append(f"run again by --resume after it was cut short (the earlier attempt: {resumed['set_aside']})"
+                   + (f"; its finished steps {', '.join(kept)} were kept and ran against that attempt's server start, "
+                      "the others against this one" if kept else ""))
     if summary.get("workers_lost"):
         workers = summary["workers"]
         out.append(f"{workers['workers_lost']} load-generating worker(s) went missing during the run with "

@@ -9,7 +9,8 @@ import pytest
 import yaml
 
 from orchestrate.errors import ScenarioError
-from orchestrate.resume import check_same, finished, set_aside
+from orchestrate.resume import carry_steps, check_same, finished, set_aside
+from orchestrate.results import VariantPaths
 from tests.helpers import parse_text
 
 SCENARIO = """\
@@ -63,3 +64,34 @@ def test_a_variant_cut_short_is_set_aside_under_partial_numbered(tmp_path: Path)
         aside = set_aside(tmp_path, tmp_path / "repeat-2" / "b")
     assert aside == tmp_path / "partial" / "repeat-2-b-2" and (aside / "requests.jsonl").exists()
     assert (tmp_path / "partial" / "repeat-2-b-1").is_dir() and not (tmp_path / "repeat-2" / "b").exists()
+
+
+def _step(variant: Path, label: str, status: str | None, **summary: object) -> None:
+    folder = variant / "steps" / label
+    folder.mkdir(parents=True)
+    (folder / "requests.jsonl").write_text("{}\n")
+    if status:
+        (folder / "summary.json").write_text(json.dumps({"status": status, **summary}))
+
+
+def test_a_sweeps_finished_steps_are_carried_and_the_rest_left(tmp_path: Path) -> None:
+    aside = tmp_path / "partial" / "v-1"
+    for label, status in (("warmup", "completed"), ("users-1", "completed"), ("users-2", "crashed"),
+                          ("users-4", None), ("users-8", "interrupted")):
+        _step(aside, label, status)
+    fresh = VariantPaths.create(tmp_path, "v")
+    assert carry_steps(aside, fresh, search=False) == ["users-1", "users-2"]
+    assert sorted(p.name for p in (fresh.dir / "steps").iterdir()) == ["users-1", "users-2"]
+    assert (fresh.dir / "steps" / "users-1" / "requests.jsonl").read_text() == "{}\n"
+
+
+def test_a_searchs_probes_are_carried_up_to_the_first_unfinished_and_listed(tmp_path: Path) -> None:
+    aside = tmp_path / "partial" / "v-1"
+    for n, value, status in ((1, 8, "completed"), (2, 16, "completed"), (3, 12, None), (4, 10, "completed")):
+        _step(aside, f"probe-0{n}-users-{value}", status, step={"key": "users", "value": value, "probe": n},
+              planned_prompts=4 * value)
+    fresh = VariantPaths.create(tmp_path, "v")
+    assert carry_steps(aside, fresh, search=True) == ["probe-01-users-8", "probe-02-users-16"]
+    assert json.loads(fresh.search_json.read_text())["probes"] == [
+        {"n": 1, "value": 8, "label": "probe-01-users-8", "prompts": 32},
+        {"n": 2, "value": 16, "label": "probe-02-users-16", "prompts": 64}]
