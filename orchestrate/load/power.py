@@ -11,8 +11,11 @@ Stage: load, beside it (``sampler.MetricsSampler`` reads one ``PowerProbe`` per 
   ``max_energy_range_uj``): a CPU-only server's energy, where the host exposes it (readable by root on
   most kernels). This VM has none.
 
-Every GPU the driver lists is summed: a server given some of a machine's GPUs is charged for all of them
-(said in the docs). A source that fails three times in a row is given up for the run, with the reason kept.
+The GPUs charged are the server's (``Launcher.gpus``): the devices a container was given, or
+``CUDA_VISIBLE_DEVICES`` of a server tokenswarm starts as a process or embeds; every GPU the driver lists when
+they are unknown (a server already running) or not restricted. A server given no GPU is charged its CPU
+packages (RAPL). ``devices`` says which. A source that fails three times in a row is given up for the run,
+with the reason kept.
 """
 
 from __future__ import annotations
@@ -56,21 +59,27 @@ def parse_power_draw(out: str) -> float | None:
 class PowerProbe:
     """The best power source this machine has, read once per sample (``read``)."""
 
-    def __init__(self, nvidia_smi: str | None = None, powercap: Path = POWERCAP,
+    def __init__(self, gpus: tuple[str, ...] | None = None, nvidia_smi: str | None = None, powercap: Path = POWERCAP,
                  run: Callable[[list[str], float], str] | None = None, nvml: Any = None) -> None:
+        """:param gpus: the GPUs to charge, by index or UUID (None: every GPU; empty: none, the CPU's power)."""
         self._run = run or run_command
         self._failures = 0
         self._base: float | None = None
         self._last: tuple[float, float] | None = None
         """(counter, time) of the last RAPL read, for its watts."""
         self.error: str | None = None
-        self._nvml = nvml if nvml is not None else _nvml()
-        self._nvidia_smi = nvidia_smi if nvidia_smi is not None else shutil.which("nvidia-smi")
+        self._gpus = gpus
+        self._nvml = None if gpus == () else nvml if nvml is not None else _nvml(gpus)
+        self._nvidia_smi = None if gpus == () else nvidia_smi if nvidia_smi is not None else shutil.which("nvidia-smi")
         self._rapl = _rapl_packages(powercap)
         self.source: str | None = ("nvml" if self._nvml is not None else "nvidia-smi" if self._nvidia_smi
                                    else "rapl" if self._rapl else None)
+        self.devices: str | None = (None if self.source is None else "CPU packages" if self.source == "rapl"
+                                    else "every GPU" if gpus is None else "GPUs " + ",".join(gpus))
+        """What is charged: ``every GPU``, ``GPUs 0,1`` (the server's), ``CPU packages``."""
         if self.source is None:
-            self.error = ("no power reading on this machine: no nvidia-smi on PATH, nvidia-ml-py not installed, "
+            self.error = ("no power reading on this machine: " + ("the server was given no GPU, " if gpus == () else
+                          "no nvidia-smi on PATH, nvidia-ml-py not installed, ") +
                           f"and no readable RAPL counter under {powercap}")
 
     def read(self, now: float) -> PowerReading:
@@ -99,7 +108,8 @@ class PowerProbe:
                     sum(nvml.nvmlDeviceGetTotalEnergyConsumption(h) for h in handles) / 1000.0)
         if self.source == "nvidia-smi":
             assert self._nvidia_smi is not None
-            watts = parse_power_draw(self._run([self._nvidia_smi, *NVIDIA_SMI_POWER], TIMEOUT_S))
+            chosen = [f"--id={','.join(self._gpus)}"] if self._gpus else []
+            watts = parse_power_draw(self._run([self._nvidia_smi, *NVIDIA_SMI_POWER, *chosen], TIMEOUT_S))
             if watts is None:
                 raise ValueError("nvidia-smi reports no power.draw ([N/A])")
             return watts, None
@@ -134,12 +144,15 @@ def _rapl_packages(powercap: Path) -> list[RaplPackage]:
         return []
 
 
-def _nvml() -> tuple[Any, list[Any]] | None:
-    """``(pynvml, device handles)`` when NVML answers an energy read on every GPU; else None."""
+def _nvml(gpus: tuple[str, ...] | None) -> tuple[Any, list[Any]] | None:
+    """``(pynvml, device handles)`` when NVML answers an energy read on every GPU charged (``gpus``: indices or
+    UUIDs, None for all); else None."""
     try:
         import pynvml
         pynvml.nvmlInit()
-        handles = [pynvml.nvmlDeviceGetHandleByIndex(i) for i in range(pynvml.nvmlDeviceGetCount())]
+        handles = ([pynvml.nvmlDeviceGetHandleByIndex(i) for i in range(pynvml.nvmlDeviceGetCount())] if gpus is None
+                   else [pynvml.nvmlDeviceGetHandleByIndex(int(g)) if g.isdigit()
+                         else pynvml.nvmlDeviceGetHandleByUUID(g) for g in gpus])
         for handle in handles:
             pynvml.nvmlDeviceGetTotalEnergyConsumption(handle)
         return (pynvml, handles) if handles else None

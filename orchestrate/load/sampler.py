@@ -74,6 +74,8 @@ class MetricsSample(TypedDict):
     """``nvml``, ``nvidia-smi``, ``rapl`` or None."""
     power_error: str | None
     """Why there is no power reading (none on this machine, or its source stopped answering)."""
+    power_devices: str | None
+    """What the power is of: ``every GPU``, ``GPUs 0,1`` (the server's), ``CPU packages``."""
 
 
 def parse_prometheus(text: str, prefix: str = METRIC_PREFIX) -> dict[str, float | None]:
@@ -230,7 +232,7 @@ class MetricsSampler:
         self._session = self.session_factory()
         self._gpu = GpuMemoryProbe(shutil.which(NVIDIA_SMI[0]))
         self._host = HostLoadProbe(self.launcher.pid(), self.url, gpu=shutil.which(NVIDIA_SMI[0]) is not None)
-        self._power = PowerProbe()
+        self._power = PowerProbe(self.launcher.gpus())
         self._stop.clear()
         self._t0 = time.monotonic()
         self._sample_and_write()
@@ -305,7 +307,8 @@ class MetricsSampler:
                 "gpu_memory_used_bytes": gpu_used, "gpu_memory_total_bytes": gpu_total,
                 "gpu_memory_source": gpu_source, "metrics": metrics, "metrics_error": error, "host": host,
                 "power_watts": power.watts if power else None, "energy_joules": power.joules if power else None,
-                "power_source": power.source if power else None, "power_error": power.error if power else None}
+                "power_source": power.source if power else None, "power_error": power.error if power else None,
+                "power_devices": self._power.devices if self._power is not None else None}
 
     def _scrape(self) -> tuple[dict[str, float | None] | None, str | None]:
         if self.metrics_unavailable is not None or self._session is None:

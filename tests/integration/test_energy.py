@@ -18,7 +18,7 @@ import pytest
 import yaml
 
 from tests.conftest import reference_server
-from tests.helpers import tokenswarm_run
+from tests.helpers import tokenswarm_run, write_scenario
 
 pytestmark = pytest.mark.integration
 
@@ -75,3 +75,20 @@ def test_power_readings_that_stop_half_way_give_no_joules_and_say_why(
     assert block["joules"] is None and 0 < block["coverage"] < 0.95, block
     assert "nvidia-smi stopped answering (CalledProcessError" in block["unavailable"], block
     assert "energy: not measured — power readings cover" in (run_dir / "v" / "summary.md").read_text()
+
+
+def test_a_server_given_one_gpu_is_charged_that_gpus_power_alone(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two GPUs at 250 W and 90 W; the embedded server (the tiny model) started with CUDA_VISIBLE_DEVICES=1 is
+    charged GPU 1's 90 W, not the machine's 340 W, and the block says which GPUs."""
+    for key, value in {"PATH": f"{STANDIN}{os.pathsep}{os.environ['PATH']}", "STANDIN_WATTS": "250",
+                       "STANDIN_WATTS_1": "90", "CUDA_VISIBLE_DEVICES": "1"}.items():
+        monkeypatch.setenv(key, value)
+    scenario = write_scenario(tmp_path, load={"users": 2, "num_prompts": 16, "max_tokens": 96})
+    proc, run_dir = tokenswarm_run(tmp_path, scenario)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    summary = json.loads((run_dir / "v" / "summary.json").read_text())
+    block = summary["energy"]
+    assert block["devices"] == "GPUs 1" and block["source"] == "nvidia-smi"
+    assert block["mean_watts"] == pytest.approx(90.0) and block["idle_watts"] == pytest.approx(90.0)
+    assert block["joules"] == pytest.approx(90.0 * summary["duration_s"], rel=0.02)
+    assert "GPUs 1)" in proc.stdout

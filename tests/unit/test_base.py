@@ -130,3 +130,14 @@ def test_free_port_is_free_now() -> None:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", port))
     assert 0 < free_port("0.0.0.0") < 65536
+
+
+def test_a_server_started_here_is_charged_the_gpus_its_environment_shows(tmp_path: Path,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    launcher = ProcessAt(tmp_path / "server.log", "http://127.0.0.1:1")
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    assert launcher.gpus() is None
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "1, 3")
+    assert launcher.gpus() == ("1", "3")
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
+    assert launcher.gpus() == ()

@@ -226,3 +226,9 @@ def test_an_image_is_used_if_present_else_pulled_and_a_registry_error_is_named()
     with pytest.raises(ServerError):
         ensure_image(untagged, "llama")
     assert untagged.pulled == ("llama", "latest")
+
+
+def test_the_gpus_charged_are_the_containers(tmp_path: Path) -> None:
+    assert launcher(tmp_path).gpus() is None  # gpus: all
+    assert launcher(tmp_path, docker={"gpus": [0, "GPU-abc"]}).gpus() == ("0", "GPU-abc")
+    assert launcher(tmp_path, docker={"gpus": "none"}).gpus() == ()

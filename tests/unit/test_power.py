@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import subprocess
+import sys
 from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
 
-from orchestrate.load.power import PowerProbe, parse_power_draw
+from orchestrate.load.power import PowerProbe, _nvml, parse_power_draw
 
 
 def test_power_draw_is_summed_over_gpus_and_na_is_none() -> None:
@@ -71,3 +72,29 @@ def test_a_machine_without_any_source_says_what_it_lacks(tmp_path: Path) -> None
     assert (reading.watts, reading.joules, reading.source) == (None, None, None)
     assert reading.error == ("no power reading on this machine: no nvidia-smi on PATH, nvidia-ml-py not installed, "
                              f"and no readable RAPL counter under {tmp_path / 'none'}")
+
+
+def test_only_the_servers_gpus_are_asked_for_and_none_means_the_cpus() -> None:
+    asked: list[list[str]] = []
+
+    def run(argv: list[str], timeout_s: float) -> str:
+        asked.append(argv)
+        return "90.0\n"
+
+    probe = PowerProbe(("1", "GPU-abc"), nvidia_smi="/x/nvidia-smi", powercap=Path("/nonexistent"), run=run, nvml=None)
+    assert probe.read(0.0).watts == 90.0 and asked[0][-1] == "--id=1,GPU-abc" and probe.devices == "GPUs 1,GPU-abc"
+    every = PowerProbe(None, nvidia_smi="/x/nvidia-smi", powercap=Path("/nonexistent"), run=run, nvml=None)
+    assert every.read(0.0).watts == 90.0 and not asked[-1][-1].startswith("--id") and every.devices == "every GPU"
+    none = PowerProbe((), nvidia_smi="/x/nvidia-smi", powercap=Path("/nonexistent"), run=run, nvml=object())
+    assert none.source is None and none.devices is None
+    assert none.error is not None and "the server was given no GPU" in none.error
+
+
+def test_nvml_takes_the_servers_gpus_by_index_or_uuid(monkeypatch: pytest.MonkeyPatch) -> None:
+    fake = SimpleNamespace(
+        nvmlInit=lambda: None, nvmlDeviceGetCount=lambda: 3,
+        nvmlDeviceGetHandleByIndex=lambda i: f"index-{i}", nvmlDeviceGetHandleByUUID=lambda u: f"uuid-{u}",
+        nvmlDeviceGetTotalEnergyConsumption=lambda h: 1000, nvmlDeviceGetPowerUsage=lambda h: 50_000)
+    monkeypatch.setitem(sys.modules, "pynvml", fake)
+    assert _nvml(("2", "GPU-x")) == (fake, ["index-2", "uuid-GPU-x"])
+    assert _nvml(None) == (fake, ["index-0", "index-1", "index-2"])

@@ -31,7 +31,9 @@ def energy(samples: pd.DataFrame, start: float | None, end: float | None, tokens
                 "unavailable": why or "no power samples (a run older than power readings)"}
     source = str(readings["power_source"].mode().iloc[0])
     window = _window(readings, start, end, why)
-    out: dict[str, Any] = {"source": source, **window}
+    devices = readings["power_devices"].dropna() if "power_devices" in readings else pd.Series(dtype=object)
+    out: dict[str, Any] = {"source": source, "devices": str(devices.mode().iloc[0]) if not devices.empty else None,
+                           **window}
     before = numeric_column(readings.loc[readings["t"] < start], "power_watts").dropna()
     out["idle_watts"] = float(before.mean()) if not before.empty else None
     joules = window["joules"]
@@ -102,4 +104,5 @@ def console_line(block: dict[str, Any] | None) -> str | None:
     idle = f"idle {block['idle_watts']:.0f} W; " if block.get("idle_watts") is not None else ""
     return (f"energy {block['joules']:,.0f} J over {block['window_s']:.1f} s: "
             f"{block['output_tokens_per_joule']:.3g} output tokens/J, {block['joules_per_output_token']:.3g} J per "
-            f"output token, {block['mean_watts']:.0f} W mean ({idle}{SOURCES.get(block['source'], block['source'])})")
+            f"output token, {block['mean_watts']:.0f} W mean ({idle}{SOURCES.get(block['source'], block['source'])}"
+            + (f", {block['devices']}" if block.get("devices") else "") + ")")

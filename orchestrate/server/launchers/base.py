@@ -9,6 +9,7 @@ while the load runs.
 
 from __future__ import annotations
 
+import os
 import socket
 import time
 from abc import ABC, abstractmethod
@@ -99,6 +100,12 @@ class Launcher(ABC):
     def pid(self) -> int | None:
         """The server's root process id while a local process of ours runs it, else None."""
         return None
+
+    def gpus(self) -> tuple[str, ...] | None:
+        """The GPUs the server was given (indices or UUIDs), whose power it is charged; None for every GPU the
+        machine has. A server started here inherits tokenswarm's environment: its ``CUDA_VISIBLE_DEVICES``."""
+        visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+        return None if visible is None else tuple(g.strip() for g in visible.split(",") if g.strip())
 
     def memory_bytes(self) -> int | None:
         """The server's memory in use now, in bytes, or None; see the class docstring's contract."""

@@ -237,6 +237,7 @@ class DockerLauncher(Launcher):
         super().__init__(log_path)
         options = docker_options(spec.docker)
         self.image = spec.image
+        self._gpus = options["gpus"]
         self.host = spec.host
         self.port = spec.port or free_port(spec.host)
         self.client = client
@@ -358,6 +359,10 @@ class DockerLauncher(Launcher):
             return usage - int(cache) if 0 <= int(cache) < usage else usage
         except Exception:  # noqa: BLE001 - the sampler's contract: never raise
             return None
+
+    def gpus(self) -> tuple[str, ...] | None:
+        """The devices the container was given (``docker: {gpus: [0, 1]}``); none for ``gpus: none``."""
+        return None if self._gpus == "all" else () if self._gpus == "none" else tuple(self._gpus)
 
     def describe(self) -> dict[str, object]:
         return {"kind": self.kind, "image": self.image, "container": self.spec, "url": self.url,

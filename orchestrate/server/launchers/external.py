@@ -63,5 +63,9 @@ class ExternalLauncher(Launcher):
         probe(self._url)
         return super().wait_ready(timeout_s)
 
+    def gpus(self) -> tuple[str, ...] | None:
+        """Unknown for a server started elsewhere: every GPU of this machine is charged (if it runs here)."""
+        return None
+
     def describe(self) -> dict[str, object]:
         return {"kind": self.kind, "url": self._url}
