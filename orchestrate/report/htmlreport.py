@@ -193,11 +193,14 @@ def sections(run_dir: Path, runs: list[Run]) -> list[dict[str, Any]]:
         out.append(_section("ui-steps", "Web UI steps", charts.step_figures(stepped, "web UI"),
                             intro="The user levels set in the web UI, each held as a step."))
     drawn = [curves(r) for r in runs]
-    out.append(_section("latency", "Latency distributions", charts.latency_figures(drawn),
-                        intro="Percent of completed requests within each latency. " + LINES))
-    out.append(_section("timelines", "Over time", charts.timeline_figures(drawn),
-                        intro="From the records: tokens when they arrived, requests from send to end; memory "
-                              "and power as sampled. " + LINES))
+    latency, timelines = charts.latency_figures(drawn), charts.timeline_figures(drawn)
+    if latency:
+        out.append(_section("latency", "Latency distributions", latency,
+                            intro="Percent of completed requests within each latency. " + LINES))
+    if timelines:
+        out.append(_section("timelines", "Over time", timelines,
+                            intro="From the records: tokens when they arrived, requests from send to end; memory "
+                                  "and power as sampled. " + LINES))
     errors = {r.label: (r.summary.get("requests") or {}).get("errors_by_class") or {} for r in runs}
     shown = charts.errors_figure(errors)
     if shown:

@@ -92,3 +92,16 @@ def test_no_page_before_a_variant_has_a_summary(tmp_path: Path) -> None:
 def test_markdown_inside_the_page_loses_its_title_and_steps_its_headings_down() -> None:
     assert htmlreport.prose("# Comparison\n\n## Effects\n\ntext") == "<h4>Effects</h4>\n<p>text</p>\n"
     assert htmlreport._script_json({"a": "</script>"}) == '{"a":"<\\/script>"}'
+
+
+def test_a_run_that_sent_nothing_shows_its_status_and_no_empty_charts(tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    paths = VariantPaths.create(run, "a")
+    paths.server_json.write_text("{}")
+    paths.summary_json.write_text(json.dumps({"scenario": "demo", "variant": "a", "status": "failed_to_load",
+                                              "server": {"cause": "model loading failed"},
+                                              "requests": {"sent": 0, "errors": 0, "completed": 0}}))
+    html = htmlreport.write_html_report(run).read_text()  # type: ignore[union-attr]
+    assert re.findall(r'<section id="([^"]+)"', html) == ["glance", "runs", "definitions"]
+    assert 'data-metric="status" data-value="&#34;failed_to_load&#34;">failed_to_load<' in html
+    assert "model loading failed" in html and page_figures(run / "report.html") == {}
