@@ -31,7 +31,7 @@ llama-server: $(STAMP)
 	fi
 	@$(BIN)/python -m orchestrate.server.llama_build
 
-# The docker launcher's tests need a Docker-API engine: Debian's podman with runc (DESIGN.md).
+# The docker launcher's tests need a Docker-API engine: Debian's podman with runc (docs/testing.md).
 # As root, install them when missing (about 20 s); `apt-get update` only if the install fails.
 # Never fails: without them those tests skip and say why.
 engine:
@@ -45,7 +45,7 @@ engine:
 	fi
 
 # The web UI's browser test drives Debian's Chromium (Playwright's own browser download cannot work
-# here; DESIGN.md). As root, install it when missing (about 30 s). Never fails: without it that test
+# here; docs/testing.md). As root, install it when missing (about 30 s). Never fails: without it that test
 # skips and says why.
 browser:
 	@if [ "$$(id -u)" = 0 ] && ! [ -x /usr/bin/chromium ] && command -v apt-get >/dev/null 2>&1; then \

@@ -30,8 +30,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from locustfiles.loadshape import ARRIVALS
-from locustfiles.runstate import ArrivalClock, LlmRun
 from locustfiles.resultfiles import ARRIVALS_JSON
+from locustfiles.runstate import ArrivalClock, LlmRun
 
 if TYPE_CHECKING:
     from locust.env import Environment

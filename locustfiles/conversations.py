@@ -19,8 +19,17 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from locustfiles.dataset import (DROP_RULES, HUMAN_ROLES, NON_REPLY_ROLES, DatasetError, Prompt, SampleResult,
-                                 SamplingConfig, TokenCounter, _drop_rule)
+from locustfiles.dataset import (
+    DROP_RULES,
+    HUMAN_ROLES,
+    NON_REPLY_ROLES,
+    DatasetError,
+    Prompt,
+    SampleResult,
+    SamplingConfig,
+    TokenCounter,
+    _drop_rule,
+)
 
 SINGLE = "single"
 MULTI_TURN = "multi_turn"

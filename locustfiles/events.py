@@ -31,9 +31,9 @@ from locustfiles import arrivals, conversations, distributed, finalcsv, options,
 from locustfiles.dataset import DatasetError
 from locustfiles.dispenser import PromptDispenser
 from locustfiles.promptsource import load_prompts
-from locustfiles.serverwatch import ServerWatch
-from locustfiles.runstate import LlmRun
 from locustfiles.records import CANCELLED, METRIC, NO_CONTENT, OK, REQUEST_NAME, REQUEST_TYPE, RequestRecord
+from locustfiles.runstate import LlmRun
+from locustfiles.serverwatch import ServerWatch
 from locustfiles.webui import install_webui
 
 log = logging.getLogger("tokenswarm")

@@ -25,8 +25,18 @@ from locust.env import Environment
 from locust.rpc import Message
 from locust.runners import MasterRunner, WorkerRunner
 
-from locustfiles.admission import (JOIN_FLAG, JOIN_TOKEN_ENV, MSG_CHALLENGE, MSG_JOIN, MSG_PROOF, MSG_VERDICT,
-                                   AdmissionError, Gate, join_token, proof)
+from locustfiles.admission import (
+    JOIN_FLAG,
+    JOIN_TOKEN_ENV,
+    MSG_CHALLENGE,
+    MSG_JOIN,
+    MSG_PROOF,
+    MSG_VERDICT,
+    AdmissionError,
+    Gate,
+    join_token,
+    proof,
+)
 
 log = logging.getLogger("tokenswarm")
 

@@ -13,8 +13,8 @@ Debug one user without Locust's runner: ``python locustfiles/locustfile.py`` (``
 from locust import events, run_single_user, task
 
 from locustfiles import events as tokenswarm_events
-from locustfiles.stages import StagesShape  # noqa: F401 (Locust finds shapes here; off unless --stages)
 from locustfiles.multiturn import MultiTurnUser, select_user_classes
+from locustfiles.stages import StagesShape  # noqa: F401 (Locust finds shapes here; off unless --stages)
 from locustfiles.users import ChatStreamUser
 
 tokenswarm_events.register(events)

@@ -1,4 +1,4 @@
-"""Per-request metrics, computed here and nowhere else (DESIGN.md "Metric definitions").
+"""Per-request metrics, computed here and nowhere else (docs/metrics.md).
 
 Stage: load. Aggregates (percentiles, throughput) live in ``orchestrate/report/aggregates/``; this
 module turns one ``StreamResult`` into one ``RequestRecord``.

@@ -9,8 +9,8 @@ from __future__ import annotations
 from typing import Any
 
 from locustfiles.loadshape import ARRIVALS, DEFAULT_LATE_MS
-from locustfiles.serverwatch import DEFAULT_LOST_AFTER_S
 from locustfiles.resultfiles import RECORDS_FILE
+from locustfiles.serverwatch import DEFAULT_LOST_AFTER_S
 
 
 def add_arguments(parser: Any) -> None:

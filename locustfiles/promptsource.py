@@ -15,8 +15,15 @@ from pathlib import Path
 from typing import Any
 
 from locustfiles import conversations
-from locustfiles.dataset import (DatasetError, Prompt, SamplingConfig, estimate_tokens, load_sharegpt,
-                                 packaged_dataset, sample_prompts)
+from locustfiles.dataset import (
+    DatasetError,
+    Prompt,
+    SamplingConfig,
+    estimate_tokens,
+    load_sharegpt,
+    packaged_dataset,
+    sample_prompts,
+)
 
 log = logging.getLogger("tokenswarm")
 SYNTHETIC_PREFIXES = ("synthetic", "synthetic-multiturn")

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import json
 import logging
-from array import array
 import time
+from array import array
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 

@@ -15,8 +15,8 @@ import json
 import socket
 import time
 from collections.abc import Callable
-from typing import Any
 from dataclasses import dataclass, field
+from typing import Any
 
 _loads: Callable[[bytes], Any]
 try:

@@ -19,8 +19,8 @@ from locust.contrib.fasthttp import FastHttpUser
 from locust.exception import StopUser
 
 from locustfiles import arrivals
-from locustfiles.dataset import Prompt
 from locustfiles.connection import Connection
+from locustfiles.dataset import Prompt
 from locustfiles.metrics import build_record, stamp_schedule
 from locustfiles.records import CANCELLED, ERROR, RequestRecord
 from locustfiles.serverwatch import ServerLost, backoff_s

@@ -31,8 +31,8 @@ from flask import Response, jsonify, request
 from locust.env import Environment
 
 from locustfiles.livestats import LiveStats, figures_csv_rows, table_rows
-from locustfiles.webui_page import CHARTS_HTML
 from locustfiles.resultfiles import LLM_HISTORY_CSV
+from locustfiles.webui_page import CHARTS_HTML
 
 log = logging.getLogger("tokenswarm")
 

@@ -15,12 +15,23 @@ import sys
 from pathlib import Path
 from typing import NoReturn
 
-from orchestrate.scenario import loadmodes
 from orchestrate.errors import ResultsError, ScenarioError, TokenswarmError
 from orchestrate.results import VariantPaths, variant_dirs
-from orchestrate.run_options import (add_join_token_file, add_load_arguments, add_run_arguments, load_overrides,
-                                     positive, scenario_of, search_range, slo_limits, swarm_of, web_ui_of, with_load,
-                                     with_search)
+from orchestrate.run_options import (
+    add_join_token_file,
+    add_load_arguments,
+    add_run_arguments,
+    load_overrides,
+    positive,
+    scenario_of,
+    search_range,
+    slo_limits,
+    swarm_of,
+    web_ui_of,
+    with_load,
+    with_search,
+)
+from orchestrate.scenario import loadmodes
 from orchestrate.scenario.settings import retry_description
 from orchestrate.scenario.spec import RANDOM_DATASET, ServerSpec, Variant
 

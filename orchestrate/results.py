@@ -16,8 +16,7 @@ from typing import Any
 
 import yaml
 
-from locustfiles.resultfiles import (ARRIVALS_JSON, CLIENT_JSON, LLM_HISTORY_CSV, RECORDS_FILE, STAGES_JSON,
-                                     WORKERS_JSON)
+from locustfiles.resultfiles import ARRIVALS_JSON, CLIENT_JSON, LLM_HISTORY_CSV, RECORDS_FILE, STAGES_JSON, WORKERS_JSON
 from orchestrate.errors import ResultsError
 from orchestrate.report.repeats import repeat_index
 

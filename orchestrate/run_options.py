@@ -169,8 +169,8 @@ def add_join_token_file(p: argparse._ActionsContainer, help_text: str) -> None:
 def swarm_of(args: argparse.Namespace) -> Swarm:
     """The load generators the flags ask for; conflicting flags are one-line errors."""
     from orchestrate.load.jointoken import token_file_of
-    from orchestrate.server.launchers.base import LOCAL_HOSTS
     from orchestrate.load.loadrun import REMOTE_WORKERS_WAIT_S, Swarm
+    from orchestrate.server.launchers.base import LOCAL_HOSTS
     if args.workers and args.master:
         raise ScenarioError("--workers and --master exclude each other: --workers starts local workers, "
                             "--master waits for workers from other hosts")
@@ -199,8 +199,8 @@ def web_ui_of(args: argparse.Namespace) -> WebUi | None:
         if args.web_host or args.web_port or args.ui_quit_on_stop:
             raise ScenarioError("--web-host/--web-port/--ui-quit-on-stop only apply with --ui")
         return None
-    from orchestrate.server.launchers.base import LOCAL_HOSTS, free_port
     from orchestrate.load.loadrun import WebUi
+    from orchestrate.server.launchers.base import LOCAL_HOSTS, free_port
     host = args.web_host or "127.0.0.1"
     if host not in LOCAL_HOSTS:
         print(f"tokenswarm: warning: the web UI listens on {host}: anyone who reaches it can start and stop "
@@ -225,8 +225,8 @@ the package's ShareGPT file is truncated, so its complete conversations are used
 
 def scenario_of(args: argparse.Namespace) -> Scenario:
     """The scenario file with the command line's overrides applied (``run``, ``noise-floor``)."""
-    from orchestrate.server.preflight import API_KEY_ENV
     from orchestrate.scenario.parse import load_scenario, parse_scenario
+    from orchestrate.server.preflight import API_KEY_ENV
     if args.scenario is None:
         if not args.url:
             raise ScenarioError("give a scenario file (e.g. scenarios/demo.yaml), or --url URL to measure a server "

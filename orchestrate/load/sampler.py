@@ -26,11 +26,11 @@ from typing import IO, TypedDict
 
 import requests
 
-from orchestrate.server.background import lower_this_thread
 from orchestrate.load.hostload import HostLoadProbe
 from orchestrate.load.power import PowerProbe
 from orchestrate.processes import run_command
 from orchestrate.results import SERVER_COUNTERS, SERVER_GAUGES
+from orchestrate.server.background import lower_this_thread
 from orchestrate.server.launchers.base import Launcher
 
 METRIC_PREFIX = "llamacpp:"

@@ -30,12 +30,12 @@ from typing import Any
 import yaml
 
 from orchestrate.errors import ResultsError
-from orchestrate.report.formats import summary_numbers
-from orchestrate.report.conditions import busy_text, common_prompts, conditions, numbers_over
-from orchestrate.scenario.matrix import fold, folded_factors
 from orchestrate.report import sweep_report
+from orchestrate.report.conditions import busy_text, common_prompts, conditions, numbers_over
+from orchestrate.report.formats import summary_numbers
 from orchestrate.report.repeats import deviation, disagree, read_floor, repeat_index, spread
 from orchestrate.results import scenario_copy, variant_dirs
+from orchestrate.scenario.matrix import fold, folded_factors
 from orchestrate.scenario.settings import variant_settings
 
 COLUMNS = (("prefill_tok_s", "prefill tok/s"), ("decode_tok_s", "decode tok/s"), ("ttft_p50_ms", "TTFT p50"),

@@ -10,14 +10,22 @@ import json
 from pathlib import Path
 from typing import Any
 
-from orchestrate.report import sweep_report
-from orchestrate.report.compare import (CAPACITY_EFFECT, COLUMNS, EFFECT_METRICS, ENERGY_EFFECT, GOODPUT_EFFECT, UNSET,
-                                        compare, read_variants)
 from orchestrate.errors import ResultsError
-from orchestrate.report.formats import fmt_ms, fmt_num
+from orchestrate.report import sweep_report
 from orchestrate.report.aggregates.goodput import slo_text
-from orchestrate.scenario.matrix import FACTOR
+from orchestrate.report.compare import (
+    CAPACITY_EFFECT,
+    COLUMNS,
+    EFFECT_METRICS,
+    ENERGY_EFFECT,
+    GOODPUT_EFFECT,
+    UNSET,
+    compare,
+    read_variants,
+)
+from orchestrate.report.formats import fmt_ms, fmt_num
 from orchestrate.results import compare_json, compare_md, compare_png, compare_sweep_png, variant_dirs
+from orchestrate.scenario.matrix import FACTOR
 
 METRIC_LABELS = dict((*EFFECT_METRICS, GOODPUT_EFFECT, CAPACITY_EFFECT, ENERGY_EFFECT))
 PLOTTED = (("decode_tok_s", "decode tok/s"), ("prefill_tok_s", "prefill tok/s"), ("ttft_p50_ms", "TTFT p50 (ms)"),

@@ -12,12 +12,12 @@ from collections.abc import Set
 from pathlib import Path
 from typing import Any
 
-from orchestrate.report.formats import summary_numbers
-from orchestrate.report.hostreport import busy_reasons
-from orchestrate.results import VariantPaths
 from orchestrate.report.aggregates.headline import summarize_records
 from orchestrate.report.aggregates.recordsfile import read_records
 from orchestrate.report.aggregates.stats import numeric_column
+from orchestrate.report.formats import summary_numbers
+from orchestrate.report.hostreport import busy_reasons
+from orchestrate.results import VariantPaths
 
 HostBlock = dict[str, Any] | None
 """A summary's ``host`` block (``orchestrate.report.aggregates.host.summarize_host``), or None before it existed."""

@@ -6,18 +6,18 @@ Stage: report. Every number shown here was computed in ``aggregates/``.
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from orchestrate.report import loadreport, sweep_report
 from orchestrate.report.aggregates import capacity, energy, goodput, steadystate, turns, uisteps
-from orchestrate.report.provenance import condition_lines
-from orchestrate.report.formats import GIB, MIB, fmt_bytes, fmt_ms, fmt_num, summary_numbers  # noqa: F401 (re-exported)
-from orchestrate.results import VariantPaths
 from orchestrate.report.aggregates.chunks import output_tokens_per_second
 from orchestrate.report.aggregates.servermetrics import metrics_timeline
+from orchestrate.report.formats import GIB, MIB, fmt_bytes, fmt_ms, fmt_num, summary_numbers  # noqa: F401 (re-exported)
+from orchestrate.report.provenance import condition_lines
 from orchestrate.report.vllm_format import write_vllm_bench
+from orchestrate.results import VariantPaths
 
 MEMORY_SOURCES = {"process_tree": "RSS of the server's processes", "container": "the container's own memory",
                   "nvidia-smi": "nvidia-smi", "system": "system memory in use: unified memory, whole machine"}

@@ -12,25 +12,25 @@ from dataclasses import asdict
 from typing import Any
 
 from orchestrate.report.aggregates.accounting import connections, server_down, unsent
-from orchestrate.report.aggregates.energy import energy
 from orchestrate.report.aggregates.capacity import capacity_block
-from orchestrate.report.aggregates.goodput import goodput
-from orchestrate.scenario.hostlimits import HostLimits
-from orchestrate.scenario.spec import Sweep
-from orchestrate.report.aggregates.host import summarize_host
-from orchestrate.report.hostreport import host_note
-from orchestrate.report.aggregates.loadphases import load_mode_summary
-from orchestrate.report.loadreport import notes as load_mode_notes
-from orchestrate.report.render import write_reports
-from orchestrate.results import VariantPaths, read_json
 from orchestrate.report.aggregates.client import crosscheck_agrees, locust_crosscheck, summarize_client
+from orchestrate.report.aggregates.energy import energy
+from orchestrate.report.aggregates.goodput import goodput
 from orchestrate.report.aggregates.headline import summarize_records
+from orchestrate.report.aggregates.host import summarize_host
+from orchestrate.report.aggregates.loadphases import load_mode_summary
 from orchestrate.report.aggregates.recordsfile import read_records
 from orchestrate.report.aggregates.servermetrics import jsonl_rows, load_metrics, server_metrics, summarize_metrics
 from orchestrate.report.aggregates.steadystate import steady_state
 from orchestrate.report.aggregates.turns import summarize_turns
-from orchestrate.report.sweep_report import sweep_block
 from orchestrate.report.aggregates.uisteps import ui_steps, user_levels, users_over_time
+from orchestrate.report.hostreport import host_note
+from orchestrate.report.loadreport import notes as load_mode_notes
+from orchestrate.report.render import write_reports
+from orchestrate.report.sweep_report import sweep_block
+from orchestrate.results import VariantPaths, read_json
+from orchestrate.scenario.hostlimits import HostLimits
+from orchestrate.scenario.spec import Sweep
 
 TOKEN_COUNTERS = {
     "server_tokenize": "exact: the server's /apply-template and /tokenize",

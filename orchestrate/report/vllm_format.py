@@ -14,7 +14,7 @@ send → last end; vLLM times the same span), ``completed``, ``total_input_token
 Recomputed with vLLM's own estimators (``aggregates/vllmstats.py``), so the numbers are what vLLM
 would print for these per-request values, over completed requests.
 
-Where the per-request definitions coincide and where not (tokenswarm's are in DESIGN.md):
+Where the per-request definitions coincide and where not (tokenswarm's are in docs/metrics.md):
 
 - TPOT: the same, (E2E − TTFT) / (output_tokens − 1) for requests with more than one output token;
   the record's ``tpot_ms`` is used as is.

@@ -27,7 +27,6 @@ from locustfiles.loadshape import ARRIVALS, DEFAULT_LATE_MS, Stage, default_spaw
 from orchestrate.scenario.spec import LoadSpec
 from orchestrate.scenario.yamlsource import Checker
 
-
 MODE_KEYS = ("rate", "arrival", "burstiness", "late_ms", "stages")
 """Load keys this module validates (added to ``scenario.LOAD_KEYS``)."""
 STAGE_KEYS = {"duration_s", "users", "spawn_rate"}

@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from locustfiles.serverwatch import DEFAULT_LOST_AFTER_S
-from orchestrate.scenario.datasets import DATASET_KEYS, parse_dataset
 from orchestrate.errors import ScenarioError
+from orchestrate.scenario.datasets import DATASET_KEYS, parse_dataset
 from orchestrate.scenario.hostlimits import parse_host_limits
 from orchestrate.scenario.keypaths import Origin, merge_sections, put_path
 from orchestrate.scenario.lengths import LENGTH_KEYS, parse_lengths
@@ -28,8 +28,16 @@ from orchestrate.scenario.replay import REPLAY_KEYS, hide_think_time, parse_repl
 from orchestrate.scenario.search import parse_search
 from orchestrate.scenario.settings import on_off
 from orchestrate.scenario.slo import parse_slo
-from orchestrate.scenario.spec import (DEFAULT_IMAGE, LAUNCHER_KINDS, SAMPLING_KEYS, SERVER_KEYS, LoadSpec, Scenario,
-                                       ServerSpec, Variant)
+from orchestrate.scenario.spec import (
+    DEFAULT_IMAGE,
+    LAUNCHER_KINDS,
+    SAMPLING_KEYS,
+    SERVER_KEYS,
+    LoadSpec,
+    Scenario,
+    ServerSpec,
+    Variant,
+)
 from orchestrate.scenario.sweep import SWEEP_SETTINGS, extract_sweep
 from orchestrate.scenario.yamlsource import Checker, read_yaml
 

@@ -12,7 +12,6 @@ from locustfiles.conversations import HISTORY_DATASET, HISTORY_SOURCES, MODES, M
 from orchestrate.scenario.spec import LoadSpec
 from orchestrate.scenario.yamlsource import Checker
 
-
 REPLAY_KEYS = ("mode", "history", "think_time_s", "max_turns")
 """Load keys of the replay; all but ``mode`` only mean something with ``mode: multi_turn``."""
 

@@ -14,9 +14,8 @@ from dataclasses import replace
 from typing import Any, Callable
 
 from locustfiles.dataset import Prompt
-from orchestrate.scenario.yamlsource import Checker
-
 from orchestrate.scenario.spec import DEFAULT_SETTLE_S, DEFAULT_WARMUP_PROMPTS, LoadSpec, Sweep, Variant
+from orchestrate.scenario.yamlsource import Checker
 
 SWEEP_KEYS = ("users", "max_tokens", "num_prompts", "spawn_rate", "rate")
 """Load keys whose value may be a list of step values."""

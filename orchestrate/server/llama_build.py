@@ -30,8 +30,17 @@ from orchestrate.errors import ServerError, ServerExitedError
 from orchestrate.scenario.spec import ServerSpec
 from orchestrate.server.diagnose import diagnose
 from orchestrate.server.launchers import make_launcher
-from orchestrate.server.llama_recipe import (BACKENDS, VERSION, HostCpu, Recipe, cached_binary, host_cpu, note_verified,
-                                             recipe_for, verified_on)
+from orchestrate.server.llama_recipe import (
+    BACKENDS,
+    VERSION,
+    HostCpu,
+    Recipe,
+    cached_binary,
+    host_cpu,
+    note_verified,
+    recipe_for,
+    verified_on,
+)
 
 CHECK_TIMEOUT_S = 60.0
 """How long the check's server may take to load the tiny model, and then to answer."""

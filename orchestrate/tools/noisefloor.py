@@ -17,10 +17,10 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from orchestrate.report.compare import EFFECT_METRICS, compare, read_variants
-from orchestrate.report.compare_report import write_comparison
 from orchestrate.errors import ScenarioError
 from orchestrate.load.loadrun import Swarm
+from orchestrate.report.compare import EFFECT_METRICS, compare, read_variants
+from orchestrate.report.compare_report import write_comparison
 from orchestrate.report.repeats import NOISE_FLOOR_JSON, deviation, host_floor_file
 from orchestrate.runloop import run_scenario
 from orchestrate.scenario.spec import Scenario

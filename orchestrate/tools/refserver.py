@@ -53,7 +53,6 @@ import argparse
 import asyncio
 import collections
 import json
-import math
 import random
 import re
 import sys
@@ -61,8 +60,17 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from orchestrate.tools.refserver_wire import (FLUSH_S, HttpConnection, Stream, Truth, chunked, chunked_raw, http_error,
-                                              http_response, sse_event)
+from orchestrate.tools.refserver_wire import (
+    FLUSH_S,
+    HttpConnection,
+    Stream,
+    Truth,
+    chunked,
+    chunked_raw,
+    http_error,
+    http_response,
+    sse_event,
+)
 
 MARKER_RE = re.compile(rb"\[req:([A-Za-z0-9_.\-]+)\]")
 """``[req:ID]`` anywhere in the request body names the request in the truth file."""

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from tests.helpers import tokenswarm_run, write_scenario
+from tests.helpers import write_scenario
 
 pytestmark = pytest.mark.integration
 

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from locustfiles.dataset import Prompt
 from locustfiles.command import LOCUSTFILE
+from locustfiles.dataset import Prompt
 from tests.helpers import read_jsonl
 
 pytestmark = pytest.mark.integration

@@ -22,8 +22,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from tests.conftest import reference_server
 from tests.browser import page_figures
+from tests.conftest import reference_server
 from tests.helpers import read_jsonl, tokenswarm_run, write_scenario
 
 pytestmark = pytest.mark.integration

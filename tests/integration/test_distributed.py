@@ -14,8 +14,8 @@ from pathlib import Path
 import psutil
 import pytest
 
-from locustfiles.command import LOCUSTFILE
 from locustfiles.admission import JOIN_TOKEN_ENV, MSG_CHALLENGE, MSG_VERDICT, NO_TOKEN, WRONG_TOKEN
+from locustfiles.command import LOCUSTFILE
 from orchestrate.server.launchers.embedded import EmbeddedLauncher
 from tests.helpers import read_jsonl, tokenswarm_run, write_scenario
 
@@ -137,6 +137,7 @@ def test_a_master_that_no_worker_joins_gives_up_in_one_line(tmp_path: Path) -> N
 
 def test_an_interrupted_worker_says_what_a_worker_does(tmp_path: Path) -> None:
     import signal
+
     from orchestrate.server.launchers.base import free_port
     worker = subprocess.Popen([sys.executable, "-m", "orchestrate.cli", "worker", "--master-host", "127.0.0.1",
                                "--master-port", str(free_port())], stdout=subprocess.PIPE, stderr=subprocess.PIPE,

@@ -22,9 +22,9 @@ import docker
 import pytest
 
 from orchestrate.errors import ServerExitedError
+from orchestrate.scenario.spec import ServerSpec
 from orchestrate.server.launchers import resolve_model
 from orchestrate.server.launchers.docker import LABEL, DockerLauncher, remove_leftovers
-from orchestrate.scenario.spec import ServerSpec
 from tests.helpers import read_jsonl, tokenswarm_run, write_scenario
 
 pytestmark = pytest.mark.integration

@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.helpers import read_jsonl, tokenswarm_run
 from tests.conftest import reference_server
+from tests.helpers import read_jsonl, tokenswarm_run
 
 pytestmark = pytest.mark.integration
 

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from orchestrate.server.launchers.embedded import EmbeddedLauncher
 from locustfiles.command import LOCUSTFILE
+from orchestrate.server.launchers.embedded import EmbeddedLauncher
 from tests.helpers import read_jsonl
 
 pytestmark = pytest.mark.integration

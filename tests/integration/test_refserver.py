@@ -6,11 +6,8 @@ from __future__ import annotations
 import csv
 import json
 import re
-import signal
 import socket
 import statistics
-import subprocess
-import sys
 import threading
 import time
 from collections import Counter

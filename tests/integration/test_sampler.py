@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 import requests
 
-from orchestrate.server.launchers.embedded import EmbeddedLauncher
 from orchestrate.load.sampler import MetricsSampler
 from orchestrate.report.aggregates.servermetrics import load_metrics, summarize_metrics
+from orchestrate.server.launchers.embedded import EmbeddedLauncher
 
 pytestmark = pytest.mark.integration
 

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from locustfiles.dataset import Prompt
-from orchestrate.server.launchers.embedded import EmbeddedLauncher
 from orchestrate.report.aggregates.client import SATURATION_LAG_P99_MS, summarize_client
+from orchestrate.server.launchers.embedded import EmbeddedLauncher
 from tests.helpers import tokenswarm_run, write_scenario
 
 pytestmark = pytest.mark.integration

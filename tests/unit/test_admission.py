@@ -9,8 +9,16 @@ from pathlib import Path
 
 import pytest
 
-from locustfiles.admission import (JOIN_TOKEN_ENV, NO_TOKEN, WRONG_TOKEN, AdmissionError, Gate, join_token, proof,
-                                   read_token_file)
+from locustfiles.admission import (
+    JOIN_TOKEN_ENV,
+    NO_TOKEN,
+    WRONG_TOKEN,
+    AdmissionError,
+    Gate,
+    join_token,
+    proof,
+    read_token_file,
+)
 
 
 def test_a_worker_that_answers_its_nonce_with_the_token_is_admitted() -> None:

@@ -29,6 +29,13 @@ def test_orchestrator_never_imports_locust() -> None:
     assert proc.stdout.strip() == "False"
 
 
+def test_the_linter_is_clean() -> None:
+    """ruff (pyproject.toml): imports sorted, none unused or repeated, no undefined or unused names."""
+    proc = subprocess.run([sys.executable, "-m", "ruff", "check", "--no-cache", "orchestrate", "locustfiles", "tests"],
+                          capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
 def test_mypy_is_clean() -> None:
     proc = subprocess.run([sys.executable, "-m", "mypy", "locustfiles", "orchestrate"],
                           capture_output=True, text=True, cwd=ROOT, timeout=300)

@@ -10,8 +10,16 @@ from typing import Any
 
 import pytest
 
-from orchestrate.report.aggregates.capacity import (capacity_block, cliff, judge, limited_by, markdown, plot,
-                                                    sentence, write_record)
+from orchestrate.report.aggregates.capacity import (
+    capacity_block,
+    cliff,
+    judge,
+    limited_by,
+    markdown,
+    plot,
+    sentence,
+    write_record,
+)
 from orchestrate.results import VariantPaths, read_json
 from orchestrate.scenario.search import CANNOT_PASS
 from orchestrate.scenario.spec import Search

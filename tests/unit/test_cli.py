@@ -11,8 +11,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import orchestrate.report.render
-import orchestrate.runloop
 import orchestrate.report.summary
+import orchestrate.runloop
 from locustfiles.admission import JOIN_TOKEN_ENV
 from locustfiles.records import RequestRecord
 from orchestrate.cli import main, server_command

@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 import yaml
 
+from orchestrate.errors import ResultsError
 from orchestrate.report.compare import VariantResult, basis, compare, on_basis, read_variants
 from orchestrate.report.compare_report import write_comparison
-from orchestrate.errors import ResultsError
 from orchestrate.results import VariantPaths, compare_json, compare_md, compare_png
 from orchestrate.scenario.settings import variant_settings
 
@@ -525,6 +525,7 @@ def test_the_bars_carry_their_values(tmp_path: Path, monkeypatch: pytest.MonkeyP
     matplotlib = pytest.importorskip("matplotlib")
     matplotlib.use("Agg")
     from matplotlib.axes import Axes
+
     from orchestrate.report.compare_report import plot
     seen: list[list[str]] = []
     original = Axes.bar_label

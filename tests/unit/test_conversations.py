@@ -9,8 +9,15 @@ from typing import Any
 
 import pytest
 
-from locustfiles.conversations import (ThinkTime, add_arguments, check_mode, conversation_pairs, planned_requests,
-                                       sample_conversations, turn_prompt)
+from locustfiles.conversations import (
+    ThinkTime,
+    add_arguments,
+    check_mode,
+    conversation_pairs,
+    planned_requests,
+    sample_conversations,
+    turn_prompt,
+)
 from locustfiles.dataset import DatasetError, Prompt, SamplingConfig, estimate_tokens, sample_prompts
 from orchestrate.tools.sharegpt_synth import generate_sharegpt
 

@@ -12,8 +12,16 @@ from pathlib import Path
 import pytest
 
 from locustfiles import dataset as dataset_module
-from locustfiles.dataset import (DROP_RULES, DatasetError, Prompt, SamplingConfig,
-                                 estimate_tokens, load_sharegpt, packaged_dataset, sample_prompts)
+from locustfiles.dataset import (
+    DROP_RULES,
+    DatasetError,
+    Prompt,
+    SamplingConfig,
+    estimate_tokens,
+    load_sharegpt,
+    packaged_dataset,
+    sample_prompts,
+)
 from locustfiles.sharegpt_file import ShareGPTFile, TruncatedError
 from tests.helpers import write_file as write
 

@@ -10,7 +10,8 @@ import pytest
 from orchestrate.errors import ScenarioError
 from orchestrate.scenario.datasets import DATASET_KEYS, parse_dataset
 from orchestrate.scenario.yamlsource import read_yaml
-from tests.helpers import parse_text as parse, scenario_error as error_of
+from tests.helpers import parse_text as parse
+from tests.helpers import scenario_error as error_of
 
 
 def _fields(text: str) -> dict[str, Any]:

@@ -18,9 +18,18 @@ import pytest
 from orchestrate.errors import ScenarioError, ServerError
 from orchestrate.scenario.spec import ServerSpec
 from orchestrate.server.launchers import docker as launcher_module
-from orchestrate.server.launchers.docker import (LABEL, DockerLauncher, connect, device_requests, docker_options,
-                                                 docker_run_line, engine_address, ensure_image, mounts_and_command,
-                                                 remove_leftovers)
+from orchestrate.server.launchers.docker import (
+    LABEL,
+    DockerLauncher,
+    connect,
+    device_requests,
+    docker_options,
+    docker_run_line,
+    engine_address,
+    ensure_image,
+    mounts_and_command,
+    remove_leftovers,
+)
 
 
 def test_options_default_to_every_gpu_and_nothing_else() -> None:

@@ -5,8 +5,16 @@ from __future__ import annotations
 
 import pytest
 
-from orchestrate.errors import (DatasetError, LoadRunError, ResultsError, ScenarioError, ServerError,
-                                ServerExitedError, ServerNotReadyError, TokenswarmError)
+from orchestrate.errors import (
+    DatasetError,
+    LoadRunError,
+    ResultsError,
+    ScenarioError,
+    ServerError,
+    ServerExitedError,
+    ServerNotReadyError,
+    TokenswarmError,
+)
 
 
 @pytest.mark.parametrize("error, builtin", [

@@ -12,9 +12,9 @@ import pytest
 
 from locustfiles.records import CANCELLED, ERROR, OK, RequestRecord
 from orchestrate.report.aggregates.goodput import goodput, markdown
-from orchestrate.results import VariantPaths
-from orchestrate.report.summary import build_summary
 from orchestrate.report.aggregates.headline import summarize_records
+from orchestrate.report.summary import build_summary
+from orchestrate.results import VariantPaths
 
 T0 = 1000.0
 SLO = {"ttft_ms": 200.0, "tpot_ms": 50.0, "e2e_ms": 1000.0}

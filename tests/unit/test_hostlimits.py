@@ -9,7 +9,8 @@ import pytest
 from orchestrate.errors import ScenarioError
 from orchestrate.scenario.hostlimits import FOREIGN_CPU_LIMIT_PCT, STEAL_LIMIT_PCT, HostLimits, parse_host_limits
 from orchestrate.scenario.yamlsource import read_yaml
-from tests.helpers import parse_text as parse, scenario_error as error_of
+from tests.helpers import parse_text as parse
+from tests.helpers import scenario_error as error_of
 
 
 def _direct(text: str) -> HostLimits:

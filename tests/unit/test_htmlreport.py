@@ -9,9 +9,9 @@ from pathlib import Path
 from typing import Any
 
 from orchestrate.report import htmlreport
+from orchestrate.report.aggregates.headline import summarize_records
 from orchestrate.results import VariantPaths
 from tests.browser import page_figures
-from orchestrate.report.aggregates.headline import summarize_records
 from tests.unit.test_headline import frame, study_records
 
 

@@ -10,7 +10,8 @@ import pytest
 from orchestrate.scenario.lengths import length_arg, length_settings, override_problem
 from orchestrate.scenario.settings import variant_settings
 from orchestrate.scenario.spec import LoadSpec, TokenLength
-from tests.helpers import parse_text as parse, scenario_error as error_of
+from tests.helpers import parse_text as parse
+from tests.helpers import scenario_error as error_of
 
 
 def test_random_takes_vllms_defaults_and_sends_ignore_eos() -> None:

@@ -11,8 +11,7 @@ import random
 import numpy as np
 import pytest
 
-from locustfiles.livestats import (HISTORY_POINTS, LiveStats, figures_csv_rows, percentiles,
-                                   table_rows)
+from locustfiles.livestats import HISTORY_POINTS, LiveStats, figures_csv_rows, percentiles, table_rows
 from locustfiles.records import CANCELLED, ERROR, OK, RequestRecord
 from orchestrate.report.aggregates.stats import weighted_stats
 

@@ -10,8 +10,16 @@ import pytest
 
 from orchestrate.errors import ServerError
 from orchestrate.server.launchers.process import find_binary
-from orchestrate.server.llama_recipe import (BASE_OPTIONS, VERSION, HostCpu, cached_binary, host_cpu, note_verified,
-                                             recipe_for, verified_on)
+from orchestrate.server.llama_recipe import (
+    BASE_OPTIONS,
+    VERSION,
+    HostCpu,
+    cached_binary,
+    host_cpu,
+    note_verified,
+    recipe_for,
+    verified_on,
+)
 
 SAPPHIRE_RAPIDS = frozenset(
     "fpu sse4_2 avx f16c fma bmi2 avx2 avx_vnni avx512f avx512cd avx512vl avx512dq avx512bw avx512vbmi "

@@ -10,8 +10,14 @@ import dataclasses
 import pytest
 
 from orchestrate.server.launchers.embedded import EmbeddedConfig
-from orchestrate.server.launchers.llama_server_shim import (IGNORED_SWITCHES, IGNORED_WITH_VALUE, FlagError,
-                                                            config_of, main, parse_args)
+from orchestrate.server.launchers.llama_server_shim import (
+    IGNORED_SWITCHES,
+    IGNORED_WITH_VALUE,
+    FlagError,
+    config_of,
+    main,
+    parse_args,
+)
 
 
 def config(*argv: str) -> dict[str, object]:

@@ -10,15 +10,13 @@ from pathlib import Path
 import pytest
 
 from locustfiles.loadshape import Stage
-from orchestrate.scenario import loadmodes
 from orchestrate.load.loadrun import LoadPlan, locust_command
 from orchestrate.results import VariantPaths
+from orchestrate.scenario import loadmodes
 from orchestrate.scenario.settings import variant_settings
 from orchestrate.scenario.spec import LoadSpec
-from tests.helpers import parse_text as parse, scenario_error as error_of
-
-
-
+from tests.helpers import parse_text as parse
+from tests.helpers import scenario_error as error_of
 
 
 def test_a_rate_makes_an_open_loop_with_defaults() -> None:

@@ -11,9 +11,9 @@ import pytest
 
 from orchestrate.report import loadreport
 from orchestrate.report.aggregates import loadphases
+from orchestrate.report.aggregates.headline import summarize_records
 from orchestrate.report.render import markdown
 from orchestrate.results import VariantPaths
-from orchestrate.report.aggregates.headline import summarize_records
 from tests.unit.test_loadphases import T0, arrivals_info, rec, stages_info
 
 

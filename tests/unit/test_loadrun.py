@@ -14,8 +14,17 @@ import pytest
 
 from orchestrate.errors import LoadRunError
 from orchestrate.load import loadrun
-from orchestrate.load.loadrun import (DEFAULT_MASTER_PORT, EXPECT_WORKERS_WAIT_S, LoadPlan, Swarm, WebUi,
-                                      locust_command, master_port, run_load, worker_command)
+from orchestrate.load.loadrun import (
+    DEFAULT_MASTER_PORT,
+    EXPECT_WORKERS_WAIT_S,
+    LoadPlan,
+    Swarm,
+    WebUi,
+    locust_command,
+    master_port,
+    run_load,
+    worker_command,
+)
 from orchestrate.results import VariantPaths
 from orchestrate.scenario.spec import LoadSpec
 

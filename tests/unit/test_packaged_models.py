@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from orchestrate.server import packaged_models
 from orchestrate.errors import ScenarioError
+from orchestrate.server import packaged_models
 from orchestrate.server.launchers import resolve_model
 from orchestrate.server.packaged_models import PackagedModel, packaged_model_path
 

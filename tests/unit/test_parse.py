@@ -11,11 +11,12 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from orchestrate.errors import ScenarioError, TokenswarmError
-from orchestrate.scenario.settings import variant_settings
-from orchestrate.scenario.spec import Factor
-from orchestrate.scenario.spec import LAUNCHER_KINDS, SAMPLING_KEYS, SERVER_KEYS, LoadSpec, Scenario, ServerSpec
 from orchestrate.scenario.parse import LOAD_KEYS, TOP_KEYS, VARIANT_KEYS, load_scenario, parse_scenario
-from tests.helpers import SCENARIO_PATH, parse_text as parse, scenario_error as error_of
+from orchestrate.scenario.settings import variant_settings
+from orchestrate.scenario.spec import LAUNCHER_KINDS, SAMPLING_KEYS, SERVER_KEYS, Factor, LoadSpec, Scenario, ServerSpec
+from tests.helpers import SCENARIO_PATH
+from tests.helpers import parse_text as parse
+from tests.helpers import scenario_error as error_of
 
 PATH = SCENARIO_PATH
 

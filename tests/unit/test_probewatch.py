@@ -7,8 +7,6 @@ import json
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from orchestrate.load.probewatch import ProbeWatch
 from orchestrate.scenario.search import CANNOT_PASS
 

@@ -9,10 +9,10 @@ import pytest
 import requests
 
 from locustfiles.dataset import Prompt
-from orchestrate.server.preflight import ServerFacts
 from orchestrate.load.prompts import prepare_prompts, resolve_dataset
 from orchestrate.report.summary import notes
 from orchestrate.scenario.spec import LoadSpec
+from orchestrate.server.preflight import ServerFacts
 
 
 def test_synthetic_dataset_is_generated_once_and_cached(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -19,8 +19,8 @@ import pytest
 from locustfiles.records import CANCELLED, ERROR, OK, RequestRecord
 from orchestrate.report.aggregates import blockstats
 from orchestrate.report.aggregates.chunkcolumn import chunk_offsets
-from orchestrate.report.aggregates.recordsfile import read_records
 from orchestrate.report.aggregates.headline import summarize_records
+from orchestrate.report.aggregates.recordsfile import read_records
 from tests.unit.test_headline import study_records
 
 T0 = 1_700_000_000.0
@@ -142,6 +142,7 @@ def test_every_field_of_a_whole_file_is_read_by_the_fast_path(tmp_path: Path, mo
     """A well-formed file never falls back to the line-by-line read, and every field, booleans
     included, comes back as written (a field the schema typed wrongly would send each block there)."""
     from dataclasses import fields
+
     from orchestrate.report.aggregates import recordsfile
     records = generated(40, seed=5)
     for i, r in enumerate(records):

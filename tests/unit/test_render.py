@@ -8,10 +8,10 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from orchestrate.report.aggregates.headline import summarize_records
 from orchestrate.report.provenance import condition_lines
 from orchestrate.report.render import console_lines, headline, markdown, write_reports
 from orchestrate.results import VariantPaths
-from orchestrate.report.aggregates.headline import summarize_records
 
 CONTEXT_ERROR = "http_400:exceed_context_size_error"
 

@@ -6,8 +6,15 @@ from pathlib import Path
 
 import pytest
 
-from orchestrate.report.repeats import (disagree, interleaved, keep_host_floor, read_floor, repeat_dir, repeat_index,
-                                        spread)
+from orchestrate.report.repeats import (
+    disagree,
+    interleaved,
+    keep_host_floor,
+    read_floor,
+    repeat_dir,
+    repeat_index,
+    spread,
+)
 
 
 def test_interleaved_order_runs_every_variant_once_per_round() -> None:

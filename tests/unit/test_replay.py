@@ -2,17 +2,14 @@
 
 from __future__ import annotations
 
-
 import pytest
 import yaml
 
 from orchestrate.scenario.replay import locust_args
 from orchestrate.scenario.settings import variant_settings
 from orchestrate.scenario.spec import LoadSpec
-from tests.helpers import parse_text as parse, scenario_error as error_of
-
-
-
+from tests.helpers import parse_text as parse
+from tests.helpers import scenario_error as error_of
 
 
 def test_defaults_are_single_mode_and_add_no_setting() -> None:

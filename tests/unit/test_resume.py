@@ -9,8 +9,8 @@ import pytest
 import yaml
 
 from orchestrate.errors import ScenarioError
-from orchestrate.resume import carry_steps, check_same, finished, set_aside
 from orchestrate.results import VariantPaths
+from orchestrate.resume import carry_steps, check_same, finished, set_aside
 from tests.helpers import parse_text
 
 SCENARIO = """\

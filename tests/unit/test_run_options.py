@@ -13,9 +13,19 @@ import orchestrate.runloop
 from orchestrate.cli import main
 from orchestrate.errors import ScenarioError
 from orchestrate.load.loadrun import DEFAULT_MASTER_PORT, REMOTE_WORKERS_WAIT_S, Swarm, WebUi
-from orchestrate.run_options import (add_run_arguments, duration, positive, refuse_unapplied, scenario_of, search_range,
-                                     slo_limits, swarm_of, web_ui_of, with_search)
 from orchestrate.results import VariantPaths
+from orchestrate.run_options import (
+    add_run_arguments,
+    duration,
+    positive,
+    refuse_unapplied,
+    scenario_of,
+    search_range,
+    slo_limits,
+    swarm_of,
+    web_ui_of,
+    with_search,
+)
 from orchestrate.scenario.hostlimits import HostLimits
 from orchestrate.scenario.slo import Slo
 from orchestrate.scenario.spec import Scenario, Search

@@ -16,12 +16,12 @@ import requests
 
 from locustfiles.records import OK
 from orchestrate.load import sampler
-from orchestrate.server.launchers.base import Launcher
-from orchestrate.report.render import fmt_bytes, markdown, memory_line, server_metrics_line
-from orchestrate.report.summary import notes
 from orchestrate.load.sampler import GpuMemoryProbe, MetricsSampler, parse_nvidia_smi, parse_prometheus
 from orchestrate.report.aggregates.headline import summarize_records
 from orchestrate.report.aggregates.servermetrics import load_metrics, server_metrics, summarize_metrics
+from orchestrate.report.render import fmt_bytes, markdown, memory_line, server_metrics_line
+from orchestrate.report.summary import notes
+from orchestrate.server.launchers.base import Launcher
 from tests.unit.test_servermetrics import COMPLETED, GIB, MIB, records, write_metrics
 
 PROMETHEUS = """\

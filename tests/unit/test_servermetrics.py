@@ -11,8 +11,13 @@ import pandas as pd
 import pytest
 
 from locustfiles.records import CANCELLED, ERROR, OK, RequestRecord
-from orchestrate.report.aggregates.servermetrics import (counter_increase, load_metrics, metrics_timeline,
-                                                         server_metrics, summarize_metrics)
+from orchestrate.report.aggregates.servermetrics import (
+    counter_increase,
+    load_metrics,
+    metrics_timeline,
+    server_metrics,
+    summarize_metrics,
+)
 from orchestrate.report.render import server_metrics_line
 from orchestrate.report.summary import notes
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 from locustfiles.dataset import SamplingConfig
-from orchestrate.scenario.spec import LoadSpec, ServerSpec, Sweep, Variant
 from orchestrate.scenario.settings import on_off, retry_description, variant_settings
+from orchestrate.scenario.spec import LoadSpec, ServerSpec, Sweep, Variant
 
 
 def settings(server: ServerSpec | None = None, load: LoadSpec | None = None, **variant: Any) -> dict[str, Any]:

@@ -16,8 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from locustfiles.dataset import (DatasetError, SamplingConfig, estimate_tokens,
-                                 load_sharegpt, sample_prompts)
+from locustfiles.dataset import DatasetError, SamplingConfig, estimate_tokens, load_sharegpt, sample_prompts
 from locustfiles.sharegpt_file import ShareGPTFile, TruncatedError, Truncation, _Window
 from orchestrate.tools.sharegpt_synth import generate_sharegpt
 from tests.helpers import write_file as write

@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-
 import pytest
 
 from orchestrate.scenario.settings import variant_settings
 from orchestrate.scenario.slo import Slo
-from tests.helpers import parse_text as parse, scenario_error as error_of
-
-
-
+from tests.helpers import parse_text as parse
+from tests.helpers import scenario_error as error_of
 
 
 def test_top_level_slo_and_a_variant_overriding_one_limit():

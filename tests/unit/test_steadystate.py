@@ -10,8 +10,14 @@ import pandas as pd
 import pytest
 
 from locustfiles.records import CANCELLED, ERROR, OK
-from orchestrate.report.aggregates.steadystate import (CLOSED_RULE, MIN_OPEN_LOOP_REQUESTS, OPEN_RULE, console_line,
-                                                       markdown, steady_state)
+from orchestrate.report.aggregates.steadystate import (
+    CLOSED_RULE,
+    MIN_OPEN_LOOP_REQUESTS,
+    OPEN_RULE,
+    console_line,
+    markdown,
+    steady_state,
+)
 
 T0 = 1000.0
 

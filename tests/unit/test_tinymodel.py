@@ -10,8 +10,14 @@ import pytest
 
 from orchestrate.tools import tinymodel
 from orchestrate.tools.lexicon import pseudo_words
-from orchestrate.tools.tinymodel import (SPACE, TinyModelSpec, build_tiny_model, build_vocab, tiny_draft_spec,
-                                         tiny_model_path)
+from orchestrate.tools.tinymodel import (
+    SPACE,
+    TinyModelSpec,
+    build_tiny_model,
+    build_vocab,
+    tiny_draft_spec,
+    tiny_model_path,
+)
 
 SMALL = TinyModelSpec(n_words=300)
 

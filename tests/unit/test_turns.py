@@ -11,8 +11,8 @@ import pytest
 
 from locustfiles.dataset import Prompt
 from locustfiles.records import CANCELLED, ERROR, OK, RequestRecord
-from orchestrate.results import VariantPaths
 from orchestrate.report.aggregates.turns import markdown, summarize_turns
+from orchestrate.results import VariantPaths
 
 T0 = 1_000.0
 

@@ -23,8 +23,8 @@ from typing import Any
 import pytest
 
 from locustfiles.dataset import Prompt
-from orchestrate.tools.refserver import Timing
 from orchestrate.server.launchers.base import free_port
+from orchestrate.tools.refserver import Timing
 from tests.fixtures.raw_http import RawHttpServer
 from tests.fixtures.refserver_thread import refserver_thread
 from tests.helpers import read_jsonl

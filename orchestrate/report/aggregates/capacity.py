@@ -23,8 +23,8 @@ from orchestrate.report.aggregates.goodput import LABELS, slo_text
 from orchestrate.report.formats import fmt_ms, fmt_num
 from orchestrate.results import VariantPaths, read_json
 from orchestrate.scenario.search import CANNOT_PASS, boundary, converged
-from orchestrate.scenario.spec import Search
 from orchestrate.scenario.slo import SLO_KEYS
+from orchestrate.scenario.spec import Search
 
 CLIFF_DROP = 0.10
 """Steady-state decode tok/s this far below a lower load's: throughput fell while load rose."""

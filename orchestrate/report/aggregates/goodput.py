@@ -15,7 +15,7 @@ good requests / the benchmark's duration. Where tokenswarm differs, and why:
   request, so it has none) are never good, and ``share`` divides by ALL requests sent, so they
   lower it. vLLM reports neither ``share`` nor ``output_tokens_per_s`` (Σ output tokens of the good
   requests / duration), nor ``missed_by``.
-- The measured values are tokenswarm's (DESIGN.md): TTFT starts at the first content chunk, E2E
+- The measured values are tokenswarm's (docs/metrics.md): TTFT starts at the first content chunk, E2E
   ends with the stream; vLLM's start at its first chunk with ``choices`` and end at its last one.
 - A limit must be > 0 (vLLM accepts 0, which no request can meet).
 
@@ -30,9 +30,9 @@ from typing import Any
 import pandas as pd
 
 from locustfiles.records import CANCELLED, ERROR, OK
+from orchestrate.report.aggregates.stats import numeric_column, per_second
 from orchestrate.report.formats import fmt_ms, fmt_num
 from orchestrate.scenario.slo import SLO_KEYS
-from orchestrate.report.aggregates.stats import numeric_column, per_second
 
 LABELS = {"ttft_ms": "TTFT", "tpot_ms": "TPOT", "e2e_ms": "E2E"}
 

@@ -14,9 +14,9 @@ import pandas as pd
 
 from locustfiles.dataset import DatasetError, Prompt
 from locustfiles.records import OK
+from orchestrate.report.aggregates.stats import weighted_stats
 from orchestrate.report.formats import fmt_ms, fmt_num
 from orchestrate.results import VariantPaths, read_json
-from orchestrate.report.aggregates.stats import weighted_stats
 
 
 def _mean(df: pd.DataFrame, column: str) -> float | None:

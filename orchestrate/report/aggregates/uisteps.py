@@ -16,9 +16,9 @@ from typing import Any
 
 import pandas as pd
 
-from orchestrate.report.formats import summary_numbers
 from orchestrate.report.aggregates.headline import summarize_records
 from orchestrate.report.aggregates.stats import numeric_column
+from orchestrate.report.formats import summary_numbers
 
 HOLD_S = 10.0
 """A user level held at least this long (seconds of Locust's history) is a step."""

@@ -14,8 +14,9 @@ from typing import Any
 
 from orchestrate.errors import ScenarioError
 from orchestrate.scenario.flags import llama_server_argv
-from orchestrate.server.launchers.base import LOCAL_HOSTS, Launcher
 from orchestrate.scenario.spec import LAUNCHER_KINDS, ServerSpec
+from orchestrate.server.launchers.base import LOCAL_HOSTS, Launcher
+
 
 def resolve_model(name: str, build: bool = True) -> str:
     """``tiny``, ``tiny-draft``, ``tiny-deep``, ``tiny-deep-draft`` → the generated GGUF;
@@ -72,7 +73,7 @@ def _flag_errors_as_scenario_errors(build: Callable[[], Launcher]) -> Launcher:
 
 def external_launcher(spec: ServerSpec, log_path: Path) -> Launcher:
     from orchestrate.server.launchers.external import ExternalLauncher
-    assert spec.url, "validated by scenario.py"
+    assert spec.url, "validated by orchestrate/scenario/parse.py"
     return ExternalLauncher(spec.url, log_path)
 
 

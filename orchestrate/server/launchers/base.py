@@ -19,8 +19,8 @@ from types import TracebackType
 import psutil
 import requests
 
-from orchestrate.server.diagnose import diagnose
 from orchestrate.errors import ServerExitedError, ServerNotReadyError
+from orchestrate.server.diagnose import diagnose
 
 HEALTH_POLL_INTERVAL_S = 0.1
 """How often ``/health`` is polled while a server loads."""

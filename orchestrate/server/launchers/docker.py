@@ -24,11 +24,11 @@ import docker
 import requests
 from docker.models.containers import Container
 
-from orchestrate.server.diagnose import diagnose
 from orchestrate.errors import ScenarioError, ServerError, ServerExitedError
 from orchestrate.scenario.flags import llama_server_argv
-from orchestrate.server.launchers.base import LOCAL_HOSTS, Launcher, free_port
 from orchestrate.scenario.spec import ServerSpec
+from orchestrate.server.diagnose import diagnose
+from orchestrate.server.launchers.base import LOCAL_HOSTS, Launcher, free_port
 
 CONTAINER_PORT = 8080
 MODELS_DIR = "/models"

@@ -21,9 +21,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import NoReturn
 
-from orchestrate.server.diagnose import diagnose
 from orchestrate.errors import ServerExitedError, ServerNotReadyError
 from orchestrate.processes import stop_process
+from orchestrate.server.diagnose import diagnose
 from orchestrate.server.launchers.base import SERVER_STOP_GRACE_S, Launcher
 
 FLASH_ATTN_CHOICES = ("on", "off", "auto")

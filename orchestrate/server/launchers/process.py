@@ -12,11 +12,11 @@ import subprocess
 from pathlib import Path
 
 from orchestrate.errors import ServerError
-from orchestrate.scenario.flags import llama_server_argv
-from orchestrate.server.llama_recipe import cached_binary
 from orchestrate.processes import stop_process
-from orchestrate.server.launchers.base import LOCAL_HOSTS, SERVER_STOP_GRACE_S, Launcher, free_port
+from orchestrate.scenario.flags import llama_server_argv
 from orchestrate.scenario.spec import ServerSpec
+from orchestrate.server.launchers.base import LOCAL_HOSTS, SERVER_STOP_GRACE_S, Launcher, free_port
+from orchestrate.server.llama_recipe import cached_binary
 
 
 def find_binary(binary: str) -> str:
