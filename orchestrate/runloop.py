@@ -30,6 +30,7 @@ from orchestrate.report.compare_report import comparable, write_comparison
 from orchestrate.report.htmlreport import write_html_report
 from orchestrate.report.render import console_lines
 from orchestrate.report.repeats import Repeat, interleaved, keep_host_floor, repeat_dir
+from orchestrate.report.runfacts import RunFacts
 from orchestrate.report.summary import build_summary
 from orchestrate.report.sweep_report import sweep_block
 from orchestrate.results import VariantPaths, read_json, run_dir, scenario_copy
@@ -283,13 +284,13 @@ def _step_summary(result: VariantRun, paths: VariantPaths, outcome: LoadOutcome,
     died = result.launcher.exit_status() is not None or outcome.stopped_by == DIED
     crashed = died or outcome.stopped_by == LOST
     sent = paths.records.exists() and paths.records.stat().st_size > 0
-    return build_summary(paths, result.context.scenario, result.variant.name, {
-        "status": "crashed" if died else "server_lost" if crashed else "completed" if sent else "error",
-        "error": None if sent or crashed else f"locust sent no request; see {paths.locust_log}",
-        "stopped_by": outcome.stopped_by, "step": step, "planned_prompts": planned_requests(prompts),
-        "settings": variant_settings(replace(result.variant, load=load, sweep=None, steps=(), search=None)),
-        "factors": factor_record(result.variant.factors),
-        "slo": result.variant.slo.as_dict() if result.variant.slo else None}, result.context.host_limits)
+    return build_summary(paths, result.context.scenario, result.variant.name, RunFacts(
+        status="crashed" if died else "server_lost" if crashed else "completed" if sent else "error",
+        error=None if sent or crashed else f"locust sent no request; see {paths.locust_log}",
+        stopped_by=outcome.stopped_by, step=step, planned_prompts=planned_requests(prompts),
+        settings=variant_settings(replace(result.variant, load=load, sweep=None, steps=(), search=None)),
+        factors=factor_record(result.variant.factors),
+        slo=result.variant.slo.as_dict() if result.variant.slo else None), result.context.host_limits)
 
 
 def _over(summary: dict[str, Any], outcome: LoadOutcome) -> bool:
@@ -402,49 +403,38 @@ def finish_variant(result: VariantRun) -> dict[str, Any]:
     settings = variant_settings(result.variant)
     if result.variant.server.launcher == "external" and result.facts is not None:
         settings.update(result.facts.reported())  # a server tokenswarm did not start: what it says it is
-    extra: dict[str, Any] = {"status": result.status, "error": result.error, "machine": machine(),
-                             "model": model_file(result.facts, result.variant.server.model),
-                             "settings": settings, "factors": factor_record(result.variant.factors),
-                             "retried": result.first_attempt is not None}
-    if result.first_attempt is not None:
-        first = result.first_attempt
-        extra["first_attempt"] = {"status": first.status, "cause": first.cause, "hint": first.hint,
-                                  "exit_code": first.exit_code, "settings": variant_settings(first.variant),
-                                  "log": result.paths.first_attempt_log.name}
-    if result.outcome:
-        extra["stopped_by"] = result.outcome.stopped_by
-    if result.ui:
-        extra["ui"] = True
-    context = result.context
-    if context.repeat is not None:
-        extra["repeat"] = context.repeat.as_dict()
-    if context.resumed.set_aside:
-        extra["resumed"] = {"set_aside": context.resumed.set_aside, "kept_steps": list(context.resumed.kept)}
-    warmup = len(result.prompts.warmup) if result.prompts else 0
-    if result.pool is not None and result.variant.search is not None:
-        warmup = min(result.variant.search.warmup_prompts, result.pool.dealt)
-    if warmup:
-        extra["warmup"] = {"prompts": warmup, "records": "steps/warmup"}
-    if result.variant.slo is not None:  # kept in summary.json: `tokenswarm report` judges goodput again
-        extra["slo"] = result.variant.slo.as_dict()
-    if result.prompts:
-        sample = result.prompts.sample
-        extra["planned_prompts"] = planned_requests(sample.prompts[result.variant.sweep.warmup_prompts
-                                                                    if result.variant.sweep else 0:])
-        if result.variant.search is not None:  # the prompts dealt to its probes, not the whole pool
-            probes = (read_json(result.paths.search_json) or {}).get("probes") or []
-            extra["planned_prompts"] = sum(probe["prompts"] for probe in probes)
-        extra["sampling"] = {"dataset": str(result.prompts.dataset), "token_counter": result.prompts.token_counter,
-                             "examined": sample.examined, "dropped": sample.dropped, "shortfall": sample.shortfall,
-                             "truncated": result.prompts.truncated,
-                             "complete_conversations": result.prompts.conversations,
-                             **({"inexact": result.prompts.inexact} if result.prompts.inexact else {})}
-    sweep = result.variant.sweep
-    if sweep is not None or result.variant.search is not None:  # its records are its steps' (not the warm-up's)
+    first, context, variant, prompts = result.first_attempt, result.context, result.variant, result.prompts
+    warmup = len(prompts.warmup) if prompts else 0
+    if result.pool is not None and variant.search is not None:
+        warmup = min(variant.search.warmup_prompts, result.pool.dealt)
+    planned, sampling = None, None
+    if prompts:
+        sample = prompts.sample
+        planned = planned_requests(sample.prompts[variant.sweep.warmup_prompts if variant.sweep else 0:])
+        if variant.search is not None:  # the prompts dealt to its probes, not the whole pool
+            planned = sum(probe["prompts"] for probe in (read_json(result.paths.search_json) or {}).get("probes") or [])
+        sampling = {"dataset": str(prompts.dataset), "token_counter": prompts.token_counter,
+                    "examined": sample.examined, "dropped": sample.dropped, "shortfall": sample.shortfall,
+                    "truncated": prompts.truncated, "complete_conversations": prompts.conversations,
+                    **({"inexact": prompts.inexact} if prompts.inexact else {})}
+    if variant.sweep is not None or variant.search is not None:  # its records are its steps' (not the warm-up's)
         merge_step_records(result.paths, step_labels(result))  # again: a run stopped mid-way never reached the first
-    if sweep is not None:
-        extra["sweep"] = sweep_block(result.paths, sweep)
-    return build_summary(result.paths, context.scenario, result.variant.name, extra, context.host_limits)
+    facts = RunFacts(
+        status=result.status, error=result.error, machine=machine(),
+        model=model_file(result.facts, variant.server.model), settings=settings,
+        factors=factor_record(variant.factors), retried=first is not None,
+        first_attempt=None if first is None else {
+            "status": first.status, "cause": first.cause, "hint": first.hint, "exit_code": first.exit_code,
+            "settings": variant_settings(first.variant), "log": result.paths.first_attempt_log.name},
+        stopped_by=result.outcome.stopped_by if result.outcome else None, ui=result.ui,
+        repeat=context.repeat.as_dict() if context.repeat is not None else None,
+        resumed={"set_aside": context.resumed.set_aside, "kept_steps": list(context.resumed.kept)}
+        if context.resumed.set_aside else None,
+        warmup={"prompts": warmup, "records": "steps/warmup"} if warmup else None,
+        slo=variant.slo.as_dict() if variant.slo is not None else None,  # `tokenswarm report` judges goodput again
+        planned_prompts=planned, sampling=sampling,
+        sweep=sweep_block(result.paths, variant.sweep) if variant.sweep is not None else None)
+    return build_summary(result.paths, context.scenario, variant.name, facts, context.host_limits)
 
 
 def machine() -> dict[str, Any]:

@@ -68,3 +68,31 @@ def tokenswarm_run(tmp_path: Path, scenario: Path, *args: str,
 
 def read_jsonl(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+REBUILT_BLOCKS = ("users_over_time", "ui_steps", "capacity", "steady_state", "throughput", "latency_ms", "requests",
+                  "tokens", "goodput", "energy")
+"""Besides every ``RunFacts`` field: the blocks a rebuild computes again from the files, which must come out equal."""
+
+
+def assert_report_rebuilds_every_key(run: Path, copy: Path) -> list[Path]:
+    """``tokenswarm report`` on a copy of ``run`` gives every summary (variants, steps, probes) the same keys and
+    the same facts and figures; returns the summaries compared."""
+    import shutil
+
+    from orchestrate.report.runfacts import KEPT
+    shutil.copytree(run, copy)
+    proc = subprocess.run([sys.executable, "-m", "orchestrate.cli", "report", str(copy)], capture_output=True,
+                          text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    compared = []
+    for before_path in sorted(run.rglob("summary.json")):
+        if "partial" in before_path.relative_to(run).parts or before_path.parent.name == "warmup":
+            continue
+        before, after = (json.loads(p.read_text()) for p in (before_path, copy / before_path.relative_to(run)))
+        where = before_path.relative_to(run)
+        assert set(after) == set(before), (where, set(before) ^ set(after))
+        for key in KEPT + REBUILT_BLOCKS:
+            assert after.get(key) == before.get(key), (where, key)
+        compared.append(where)
+    return compared

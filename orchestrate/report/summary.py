@@ -8,7 +8,7 @@ the run stage (launchers, the Locust runner, the sampler, pre-flight), which a t
 from __future__ import annotations
 
 import json
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from typing import Any
 
 from orchestrate.report.aggregates.accounting import connections, server_down, unsent
@@ -27,6 +27,7 @@ from orchestrate.report.aggregates.uisteps import ui_steps, user_levels, users_o
 from orchestrate.report.hostreport import host_note
 from orchestrate.report.loadreport import notes as load_mode_notes
 from orchestrate.report.render import write_reports
+from orchestrate.report.runfacts import RunFacts
 from orchestrate.report.sweep_report import sweep_block
 from orchestrate.results import VariantPaths, read_json
 from orchestrate.scenario.hostlimits import HostLimits
@@ -43,13 +44,15 @@ TOKEN_COUNTERS = {
 """How prompt lengths were measured (``summary.json`` ``sampling.token_counter``, set by pre-flight), best first."""
 
 
-def build_summary(paths: VariantPaths, scenario: str, variant: str, extra: dict[str, Any],
+def build_summary(paths: VariantPaths, scenario: str, variant: str, facts: RunFacts,
                   host_limits: HostLimits = HostLimits()) -> dict[str, Any]:
-    """Summarize a variant's files (also used by ``tokenswarm report`` without a server)."""
+    """Summarize a variant's files and what the run knew of it (also used by ``tokenswarm report`` without
+    a server, with the facts ``run.json`` kept)."""
+    known = facts.as_dict()
     paths.run_json.write_text(json.dumps({"scenario": scenario, "variant": variant, "host_limits": asdict(host_limits),
-                                          "known": extra}, indent=1, default=str) + "\n")
+                                          "known": known}, indent=1, default=str) + "\n")
     records = read_records(paths.records)
-    summary: dict[str, Any] = {"scenario": scenario, "variant": variant, **extra}
+    summary: dict[str, Any] = {"scenario": scenario, "variant": variant, **known}
     summary.update(summarize_records(records))
     summary["goodput"] = goodput(records, summary.get("slo"), summary["duration_s"])
     summary["locust_crosscheck"] = locust_crosscheck(paths.locust_json, paths.locust_stats_csv)
@@ -92,11 +95,6 @@ def build_summary(paths: VariantPaths, scenario: str, variant: str, extra: dict[
     return summary
 
 
-KEPT_ON_REBUILD = ("status", "error", "stopped_by", "planned_prompts", "sampling", "settings", "factors", "retried",
-                   "first_attempt", "slo", "repeat", "warmup", "machine", "model", "step", "ui", "sweep", "resumed")
-"""What ``tokenswarm report`` keeps of a summary written before ``run.json`` existed."""
-
-
 def rebuild_summary(paths: VariantPaths, scenario: str) -> dict[str, Any]:
     """``tokenswarm report``: a variant's summary rebuilt from its files and ``run.json`` (what the run knew);
     a sweep's steps and a search's probes are rebuilt first, then its ``sweep`` or ``capacity`` block from
@@ -104,25 +102,25 @@ def rebuild_summary(paths: VariantPaths, scenario: str) -> dict[str, Any]:
     run = read_json(paths.run_json)
     old = read_json(paths.summary_json) or {}
     if run:
-        keep, limits = dict(run.get("known") or {}), HostLimits(**(run.get("host_limits") or {}))
+        facts, limits = RunFacts.from_dict(run.get("known") or {}), HostLimits(**(run.get("host_limits") or {}))
         scenario, variant = run.get("scenario", scenario), run.get("variant", paths.dir.name)
-    else:  # a run from before run.json: what its old summary kept
-        keep = {k: old[k] for k in KEPT_ON_REBUILD if k in old}
+    else:  # a run from before run.json: the same fields of its old summary
+        facts = RunFacts.from_dict(old)
         limits = HostLimits(**((old.get("host") or {}).get("limits") or {}))
         scenario, variant = old.get("scenario", scenario), old.get("variant", paths.dir.name)
-    if keep.get("sweep"):
-        block = keep["sweep"]
+    if facts.sweep:
+        block = facts.sweep
         sweep = Sweep(block["key"], tuple(block["values"]), block["warmup_prompts"], block["settle_s"])
         for value in sweep.values:
             step = VariantPaths(paths.dir / "steps" / sweep.label(value))
             if step.summary_json.is_file():
                 rebuild_summary(step, scenario)
-        keep["sweep"] = sweep_block(paths, sweep)
+        facts = replace(facts, sweep=sweep_block(paths, sweep))
     for probe in (read_json(paths.search_json) or {}).get("probes") or []:  # a capacity search's probes
         step = VariantPaths(paths.dir / "steps" / probe["label"])
         if step.summary_json.is_file():
             rebuild_summary(step, scenario)
-    return build_summary(paths, scenario, variant, keep, limits)
+    return build_summary(paths, scenario, variant, facts, limits)
 
 
 def output_control_notes(summary: dict[str, Any]) -> list[str]:

@@ -13,7 +13,7 @@ import pytest
 
 from orchestrate.report.repeats import NOISE_FLOOR_ENV
 from tests.browser import page_figures
-from tests.helpers import read_jsonl, tokenswarm_run, write_scenario
+from tests.helpers import assert_report_rebuilds_every_key, read_jsonl, tokenswarm_run, write_scenario
 
 pytestmark = pytest.mark.integration
 
@@ -50,6 +50,7 @@ def test_the_demo_matrix_runs_three_interleaved_repeats_and_reads_effects_with_t
         assert effect["error_bar"] is (effect["n_repeats"] > 1)
     md = (run / "compare.md").read_text()
     assert "Each ratio is the median over 3 repeats with its min–max" in md
+    assert len(assert_report_rebuilds_every_key(run, tmp_path / "rebuilt")) == 12  # each repeat's facts kept
     # report.html: each clean effect at its median with its min–max over the repeats as the error bar
     page = run / "report.html"
     assert page.stat().st_size < 6_000_000

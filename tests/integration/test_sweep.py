@@ -6,10 +6,11 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
-from tests.helpers import read_jsonl, tokenswarm_run, write_scenario
+from tests.helpers import assert_report_rebuilds_every_key, read_jsonl, tokenswarm_run, write_scenario
 
 pytestmark = pytest.mark.integration
 
@@ -54,6 +55,8 @@ def test_users_sweep_with_and_without_a_drafter(tmp_path, tiny_model, tiny_draft
     assert "step by step" in text and "users" in text
     assert (run / "compare_sweep.png").stat().st_size > 10_000
     # `tokenswarm report` rebuilds the steps, then the sweep block from them: nothing of the sweep is lost
+    rebuilt_summaries = assert_report_rebuilds_every_key(run, tmp_path / "rebuilt")
+    assert Path("base/steps/users-3/summary.json") in rebuilt_summaries
     before = {name: json.loads((run / name / "summary.json").read_text()) for name in ("base", "drafter")}
     step = run / "base" / "steps" / "users-3" / "summary.json"
     stale = json.loads(step.read_text())

@@ -27,7 +27,7 @@ import pytest
 
 from orchestrate.server.launchers.base import free_port
 from tests.browser import CHROMIUM, CHROMIUM_FLAGS, artifacts_dir, browser_or_skip, page_figures
-from tests.helpers import read_jsonl, write_scenario
+from tests.helpers import assert_report_rebuilds_every_key, read_jsonl, write_scenario
 
 pytestmark = pytest.mark.integration
 
@@ -193,6 +193,7 @@ def test_web_ui_llm_tab_chart_page_and_stop(tmp_path: Path) -> None:
     md = (summary_path.parent / "summary.md").read_text()
     assert "## Steps of the web UI ramp" in md and "users set in the web UI: 8 → 4" in md
     assert (summary_path.parent / "ui_steps.png").stat().st_size > 10_000
+    assert_report_rebuilds_every_key(summary_path.parents[1], tmp_path / "rebuilt")  # ui, its levels and steps kept
     steps_drawn = [f for f in page_figures(summary_path.parents[1] / "report.html").values()
                    if f["layout"]["title"]["text"] == "decode tok/s against users"]
     assert [t["x"] for f in steps_drawn for t in f["data"]] == [[USERS, USERS // 2]]  # report.html's web UI steps

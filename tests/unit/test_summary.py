@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 
 from locustfiles.records import RequestRecord
-from orchestrate.report.summary import KEPT_ON_REBUILD, TOKEN_COUNTERS, build_summary, notes, rebuild_summary
+from orchestrate.report.runfacts import KEPT, RunFacts
+from orchestrate.report.summary import TOKEN_COUNTERS, build_summary, notes, rebuild_summary
 from orchestrate.results import VariantPaths
 from orchestrate.scenario.hostlimits import HostLimits
 
@@ -28,8 +29,9 @@ def test_the_summary_keeps_what_the_run_loop_knew_and_adds_the_figures(tmp_path:
     paths = VariantPaths.create(tmp_path, "v")
     write_records(paths, 4)
     paths.server_json.write_text(json.dumps({"status": "completed", "ready_s": 1.5}))
-    summary = build_summary(paths, "s", "v", {"status": "completed", "planned_prompts": 10, "mine": [1]})
-    assert (summary["scenario"], summary["variant"], summary["mine"]) == ("s", "v", [1])
+    summary = build_summary(paths, "s", "v", RunFacts("completed", planned_prompts=10, step={"key": "users", "value": 2}))
+    assert (summary["scenario"], summary["variant"], summary["step"]) == ("s", "v", {"key": "users", "value": 2})
+    assert summary["error"] is None and "ui" not in summary and "sweep" not in summary  # only what the run set
     assert summary["requests"]["sent"] == 4 and summary["requests"]["unsent"] == 6
     assert summary["server"] == {"status": "completed", "ready_s": 1.5}
     assert "server_down" not in summary and summary["workers"] is None and summary["workers_lost"] == 0
@@ -41,7 +43,7 @@ def test_requests_a_lost_worker_took_are_not_unsent(tmp_path: Path) -> None:
     paths = VariantPaths.create(tmp_path, "v")
     write_records(paths, 4)
     paths.workers_json.write_text(json.dumps({"workers_lost": 1, "lost_in_flight": 2}))
-    summary = build_summary(paths, "s", "v", {"status": "completed", "planned_prompts": 10})
+    summary = build_summary(paths, "s", "v", RunFacts("completed", planned_prompts=10))
     assert summary["requests"]["unsent"] == 4 and summary["workers_lost"] == 1
     assert any(n.startswith("1 load-generating worker(s) went missing") and "2 request(s) in flight" in n
                for n in summary["notes"])
@@ -52,7 +54,7 @@ def test_a_server_that_went_down_gets_its_moment(tmp_path: Path, status: str) ->
     paths = VariantPaths.create(tmp_path, "v")
     write_records(paths, 4)
     paths.server_json.write_text(json.dumps({"down_at": T0 + 2.5}))
-    summary = build_summary(paths, "s", "v", {"status": status, "planned_prompts": 10})
+    summary = build_summary(paths, "s", "v", RunFacts(status, planned_prompts=10))
     assert summary["server_down"] is not None
     assert any(n.startswith("the server") and "6 prompts not sent" in n for n in summary["notes"])
 
@@ -63,13 +65,13 @@ def test_a_web_ui_run_records_the_users_the_person_set(tmp_path: Path) -> None:
     write_records(paths, 40)
     rows = ["Timestamp,User Count,Name"] + [f"{int(T0) + s},{4 if s < 20 else 16},Aggregated" for s in range(40)]
     paths.locust_history_csv.write_text("\n".join(rows) + "\n")
-    summary = build_summary(paths, "s", "v", {"status": "completed", "ui": True,
-                                              "settings": {"load.users": 32, "load.max_tokens": 8}})
+    summary = build_summary(paths, "s", "v", RunFacts("completed", ui=True,
+                                                      settings={"load.users": 32, "load.max_tokens": 8}))
     assert summary["users_over_time"]["max"] == 16
     assert [x["users"] for x in summary["users_over_time"]["levels"]] == [4, 16]
     assert summary["settings"] == {"load.users": 16, "load.max_tokens": 8}
     assert summary["ui_steps"] is not None and summary["ui_steps"]["values"] == [4, 16]
-    assert "users_over_time" not in build_summary(paths, "s", "v", {"status": "completed"})
+    assert "users_over_time" not in build_summary(paths, "s", "v", RunFacts("completed"))
 
 
 def base() -> dict[str, Any]:
@@ -166,10 +168,10 @@ def test_run_json_keeps_what_the_run_knew_and_a_rebuild_keeps_the_ui(tmp_path: P
     """Without ``ui`` kept a rebuilt web UI run would lose its users over time and report the form's prefill."""
     paths = VariantPaths.create(tmp_path, "v")
     write_ui_run(paths)
-    extra = {"status": "completed", "ui": True, "settings": {"load.users": 32, "load.max_tokens": 8}}
-    build_summary(paths, "s", "v", extra, HostLimits(steal_pct=2.5))
+    facts = RunFacts("completed", ui=True, settings={"load.users": 32, "load.max_tokens": 8})
+    build_summary(paths, "s", "v", facts, HostLimits(steal_pct=2.5))
     run = json.loads(paths.run_json.read_text())
-    assert run == {"scenario": "s", "variant": "v", "known": extra,
+    assert run == {"scenario": "s", "variant": "v", "known": facts.as_dict(),
                    "host_limits": {"foreign_cpu_pct": HostLimits().foreign_cpu_pct, "steal_pct": 2.5}}
     rebuilt = rebuild_summary(paths, "another-name")
     assert (rebuilt["scenario"], rebuilt["variant"], rebuilt["ui"]) == ("s", "v", True)
@@ -181,14 +183,15 @@ def test_run_json_keeps_what_the_run_knew_and_a_rebuild_keeps_the_ui(tmp_path: P
 def test_a_summary_from_before_run_json_keeps_its_listed_keys(tmp_path: Path) -> None:
     paths = VariantPaths.create(tmp_path, "v")
     write_ui_run(paths)
-    build_summary(paths, "s", "v", {"status": "completed", "ui": True, "settings": {"load.users": 32}})
+    build_summary(paths, "s", "v", RunFacts("completed", ui=True, settings={"load.users": 32}))
     paths.run_json.unlink()
     old = json.loads(paths.summary_json.read_text())
     known = {"stopped_by": "num_prompts", "planned_prompts": 40, "slo": {"ttft_ms": 2000.0},
-             "repeat": {"index": 1, "of": 2, "order": 3}, "machine": {"cpu": "x"}, "factors": {}, "retried": False}
+             "repeat": {"index": 1, "of": 2, "order": 3}, "machine": {"cpu": "x"}, "factors": {"drafter": "none"},
+             "retried": True}
     paths.summary_json.write_text(json.dumps({**old, **known, "scenario": "old-name", "not_kept": 1}))
     rebuilt = rebuild_summary(paths, "dir-name")
-    assert set(known) < set(KEPT_ON_REBUILD) and {"ui", "settings", "status"} < set(KEPT_ON_REBUILD)
+    assert set(known) < set(KEPT) and {"ui", "settings", "status"} < set(KEPT)
     assert {k: rebuilt[k] for k in known} == known
     assert (rebuilt["scenario"], rebuilt["ui"], rebuilt["status"]) == ("old-name", True, "completed")
     assert rebuilt["settings"] == {"load.users": 16} and rebuilt["users_over_time"]["max"] == 16
@@ -200,7 +203,7 @@ def test_a_sweep_from_before_run_json_keeps_its_sweep_block(tmp_path: Path) -> N
     paths = VariantPaths.create(tmp_path, "v")
     write_records(paths, 4)
     sweep = {"key": "users", "values": [1, 4], "warmup_prompts": 2, "settle_s": 0.5, "steps": []}
-    build_summary(paths, "s", "v", {"status": "completed", "sweep": sweep})
+    build_summary(paths, "s", "v", RunFacts("completed", sweep=sweep))
     paths.run_json.unlink()
     rebuilt = rebuild_summary(paths, "s")
     assert rebuilt.get("sweep") is not None and rebuilt["sweep"]["key"] == "users"
