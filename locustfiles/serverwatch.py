@@ -22,7 +22,7 @@ class ServerLost(Exception):
     """Raised in a user whose connection was refused after the server was judged lost."""
 
 
-class ServerWatch:
+class RefusalWatch:
     """Refusals and answers of one process's users; ``on_lost`` runs once, when the window passes.
 
     :param window_s: how long every connection must be refused before the server counts as lost.

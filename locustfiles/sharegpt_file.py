@@ -38,7 +38,7 @@ _CUT_ESCAPE = re.compile(r"u[0-9a-fA-F]{0,4}")  # 4: a high surrogate before its
 ALLOW_HINT = "pass --allow-truncated to use them"
 
 
-class DatasetError(ValueError):
+class DataFileError(ValueError):
     """A dataset or prompt line is missing or malformed, or no prompt survived sampling."""
 
 
@@ -61,7 +61,7 @@ class Truncation:
                 f"(an interrupted download?); {use}")
 
 
-class TruncatedError(DatasetError):
+class TruncatedError(DataFileError):
     """The file ends inside its JSON array: cut short rather than malformed (``truncation`` says where)."""
 
     def __init__(self, name: str, truncation: Truncation, hint: str = ALLOW_HINT) -> None:
@@ -72,7 +72,7 @@ class TruncatedError(DatasetError):
 class _Cut(Exception):
     """A decode error at the end of the file that only a cut can explain (``error`` says it as JSON)."""
 
-    def __init__(self, error: DatasetError) -> None:
+    def __init__(self, error: DataFileError) -> None:
         super().__init__(str(error))
         self.error = error
 
@@ -137,7 +137,7 @@ class _Window:
                 if not raw:  # the file ends inside a character: a cut, unless nothing needs it
                     self.cut_char, self.carry = data_at + exc.start, b""
             else:
-                raise DatasetError(f"{self.name}: not UTF-8 (byte 0x{data[exc.start]:02x} at "
+                raise DataFileError(f"{self.name}: not UTF-8 (byte 0x{data[exc.start]:02x} at "
                                    f"byte offset {data_at + exc.start})") from None
         del raw, data
         self.buf = buf + text
@@ -180,14 +180,14 @@ class _Window:
             self.advance(end)
             return obj, start, self.byte - start
 
-    def syntax_error(self, msg: str, at: int) -> DatasetError:
+    def syntax_error(self, msg: str, at: int) -> DataFileError:
         """``json.load``'s message, line and column, plus the byte offset (one "at", not two)."""
         msg = msg.removesuffix(" at")  # "Unterminated string starting at" + " at line ..."
         newlines = self.buf.count("\n", 0, at)
         line = self.line + newlines
         col = at - self.buf.rfind("\n", 0, at) if newlines else self.col + at
         offset = self.byte + _utf8_len(self.buf[self.pos:at])
-        return DatasetError(f"{self.name}: not valid JSON: {msg} at line {line} column {col} "
+        return DataFileError(f"{self.name}: not valid JSON: {msg} at line {line} column {col} "
                             f"(byte offset {offset})")
 
 
@@ -198,13 +198,13 @@ def _index(f: BinaryIO, name: str, block_size: int
     first = w.peek()
     if first != "[":
         if first in ('{', '"'):  # say what it is without reading all of it
-            raise DatasetError(f"{name}: expected a JSON array of conversations, got "
+            raise DataFileError(f"{name}: expected a JSON array of conversations, got "
                                f"{_kind({} if first == '{' else '')}")
         try:
             top, _, _ = w.value()  # a short scalar, or a JSON error
         except _Cut as cut:  # no array was begun: nothing to call truncated
             raise cut.error from None
-        raise DatasetError(f"{name}: expected a JSON array of conversations, got {_kind(top)}")
+        raise DataFileError(f"{name}: expected a JSON array of conversations, got {_kind(top)}")
     w.advance(w.pos + 1)
     if w.peek() != "]":
         while True:
@@ -216,7 +216,7 @@ def _index(f: BinaryIO, name: str, block_size: int
                 return offsets, lengths, Truncation(len(offsets), w.read_to, True)
             problem = _entry_problem(entry)
             if problem is not None:
-                raise DatasetError(f"{name}: entry {len(offsets)}: {problem}")
+                raise DataFileError(f"{name}: entry {len(offsets)}: {problem}")
             offsets.append(offset)
             lengths.append(length)
             nxt = w.peek()
@@ -229,7 +229,7 @@ def _index(f: BinaryIO, name: str, block_size: int
     if w.peek():
         raise w.syntax_error("Extra data", w.pos)
     if w.cut_char is not None:  # a character cut where nothing else was missing
-        raise DatasetError(f"{name}: not UTF-8 (a character cut by the end of the file at byte "
+        raise DataFileError(f"{name}: not UTF-8 (a character cut by the end of the file at byte "
                            f"offset {w.cut_char})")
     return offsets, lengths, None
 
@@ -238,7 +238,7 @@ class ShareGPTFile(Sequence[dict[str, Any]]):
     """The validated entries of a ShareGPT file, read from disk on access (read-only).
 
     Each access parses a fresh dict, so callers cannot spoil it for others. If the file's mtime or
-    size changed since it was indexed, access raises ``DatasetError`` instead of reading
+    size changed since it was indexed, access raises ``DataFileError`` instead of reading
     whatever now lies at the old offsets. ``truncation`` is set when the file was cut short and
     only its complete entries were indexed (``allow_truncated``).
     """
@@ -252,7 +252,7 @@ class ShareGPTFile(Sequence[dict[str, Any]]):
     @classmethod
     def from_path(cls, path: str | os.PathLike[str], *, block_size: int = BLOCK_SIZE,
                   allow_truncated: bool = False) -> ShareGPTFile:
-        """Stream and validate ``path`` once; raises ``DatasetError`` naming it and the problem.
+        """Stream and validate ``path`` once; raises ``DataFileError`` naming it and the problem.
 
         A file cut short inside its array raises ``TruncatedError``, or with ``allow_truncated``
         gives its complete entries (``truncation`` set).
@@ -264,10 +264,10 @@ class ShareGPTFile(Sequence[dict[str, Any]]):
                 offsets, lengths, truncation = _index(f, name, block_size)
             after = os.stat(path)
         except OSError as exc:
-            raise DatasetError(f"{name}: cannot read dataset file ({exc.strerror})") from None
+            raise DataFileError(f"{name}: cannot read dataset file ({exc.strerror})") from None
         stamp = (before.st_mtime_ns, before.st_size)
         if (after.st_mtime_ns, after.st_size) != stamp:
-            raise DatasetError(f"{name}: dataset file changed while it was being read; try again")
+            raise DataFileError(f"{name}: dataset file changed while it was being read; try again")
         if truncation is not None and not allow_truncated:
             raise TruncatedError(name, truncation)
         return cls(Path(path).resolve(), name, stamp, offsets, lengths, truncation)
@@ -292,7 +292,7 @@ class ShareGPTFile(Sequence[dict[str, Any]]):
             with open(self.path, "rb") as f:
                 return self._read(f, i)
         except OSError as exc:
-            raise DatasetError(f"{self.name}: cannot read dataset file ({exc.strerror})") from None
+            raise DataFileError(f"{self.name}: cannot read dataset file ({exc.strerror})") from None
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
         try:
@@ -300,7 +300,7 @@ class ShareGPTFile(Sequence[dict[str, Any]]):
                 for i in range(len(self)):
                     yield self._read(f, i)
         except OSError as exc:
-            raise DatasetError(f"{self.name}: cannot read dataset file ({exc.strerror})") from None
+            raise DataFileError(f"{self.name}: cannot read dataset file ({exc.strerror})") from None
 
     def _read(self, f: BinaryIO, i: int) -> dict[str, Any]:
         st = os.stat(self.path)
@@ -315,7 +315,7 @@ class ShareGPTFile(Sequence[dict[str, Any]]):
                 if isinstance(entry, dict):
                     return entry
             st = os.stat(self.path)
-        raise DatasetError(f"{self.name}: dataset file changed on disk after it was indexed "
+        raise DataFileError(f"{self.name}: dataset file changed on disk after it was indexed "
                            f"({self.stamp[1]} -> {st.st_size} bytes, mtime "
                            f"{self.stamp[0]} -> {st.st_mtime_ns} ns); load it again")
 

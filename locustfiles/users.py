@@ -163,7 +163,7 @@ class ChatStreamUser(FastHttpUser):
         """Send one request and fill ``record``; the stream read, or None when no body came.
 
         A refused connection never reached the server: the same request is sent again after a
-        back-off until the run's ``ServerWatch`` judges the server lost (then ``ServerLost``).
+        back-off until the run's ``RefusalWatch`` judges the server lost (then ``ServerLost``).
         A kept-alive connection the server had closed is reopened once.
         """
         body = self.request_body(prompt)

@@ -292,8 +292,8 @@ def add_calibrate_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def calibrate_main(args: argparse.Namespace) -> int:
-    from orchestrate.tools.calibrate import calibrate_main as main
-    return main(args)
+    from orchestrate.tools.calibrate import run_calibration
+    return run_calibration(args)
 
 
 COMMANDS = (

@@ -25,7 +25,7 @@ import random
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from locustfiles.dataset import DatasetError, Prompt, SampleResult, load_sharegpt, packaged_dataset
+from locustfiles.dataset import DataFileError, Prompt, SampleResult, load_sharegpt, packaged_dataset
 from orchestrate.scenario.spec import LoadSpec
 
 Count = Callable[[str], int]
@@ -72,7 +72,7 @@ class ConversationText:
     def __init__(self, seed: int) -> None:
         try:
             path = packaged_dataset(SHAREGPT)
-        except DatasetError:
+        except DataFileError:
             path = None
         if path is not None:
             data = load_sharegpt(path, allow_truncated=True)
@@ -162,10 +162,10 @@ def fixed_length_prompts(load: LoadSpec, counters: Counters | None, token_counte
         want = load.input_tokens.draw(rng)
         max_tokens = outputs.draw(rng) if outputs is not None else load.max_tokens
         if per_slot_ctx is not None and want + max_tokens > per_slot_ctx:
-            raise DatasetError(f"load.input_tokens: a prompt of {want} tokens with max_tokens {max_tokens} does not "
+            raise DataFileError(f"load.input_tokens: a prompt of {want} tokens with max_tokens {max_tokens} does not "
                                f"fit the server's per-slot context of {per_slot_ctx} tokens (ctx-size / parallel)")
         if want <= overhead + (load.prefix_tokens and load.prefix_tokens + 1):
-            raise DatasetError(f"load.input_tokens: {want} tokens leave no room for text: the chat template takes "
+            raise DataFileError(f"load.input_tokens: {want} tokens leave no room for text: the chat template takes "
                                f"{overhead}" + (f" and the shared prefix {load.prefix_tokens}" if load.prefix_tokens
                                                 else ""))
         chars = round(want * ratio * 1.5) + 200

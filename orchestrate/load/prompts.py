@@ -15,8 +15,8 @@ from pathlib import Path
 import requests
 
 from locustfiles.conversations import MULTI_TURN, sample_conversations
-from locustfiles.dataset import DatasetError as LocustDatasetError
 from locustfiles.dataset import (
+    DataFileError,
     Prompt,
     SampleResult,
     SamplingConfig,
@@ -41,7 +41,7 @@ def resolve_dataset(name: str, cache_dir: Path | None = None) -> Path:
     (``synthetic-multiturn[:N]``) generates N seeded conversations once and caches them."""
     try:
         packaged = packaged_dataset(name)
-    except LocustDatasetError as exc:  # the package is not installed
+    except DataFileError as exc:  # the package is not installed
         raise DatasetError(f"load.dataset: {exc}") from None
     if packaged is not None:
         return packaged
@@ -90,7 +90,7 @@ def prepare_prompts(load: LoadSpec, facts: ServerFacts, url: str, out: Path,
                        warmup=tuple(replace(p, index=i) for i, p in enumerate(warmup)))
     except TruncatedError as exc:
         raise DatasetError(exc.truncation.message(exc.name, TRUNCATED_HINT)) from None
-    except LocustDatasetError as exc:  # the Locust side's error: one line naming the file and rule
+    except DataFileError as exc:  # the Locust side's error: one line naming the file and rule
         raise DatasetError(str(exc)) from None
     except requests.RequestException as exc:
         raise ServerError(f"{url}: /tokenize failed while measuring prompts ({type(exc).__name__}: {exc})") from None
@@ -127,7 +127,7 @@ def check_dataset(name: str, allow_truncated: bool = False) -> ShareGPTFile | No
         return load_sharegpt(path, allow_truncated=allow_truncated)
     except TruncatedError as exc:  # say how to go on in the orchestrator's words
         raise DatasetError(exc.truncation.message(exc.name, TRUNCATED_HINT)) from None
-    except LocustDatasetError as exc:
+    except DataFileError as exc:
         raise DatasetError(str(exc)) from None
 
 

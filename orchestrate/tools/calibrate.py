@@ -291,7 +291,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--rounds", type=int, help="requests per user per step (default 3; 2 with --quick)")
 
 
-def calibrate_main(args: argparse.Namespace) -> int:
+def run_calibration(args: argparse.Namespace) -> int:
     out = args.out or Path("results") / f"calibration-{datetime.now(timezone.utc).strftime('%Y%m%dT%H%M%SZ')}"
     out.mkdir(parents=True, exist_ok=True)
     ladder = QUICK_LADDER if args.quick else DEFAULT_LADDER

@@ -18,7 +18,7 @@ from locustfiles.conversations import (
     sample_conversations,
     turn_prompt,
 )
-from locustfiles.dataset import DatasetError, Prompt, SamplingConfig, estimate_tokens, sample_prompts
+from locustfiles.dataset import DataFileError, Prompt, SamplingConfig, estimate_tokens, sample_prompts
 from orchestrate.tools.sharegpt_synth import generate_sharegpt
 
 
@@ -125,7 +125,7 @@ def test_the_synthetic_data_has_multi_turn_conversations_and_sampling_is_seeded(
 
 
 def test_nothing_survives_is_one_error() -> None:
-    with pytest.raises(DatasetError, match="no conversation survived"):
+    with pytest.raises(DataFileError, match="no conversation survived"):
         sample_conversations([conv("a", ("human", 5))], config(), words)
 
 
@@ -157,7 +157,7 @@ def test_a_conversation_line_round_trips_and_a_single_line_is_unchanged() -> Non
 def test_a_bad_turns_field_is_named(turns: str) -> None:
     line = ('{"index":0,"conversation_id":"a","messages":[{"role":"user","content":"q"},{"role":"assistant",'
             '"content":"r"},{"role":"user","content":"q2"}],"prompt_tokens":5,"output_tokens":4,"turns":' + turns + '}')
-    with pytest.raises(DatasetError, match="prompt field 'turns'"):
+    with pytest.raises(DataFileError, match="prompt field 'turns'"):
         Prompt.from_json(line)
 
 

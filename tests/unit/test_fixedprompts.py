@@ -11,7 +11,7 @@ import re
 
 import pytest
 
-from locustfiles.dataset import DatasetError
+from locustfiles.dataset import DataFileError
 from orchestrate.load.fixedprompts import Counters, cut_to, fixed_length_prompts
 from orchestrate.scenario.spec import LoadSpec, TokenLength
 
@@ -91,6 +91,6 @@ def test_without_a_tokenizer_lengths_are_the_four_characters_estimate() -> None:
      "load.input_tokens: 7 tokens leave no room for text: the chat template takes 7"),
 ])
 def test_lengths_the_server_cannot_take_are_one_line(fields: dict[str, object], ctx: int | None, message: str) -> None:
-    with pytest.raises(DatasetError) as info:
+    with pytest.raises(DataFileError) as info:
         fixed_length_prompts(load(2, **fields), COUNTERS, "c", ctx)
     assert str(info.value) == message

