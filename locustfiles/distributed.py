@@ -3,7 +3,7 @@
 Stage: load. A worker host needs neither the dataset nor the orchestrator: it asks the master for
 prompts (``tokenswarm_take``), gets at most as many as it has users (``tokenswarm_prompts``), and ships
 every finished record back (``tokenswarm_records``, batched, at most ``FLUSH_INTERVAL_S`` late). The
-master fires ``llm_record_collected`` for each, so the one ``requests.jsonl`` is written there, and
+master fires ``LlmRun.record_collected`` for each, so the one ``requests.jsonl`` is written there, and
 counts what each worker was handed and returned: a worker that goes missing is reported, with the
 requests it took but never returned (``workers.json``), and the run still ends when every other prompt
 is answered. Only workers that proved the run's join token take part (``joingate.py``); ``workers.json``
@@ -178,7 +178,7 @@ def _install_worker(environment: Environment, runner: WorkerRunner, run: LlmRun)
         dispenser.on_prompts(msg, **kw)
 
     runner.register_message(MSG_PROMPTS, on_prompts)
-    environment.events.llm_record.add_listener(on_record)  # type: ignore[attr-defined]
+    run.record.add_listener(on_record)
     environment.events.test_stop.add_listener(lambda **_kw: flush())
     environment.events.quitting.add_listener(lambda **_kw: flush())
     gevent.spawn(flusher)
@@ -186,7 +186,7 @@ def _install_worker(environment: Environment, runner: WorkerRunner, run: LlmRun)
 
 def _install_master(environment: Environment, runner: MasterRunner, run: LlmRun, gate: Gate) -> None:
     ledger = WorkerLedger()
-    collected = environment.events.llm_record_collected  # type: ignore[attr-defined]
+    collected = run.record_collected
 
     def on_take(msg: Any, **_kw: Any) -> None:
         data: TakeMessage = msg.data

@@ -1,15 +1,15 @@
 """The seam between measuring and everything else: ``register(events)`` wires tokenswarm into Locust.
 
-Stage: load → records. ``users.py`` only measures and fires ``events.llm_record``; the listeners here
+Stage: load → records. ``users.py`` only measures and fires ``LlmRun.record``; the listeners here
 turn each finished record into Locust rows (the request row and METRIC rows, shown in the console, web
 UI and CSV), append it to ``requests.jsonl``, and own the prompt dispenser.
 
-Custom hooks (added to ``environment.events`` at init):
+Custom hooks (on ``environment.tokenswarm``, the run's ``LlmRun``, made at init):
 
-``llm_record(record: RequestRecord)``
+``LlmRun.record(record: RequestRecord)``
     fired once per request, after it has finished (completed, failed or cancelled), on the process
     where it ran (a worker, or the local runner).
-``llm_record_collected(record: RequestRecord)``
+``LlmRun.record_collected(record: RequestRecord)``
     fired once per request on the process that keeps the run's records (the local runner, or the
     master once a worker's batch arrives). The records file, the dispenser and the web UI listen here.
 """
@@ -23,7 +23,7 @@ from typing import Any
 
 import gevent
 from locust.env import Environment
-from locust.event import EventHook, Events
+from locust.event import Events
 from locust.runners import STATE_STOPPED, STATE_STOPPING, LocalRunner, MasterRunner, WorkerRunner
 from locust.stats import RequestStats
 
@@ -100,13 +100,13 @@ def register(events: Events) -> None:
 def install(environment: Environment, **_kwargs: Any) -> None:
     """Create ``environment.tokenswarm`` and the hooks, and subscribe the listeners.
 
-    ``llm_record`` fires where the request ran: its Locust rows are fired there (Locust's own
-    master/worker stats then aggregate them), and the record travels on. ``llm_record_collected``
+    ``LlmRun.record`` fires where the request ran: its Locust rows are fired there (Locust's own
+    master/worker stats then aggregate them), and the record travels on. ``LlmRun.record_collected``
     fires once per record on the process that keeps the run (the local runner, or the master):
     the records file, the dispenser's count and the web UI listen to it.
     """
     run = LlmRun(environment)
-    environment.tokenswarm = run  # type: ignore[attr-defined]
+    setattr(environment, "tokenswarm", run)  # read back typed through runstate.llm_run
     opts = environment.parsed_options
     if opts is not None and not isinstance(environment.runner, WorkerRunner):
         try:
@@ -115,14 +115,12 @@ def install(environment: Environment, **_kwargs: Any) -> None:
             print(f"tokenswarm: error: {exc}", file=sys.stderr, flush=True)
             raise SystemExit(2) from None
     count_requests_only(environment.stats)
-    environment.events.llm_record = EventHook()  # type: ignore[attr-defined]
-    environment.events.llm_record_collected = EventHook()  # type: ignore[attr-defined]
     runner = environment.runner
 
     def on_record(record: RequestRecord, **_kw: Any) -> None:
         fire_locust_rows(environment, record)
         if not isinstance(runner, WorkerRunner):
-            environment.events.llm_record_collected.fire(record=record)  # type: ignore[attr-defined]
+            run.record_collected.fire(record=record)
 
     def on_collected(record: RequestRecord, **_kw: Any) -> None:
         if run.records_file is not None:
@@ -177,8 +175,8 @@ def install(environment: Environment, **_kwargs: Any) -> None:
         if environment.runner is not None:
             gevent.spawn(environment.runner.quit)
 
-    environment.events.llm_record.add_listener(on_record)  # type: ignore[attr-defined]
-    environment.events.llm_record_collected.add_listener(on_collected)  # type: ignore[attr-defined]
+    run.record.add_listener(on_record)
+    run.record_collected.add_listener(on_collected)
     environment.events.test_start.add_listener(on_test_start)
     environment.events.quitting.add_listener(on_quitting)
     environment.events.user_error.add_listener(on_user_error)

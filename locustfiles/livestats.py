@@ -1,7 +1,7 @@
 """Live LLM figures while a run goes on: what the web UI's LLM tab, chart page and CSVs show.
 
 Stage: load (the process that collects the records: the local runner, or the master). ``webui.py`` feeds
-it from ``llm_record_collected`` and serves it; this module counts, and lays the figures out as the
+it from ``LlmRun.record_collected`` and serves it; this module counts, and lays the figures out as the
 tab's rows and the CSV's (``table_rows``, ``figures_csv_rows``).
 
 These are *live* figures for a person ramping users, not the report: ``summary.json`` comes from

@@ -19,9 +19,11 @@ from locustfiles.serverwatch import RefusalWatch
 
 if TYPE_CHECKING:  # locust is imported where a run starts: the arrival clock is tested without its patching
     from locust.env import Environment
+    from locust.event import EventHook
 
     from locustfiles.dataset import Prompt
     from locustfiles.dispenser import PromptDispenser
+    from locustfiles.livestats import LiveStats
 
 log = logging.getLogger("tokenswarm")
 
@@ -57,10 +59,29 @@ MSG_SERVER_LOST = "tokenswarm_server_lost"
 
 
 class LlmRun:
-    """Per-process state of a tokenswarm run, reachable as ``environment.tokenswarm``."""
+    """Per-process state of a tokenswarm run, reachable as ``environment.tokenswarm`` (``llm_run``), with
+    tokenswarm's own events beside Locust's (each an annotated hook, as in Locust's ``event.py``)."""
+
+    record: EventHook
+    """Fired by a user when its request ended, on the process where it ran: its Locust rows are fired there
+    (so Locust's own master/worker stats aggregate them) and a worker sends the record on to its master.
+
+    :param record: the ``RequestRecord``.
+    """
+    record_collected: EventHook
+    """Fired once per record on the process that keeps the run (the local runner, or the master): the
+    records file, the dispenser's count and the web UI's figures listen to it.
+
+    :param record: the ``RequestRecord``.
+    """
 
     def __init__(self, environment: Environment) -> None:
+        from locust.event import EventHook
         self.environment = environment
+        self.record = EventHook()
+        self.record_collected = EventHook()
+        self.live: LiveStats | None = None
+        """The web UI's LLM figures (``webui.install_webui``), None without the web UI."""
         self.dispenser: PromptDispenser | None = None
         self.arrivals: ArrivalClock | None = None
         """Open loop (``--rate``): when each prompt is due (``arrivals.py``); None in a closed loop."""
@@ -106,3 +127,10 @@ class LlmRun:
             except OSError:  # a full disk: the lines written so far are what there is
                 pass
             self.records_file = None
+
+
+def llm_run(environment: Environment) -> LlmRun:
+    """The run's state on ``environment`` (``events.install`` puts it there, as ``environment.tokenswarm``)."""
+    run = getattr(environment, "tokenswarm")
+    assert isinstance(run, LlmRun), "events.install has not run on this environment"
+    return run

@@ -1,6 +1,6 @@
 """``ChatStreamUser``: one prompt → one streamed chat completion → one record.
 
-Stage: load. The user measures and fires ``llm_record``; it never writes files or computes aggregates
+Stage: load. The user measures and fires ``LlmRun.record``; it never writes files or computes aggregates
 (``events.py`` and the orchestrator do).
 """
 
@@ -23,6 +23,7 @@ from locustfiles.connection import Connection
 from locustfiles.dataset import Prompt
 from locustfiles.metrics import build_record, stamp_schedule
 from locustfiles.records import CANCELLED, ERROR, RequestRecord
+from locustfiles.runstate import llm_run
 from locustfiles.serverwatch import ServerLost, backoff_s
 from locustfiles.sse import CLOSED_BEFORE_RESPONSE, StreamResult, classify_exception, classify_http_error, read_stream
 
@@ -87,7 +88,7 @@ class ChatStreamUser(FastHttpUser):
         if opts is not None:
             self.network_timeout = opts.read_timeout
         super().__init__(environment)
-        self.llm = environment.tokenswarm
+        self.llm = llm_run(environment)
         key = os.environ.get(opts.api_key_env, "") if opts is not None else ""
         # identity: a compressed event stream cannot be timed chunk by chunk (Locust asks for gzip)
         self.headers = {"Accept": "text/event-stream", "Content-Type": "application/json",
@@ -129,7 +130,7 @@ class ChatStreamUser(FastHttpUser):
 
     def chat(self) -> None:
         """One streamed chat completion of the next prompt: timed chunk by chunk, recorded, fired as
-        ``llm_record``. The locustfile's ``@task`` calls it (this base class has no task of its own)."""
+        ``LlmRun.record``. The locustfile's ``@task`` calls it (this base class has no task of its own)."""
         prompt = self.next_prompt()
         if prompt is None:
             raise StopUser()
@@ -157,7 +158,7 @@ class ChatStreamUser(FastHttpUser):
         finally:
             if sent:
                 stamp_schedule(record, scheduled)
-                self.environment.events.llm_record.fire(record=record)
+                self.llm.record.fire(record=record)
 
     def stream_chat(self, prompt: Prompt, record: RequestRecord) -> StreamResult | None:
         """Send one request and fill ``record``; the stream read, or None when no body came.

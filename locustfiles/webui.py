@@ -2,7 +2,7 @@
 
 Stage: load (the collecting process: the local runner, or the master; workers have no web UI).
 ``install_webui`` is called by ``events.install`` when Locust has a web UI; it only listens to
-``llm_record_collected``, so the figures are the same on one process and on a master aggregating remote
+``LlmRun.record_collected``, so the figures are the same on one process and on a master aggregating remote
 workers.
 
 What it adds (the figures are defined in ``livestats.py``):
@@ -32,6 +32,7 @@ from locust.env import Environment
 
 from locustfiles.livestats import LiveStats, figures_csv_rows, table_rows
 from locustfiles.resultfiles import LLM_HISTORY_CSV
+from locustfiles.runstate import llm_run
 from locustfiles.webui_page import CHARTS_HTML
 
 log = logging.getLogger("tokenswarm")
@@ -58,9 +59,9 @@ def install_webui(environment: Environment) -> LiveStats:
     web_ui = environment.web_ui
     assert web_ui is not None, "install_webui needs a web UI (Locust without --headless)"
     stats = LiveStats(in_flight=lambda: _in_flight(environment))
-    environment.tokenswarm_live = stats  # type: ignore[attr-defined]
+    llm_run(environment).live = stats
     events = environment.events
-    events.llm_record_collected.add_listener(lambda record, **_kw: stats.add(record))  # type: ignore[attr-defined]
+    llm_run(environment).record_collected.add_listener(lambda record, **_kw: stats.add(record))
     events.test_start.add_listener(lambda **_kw: stats.reset())
     events.reset_stats.add_listener(lambda **_kw: stats.reset())
     events.test_stop.add_listener(lambda **_kw: stats.stop())

@@ -62,7 +62,7 @@ def entries(env):
 env = start("rows", "--num-prompts", "4")
 for _ in range(4):
     env.tokenswarm.dispenser.take()
-fire = env.events.llm_record.fire
+fire = env.tokenswarm.record.fire
 fire(record=record(0, status=OK, ttft_ms=30.0, tpot_ms=4.0, e2e_ms=70.0, prompt_tokens=100, output_tokens=11))
 fire(record=record(1, status=OK, ttft_ms=None, tpot_ms=None, e2e_ms=5.0, prompt_tokens=50, output_tokens=1))
 fire(record=record(2, status=ERROR, error_class="http_500:server_error", e2e_ms=9.0, output_tokens=3))
@@ -82,7 +82,7 @@ out["closed"] = env.tokenswarm.records_file is None
 env = start("full")
 env.tokenswarm.records_file.close()
 env.tokenswarm.records_file = open("/dev/full", "w", buffering=1)
-env.events.llm_record.fire(record=record(0, status=OK, ttft_ms=1.0, e2e_ms=2.0))
+env.tokenswarm.record.fire(record=record(0, status=OK, ttft_ms=1.0, e2e_ms=2.0))
 gevent.sleep(0.1)
 out["full"] = [env.tokenswarm.records_file is None, env.tokenswarm.records_written, env.runner.state]
 

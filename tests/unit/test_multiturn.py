@@ -21,7 +21,7 @@ SCRIPT = r"""
 import json, time
 from locust.argument_parser import get_parser
 from locust.env import Environment
-from locust.event import EventHook
+from locustfiles.runstate import LlmRun
 from locust.exception import StopUser
 from locustfiles import conversations, options
 from locustfiles.dataset import Prompt
@@ -64,22 +64,13 @@ def msgs(*texts):
 conv0 = Prompt(0, "c0", msgs("q0", "a0", "q1", "a1", "q2"), 30, 6, turns=((10, 4), (20, 5), (30, 6)))
 conv1 = Prompt(1, "c1", msgs("p0"), 7, 3, turns=((7, 3),))
 
-class Run:
-    worker = "local"
-    arrivals = None
-    n = 0
-    def next_request_id(self):
-        self.n += 1
-        return f"local-{self.n}"
-
 records = []
 env = Environment(user_classes=[Multi], parsed_options=parser.parse_args(
     ["--mode", "multi_turn", "--history", "model", "--think-time", "0.05"]))
-env.events.llm_record = EventHook()
-env.events.llm_record.add_listener(lambda record, **kw: records.append(
+run = LlmRun(env)
+run.record.add_listener(lambda record, **kw: records.append(
     {"conversation": record.conversation, "turn": record.turn, "prompt_index": record.prompt_index,
      "expected": record.expected_prompt_tokens, "max_tokens": record.requested_max_tokens}))
-run = Run()
 run.dispenser = PromptDispenser([conv0, conv1], 0, lambda: None)
 env.tokenswarm = run
 user = Multi(env)

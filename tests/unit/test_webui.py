@@ -3,7 +3,7 @@
 Locust monkey-patches at import and must come before ``requests``/``ssl``, which this test process
 has already imported; so the checks run in a fresh interpreter (``SCRIPT``) that builds Locust's
 ``Environment``, runner and web UI (not started: Flask's test client calls it), fires
-``llm_record_collected`` by hand and prints what it saw as JSON.
+``LlmRun.record_collected`` by hand and prints what it saw as JSON.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ import json, time
 import gevent
 from locust import FastHttpUser, task
 from locust.env import Environment
-from locust.event import EventHook
+from locustfiles.runstate import LlmRun
 from locustfiles import options
 from locustfiles.records import RequestRecord
 from locustfiles.webui import QUIT_DELAY_S, install_webui
@@ -38,16 +38,16 @@ from locust.argument_parser import get_parser
 parser = get_parser(default_config_files=[])
 options.add_arguments(parser)
 env = Environment(user_classes=[NoUser], parsed_options=parser.parse_args(["--quit-on-stop"]))
-env.events.llm_record_collected = EventHook()
+env.tokenswarm = LlmRun(env)
 runner = env.create_local_runner()
 web_ui = env.create_web_ui("127.0.0.1", 0, delayed_start=True)
 install_webui(env)
 now = time.time()
-env.events.llm_record_collected.fire(record=RequestRecord(
+env.tokenswarm.record_collected.fire(record=RequestRecord(
     request_id="a", prompt_index=0, worker="local", send_ts=now - 2.0, ttft_ms=40.0, tpot_ms=2.0,
     e2e_ms=46.0, chunk_offsets_ms=[40.0, 42.0, 44.0, 46.0], n_chunks=4, tokens_per_chunk=1.0,
     prompt_tokens=120, output_tokens=4))
-env.events.llm_record_collected.fire(record=RequestRecord(
+env.tokenswarm.record_collected.fire(record=RequestRecord(
     request_id="b", prompt_index=1, worker="local", send_ts=now - 1.0, status="error",
     error_class="timeout", e2e_ms=5.0))
 client = web_ui.app.test_client()
@@ -64,7 +64,7 @@ out["live"] = {"test": live["test"], "users": live["users"], "completed": live["
                "errors_by_class": live["snapshot"]["run"]["errors_by_class"]}
 csv = client.get("/tokenswarm/llm.csv")
 out["csv"] = [csv.status_code, csv.mimetype, csv.headers.get("Content-Disposition"), csv.get_data(as_text=True)]
-env.tokenswarm_live.sample(users=0)
+env.tokenswarm.live.sample(users=0)
 history = client.get("/tokenswarm/llm_history.csv").get_data(as_text=True)
 out["history_lines"] = history.splitlines()
 later = client.get("/tokenswarm/live?since=1e9&test=%d" % live["test"]).get_json()
