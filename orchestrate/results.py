@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -18,9 +19,23 @@ import yaml
 
 from locustfiles.resultfiles import ARRIVALS_JSON, CLIENT_JSON, LLM_HISTORY_CSV, RECORDS_FILE, STAGES_JSON, WORKERS_JSON
 from orchestrate.errors import ResultsError
-from orchestrate.report.repeats import repeat_index
 
 DEFAULT_ROOT = Path("results")
+
+REPEAT_DIR = re.compile(r"repeat-(\d+)")
+"""A repeat's folder inside a run: ``repeat-1``, ``repeat-2`` …"""
+
+
+def repeat_dir(run: Path, index: int, of: int) -> Path:
+    """Where repeat ``index`` goes: the run folder itself when there is one repeat."""
+    return run if of == 1 else run / f"repeat-{index}"
+
+
+def repeat_index(folder: Path) -> int | None:
+    """The repeat a run's sub-folder holds (``repeat-2`` → 2), None for any other name."""
+    found = REPEAT_DIR.fullmatch(folder.name)
+    return int(found.group(1)) if found else None
+
 
 SERVER_COUNTERS = {"prompt_tokens": "prompt_tokens_total", "cached_tokens": "prompt_tokens_cached_total",
                    "prompt_seconds": "prompt_seconds_total", "predicted_tokens": "tokens_predicted_total",

@@ -29,11 +29,11 @@ from orchestrate.report.aggregates.capacity import UNITS, judge, write_record
 from orchestrate.report.compare_report import comparable, write_comparison
 from orchestrate.report.htmlreport import write_html_report
 from orchestrate.report.render import console_lines
-from orchestrate.report.repeats import Repeat, interleaved, keep_host_floor, repeat_dir
+from orchestrate.report.repeats import Repeat, interleaved, keep_host_floor
 from orchestrate.report.runfacts import RunFacts
 from orchestrate.report.summary import build_summary
 from orchestrate.report.sweep_report import sweep_block
-from orchestrate.results import VariantPaths, read_json, run_dir, scenario_copy
+from orchestrate.results import VariantPaths, read_json, repeat_dir, run_dir, scenario_copy
 from orchestrate.resume import carry_steps, check_same, finished, set_aside
 from orchestrate.scenario.hostlimits import HostLimits
 from orchestrate.scenario.matrix import factor_record

@@ -33,8 +33,8 @@ from orchestrate.errors import ResultsError
 from orchestrate.report import sweep_report
 from orchestrate.report.conditions import busy_text, common_prompts, conditions, numbers_over
 from orchestrate.report.formats import summary_numbers
-from orchestrate.report.repeats import deviation, disagree, read_floor, repeat_index, spread
-from orchestrate.results import scenario_copy, variant_dirs
+from orchestrate.report.repeats import deviation, disagree, read_floor, spread
+from orchestrate.results import repeat_index, scenario_copy, variant_dirs
 from orchestrate.scenario.matrix import fold, folded_factors
 from orchestrate.scenario.settings import variant_settings
 

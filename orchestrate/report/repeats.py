@@ -12,16 +12,12 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import shutil
 import socket
 import statistics
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
-
-REPEAT_DIR = re.compile(r"repeat-(\d+)")
-"""A repeat's folder inside a run: ``repeat-1``, ``repeat-2`` …"""
 
 
 @dataclass(frozen=True)
@@ -36,17 +32,6 @@ class Repeat:
 
     def as_dict(self) -> dict[str, int]:
         return asdict(self)
-
-
-def repeat_dir(run: Path, index: int, of: int) -> Path:
-    """Where repeat ``index`` goes: the run folder itself when there is one repeat."""
-    return run if of == 1 else run / f"repeat-{index}"
-
-
-def repeat_index(folder: Path) -> int | None:
-    """The repeat a run's sub-folder holds (``repeat-2`` → 2), None for any other name."""
-    found = REPEAT_DIR.fullmatch(folder.name)
-    return int(found.group(1)) if found else None
 
 
 def interleaved(variants: int, repeats: int) -> list[tuple[int, int]]:

@@ -144,6 +144,15 @@ def test_no_stage_imports_a_later_one() -> None:
     assert backwards == []
 
 
+GROUND = ("orchestrate.results", "orchestrate.errors", "orchestrate.cache", "orchestrate.processes")
+"""The ground floor: every stage may import these, so they import no stage (nor ``tools``, nor the top)."""
+
+
+def test_the_ground_floor_imports_no_stage() -> None:
+    up = {m: sorted(d for d in GRAPH[m] if d.startswith("orchestrate.") and d not in GROUND) for m in GROUND}
+    assert {m: deps for m, deps in up.items() if deps} == {}
+
+
 def test_every_module_lives_in_a_stage_or_is_named_at_the_top() -> None:
     top = {"orchestrate", "orchestrate.cli", "orchestrate.run_options", "orchestrate.runloop", "orchestrate.resume",
            "orchestrate.results", "orchestrate.errors", "orchestrate.cache", "orchestrate.processes"}

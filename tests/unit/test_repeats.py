@@ -11,8 +11,6 @@ from orchestrate.report.repeats import (
     interleaved,
     keep_host_floor,
     read_floor,
-    repeat_dir,
-    repeat_index,
     spread,
 )
 
@@ -20,13 +18,6 @@ from orchestrate.report.repeats import (
 def test_interleaved_order_runs_every_variant_once_per_round() -> None:
     assert interleaved(3, 2) == [(1, 0), (1, 1), (1, 2), (2, 0), (2, 1), (2, 2)]
     assert interleaved(2, 1) == [(1, 0), (1, 1)]
-
-
-def test_repeat_folders(tmp_path: Path) -> None:
-    assert repeat_dir(tmp_path, 1, 1) == tmp_path
-    assert repeat_dir(tmp_path, 2, 3) == tmp_path / "repeat-2"
-    assert repeat_index(tmp_path / "repeat-12") == 12
-    assert repeat_index(tmp_path / "repeat-x") is None and repeat_index(tmp_path / "base") is None
 
 
 @pytest.mark.parametrize("ratios, floor, within", [

@@ -12,7 +12,7 @@ import yaml
 
 from orchestrate import results
 from orchestrate.errors import ResultsError
-from orchestrate.results import VariantPaths, read_json, run_dir, scenario_copy, variant_dirs
+from orchestrate.results import VariantPaths, read_json, repeat_dir, repeat_index, run_dir, scenario_copy, variant_dirs
 
 
 def test_a_run_folder_is_named_by_its_utc_start_and_scenario(tmp_path: Path) -> None:
@@ -102,3 +102,10 @@ def test_repeats_list_each_repeats_variants_in_turn(tmp_path: Path) -> None:
         variant(tmp_path / f"repeat-{r}", "a", mtime=1)
     variant(tmp_path, "stray")  # beside the repeats: not a variant of the run
     assert names(tmp_path) == ["repeat-1/a", "repeat-1/b", "repeat-2/a", "repeat-2/b", "repeat-10/a", "repeat-10/b"]
+
+
+def test_repeat_folders(tmp_path: Path) -> None:
+    assert repeat_dir(tmp_path, 1, 1) == tmp_path
+    assert repeat_dir(tmp_path, 2, 3) == tmp_path / "repeat-2"
+    assert repeat_index(tmp_path / "repeat-12") == 12
+    assert repeat_index(tmp_path / "repeat-x") is None and repeat_index(tmp_path / "base") is None
