@@ -38,7 +38,7 @@ def memory_line(summary: dict[str, Any]) -> str | None:
 
 
 DIAGNOSTICS = ("_The headline's prefill and decode tok/s are the aggregate: tokens over the load's wall time "
-               "(the README's metric definitions). The figures below check it and explain it; they are not "
+               "(docs/metrics.md). The figures below check it and explain it; they are not "
                "rival numbers: llama.cpp's per-slot timings are one request's own speed (they do not add up "
                "across slots), and its /metrics speed divides by the seconds it spent busy._")
 
