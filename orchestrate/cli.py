@@ -8,7 +8,6 @@ from __future__ import annotations
 import argparse
 import errno
 import json
-import shlex
 import signal
 import subprocess
 import sys
@@ -33,7 +32,7 @@ from orchestrate.run_options import (
 )
 from orchestrate.scenario import loadmodes
 from orchestrate.scenario.settings import retry_description
-from orchestrate.scenario.spec import RANDOM_DATASET, ServerSpec, Variant
+from orchestrate.scenario.spec import RANDOM_DATASET, Variant
 
 
 def run_main(args: argparse.Namespace) -> int:
@@ -112,44 +111,13 @@ def add_plan_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("scenario", type=Path)
 
 
-FREE_PORT = "<free port>"
-
-
-def _shell(args: list[str]) -> str:
-    return " ".join(a if FREE_PORT in a else shlex.quote(a) for a in args)
-
-
-def server_command(spec: ServerSpec) -> str:
-    """The server a variant starts, as a command line (docker, process), a config (embedded) or a URL."""
-    from orchestrate.scenario.flags import llama_server_argv
-    from orchestrate.server.launchers import embedded_config, models
-    try:
-        model, draft = models(spec, build=False)  # where the generated model will be; not built here
-    except ImportError:  # the embedded extras are not installed: say what the scenario says
-        model, draft = spec.model, spec.draft_model
-    port = str(spec.port) if spec.port else FREE_PORT
-    try:
-        if spec.launcher == "external":
-            return f"{spec.url} (already running; health checks and pre-flight only)"
-        if spec.launcher == "process":
-            argv = llama_server_argv(spec, model, draft, spec.host, spec.port)
-            return _shell([spec.binary, *argv[:argv.index("--port") + 1], port, *argv[argv.index("--port") + 2:]])
-        if spec.launcher == "embedded":
-            return repr(embedded_config(spec, model, draft))
-        from orchestrate.server.launchers.docker import docker_run_line
-        return _shell(docker_run_line(spec, model, draft, port))
-    except ScenarioError:
-        raise
-    except ValueError as exc:  # a flag tokenswarm sets itself, or one the embedded server refuses
-        raise ScenarioError(f"server.flags: {exc}") from None
-
-
 def plan_lines(variant: Variant) -> list[str]:
     """What ``tokenswarm run`` would start and send for one variant."""
     load = variant.load
     sizes = (f"{variant.search.prompts_per_user} prompts per user in each probe" if variant.search and
              variant.search.over == "users" else f"rate x {variant.search.probe_s:g} s of prompts in each probe"
              if variant.search else f"{load.users} users (spawn {load.spawn_rate:g}/s), {load.num_prompts} prompts")
+    from orchestrate.server.launchers import server_command
     lines = [f"server ({variant.server.launcher}): {server_command(variant.server)}",
              f"load: {sizes} from {load.dataset}"
              + (f" ({load.input_tokens} tokens in, {load.output_tokens or load.max_tokens} out)"

@@ -179,7 +179,7 @@ def run_variant(context: Context, variant: Variant, paths: VariantPaths,
         result.launcher = make_launcher(variant.server, paths.server_log)
         with result.launcher as launcher, preflight_session() as session:
             what = (f"using the server at {variant.server.url} (not started by tokenswarm)"
-                    if launcher.kind == "external" else f"starting {launcher.kind} server ...")
+                    if not launcher.owns_server else f"starting {launcher.kind} server ...")
             print(f"[{variant.name}] {what}", flush=True)
             url = launcher.start()
             launcher.wait_ready(variant.server.ready_timeout_s)
@@ -401,7 +401,7 @@ def finish_variant(result: VariantRun) -> dict[str, Any]:
     """Write ``server.json``, then summarize whatever was measured, even after a failure."""
     result.paths.server_json.write_text(json.dumps(result.server_info(), indent=2, default=str) + "\n")
     settings = variant_settings(result.variant)
-    if result.variant.server.launcher == "external" and result.facts is not None:
+    if result.launcher is not None and not result.launcher.owns_server and result.facts is not None:
         settings.update(result.facts.reported())  # a server tokenswarm did not start: what it says it is
     first, context, variant, prompts = result.first_attempt, result.context, result.variant, result.prompts
     warmup = len(prompts.warmup) if prompts else 0

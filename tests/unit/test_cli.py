@@ -15,10 +15,11 @@ import orchestrate.report.summary
 import orchestrate.runloop
 from locustfiles.admission import JOIN_TOKEN_ENV
 from locustfiles.records import RequestRecord
-from orchestrate.cli import main, server_command
+from orchestrate.cli import main
 from orchestrate.load.loadrun import Swarm, WebUi
 from orchestrate.results import VariantPaths
 from orchestrate.scenario.spec import Scenario, ServerSpec
+from orchestrate.server.launchers import server_command
 from tests.unit.test_parse import YAML_PIECES
 
 DEMO = Path(__file__).resolve().parents[2] / "scenarios" / "demo.yaml"

@@ -54,6 +54,7 @@ class FakeLauncher(Launcher):
     def __init__(self, spec: ServerSpec, log_path: Path, attempt: Attempt) -> None:
         super().__init__(log_path)
         self.spec, self.attempt, self.loaded, self.stops, self.loads = spec, attempt, False, 0, 0
+        self.owns_server = spec.launcher != "external"  # as ExternalLauncher for a server already running
 
     def _start(self) -> str:
         self.log_path.write_text(self.attempt.log)

@@ -1,4 +1,5 @@
-"""Server launchers: one small interface (``base.Launcher``), chosen by kind in ``LAUNCHERS``.
+"""Server launchers: one small interface (``base.Launcher``), chosen by kind in ``LAUNCHERS`` (each kind's
+factory and the command line ``tokenswarm plan`` prints).
 
 Stage: server.
 ``make_launcher`` turns a scenario's ``ServerSpec`` into a launcher. Every kind reads the scenario's
@@ -7,8 +8,10 @@ flags through ``orchestrate.scenario.flags.llama_server_argv``.
 
 from __future__ import annotations
 
+import shlex
 import sys
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -77,15 +80,58 @@ def external_launcher(spec: ServerSpec, log_path: Path) -> Launcher:
     return ExternalLauncher(spec.url, log_path)
 
 
-_FACTORIES: dict[str, Callable[[ServerSpec, Path], Launcher]] = {
-    "embedded": embedded_launcher,
-    "process": process_launcher,
-    "docker": docker_launcher,
-    "external": external_launcher,
+FREE_PORT = "<free port>"
+"""In a plan's command line: the port a variant gets when it starts (``server.port`` unset)."""
+
+
+def _shell(args: list[str]) -> str:
+    return " ".join(a if FREE_PORT in a else shlex.quote(a) for a in args)
+
+
+def _process_line(spec: ServerSpec, model: str, draft: str | None, port: str) -> str:
+    argv = llama_server_argv(spec, model, draft, spec.host, spec.port)
+    at = argv.index("--port")
+    return _shell([spec.binary, *argv[:at + 1], port, *argv[at + 2:]])
+
+
+def _docker_line(spec: ServerSpec, model: str, draft: str | None, port: str) -> str:
+    from orchestrate.server.launchers.docker import docker_run_line
+    return _shell(docker_run_line(spec, model, draft, port))
+
+
+@dataclass(frozen=True)
+class Kind:
+    """A launcher kind: how its launcher is made, and the server it starts written out for ``tokenswarm plan``."""
+
+    make: Callable[[ServerSpec, Path], Launcher]
+    command: Callable[[ServerSpec, str, str | None, str], str]
+    """(spec, model path, draft path, port) → a command line (process, docker), a config (embedded) or a URL."""
+
+
+_KINDS = {
+    "embedded": Kind(embedded_launcher, lambda spec, model, draft, port: repr(embedded_config(spec, model, draft))),
+    "process": Kind(process_launcher, _process_line),
+    "docker": Kind(docker_launcher, _docker_line),
+    "external": Kind(external_launcher,
+                     lambda spec, model, draft, port: f"{spec.url} (already running; health checks and pre-flight only)"),
 }
-LAUNCHERS = {kind: _FACTORIES[kind] for kind in LAUNCHER_KINDS}
-"""A factory per kind a scenario may name; the kinds themselves are ``scenario.spec.LAUNCHER_KINDS`` (the
-parser checks them without importing this stage), and a kind without a factory fails at import."""
+LAUNCHERS = {kind: _KINDS[kind] for kind in LAUNCHER_KINDS}
+"""Each kind a scenario may name; the kinds themselves are ``scenario.spec.LAUNCHER_KINDS`` (the parser checks
+them without importing this stage), and a kind without an entry here fails at import."""
+
+
+def server_command(spec: ServerSpec) -> str:
+    """The server a variant starts, as its kind writes it; the generated models are named, not built."""
+    try:
+        model, draft = models(spec, build=False)
+    except ImportError:  # the embedded extras are not installed: say what the scenario says
+        model, draft = spec.model, spec.draft_model
+    try:
+        return LAUNCHERS[spec.launcher].command(spec, model, draft, str(spec.port) if spec.port else FREE_PORT)
+    except ScenarioError:
+        raise
+    except ValueError as exc:  # a flag tokenswarm sets itself, or one the embedded server refuses
+        raise ScenarioError(f"server.flags: {exc}") from None
 
 
 def check_launchers(specs: Iterable[ServerSpec]) -> None:
@@ -114,8 +160,8 @@ def make_launcher(spec: ServerSpec, log_path: Path) -> Launcher:
         print(f"tokenswarm: warning: the server binds {spec.host}, so other machines can reach it "
               f"(server.host; the default is 127.0.0.1)", file=sys.stderr, flush=True)
     try:
-        factory = LAUNCHERS[spec.launcher]
+        kind = LAUNCHERS[spec.launcher]
     except KeyError:
         raise ScenarioError(f"server.launcher: unknown kind {spec.launcher!r}; "
                             f"available: {', '.join(LAUNCHERS)}") from None
-    return factory(spec, log_path)
+    return kind.make(spec, log_path)

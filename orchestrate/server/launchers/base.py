@@ -71,6 +71,9 @@ class Launcher(ABC):
     """
 
     kind: str = "abstract"
+    owns_server: bool = True
+    """tokenswarm started this server (and stops it), with the scenario's settings; False for one already
+    running (``--url``), which is described by what it reports."""
     memory_source: str = "process_tree"
     """What ``memory_bytes()`` measures: ``process_tree`` or ``container``; written per sample."""
 

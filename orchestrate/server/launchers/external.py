@@ -43,6 +43,7 @@ class ExternalLauncher(Launcher):
     """Points at ``url``; ``stop()`` leaves the server alone."""
 
     kind = "external"
+    owns_server = False
 
     def __init__(self, url: str, log_path: Path) -> None:
         super().__init__(log_path)
