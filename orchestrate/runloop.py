@@ -24,6 +24,7 @@ from orchestrate.load.loadrun import GAVE_UP_ON_WORKERS, LoadOutcome, LoadPlan, 
 from orchestrate.load.probewatch import ProbeWatch
 from orchestrate.load.prompts import PreparedPrompts, PromptPool, check_datasets, prepare_prompts, write_prompts
 from orchestrate.load.sampler import MetricsSampler
+from orchestrate.load.status import load_status
 from orchestrate.load.steps import merge_step_records, write_step_metrics
 from orchestrate.report.aggregates.capacity import UNITS, judge, write_record
 from orchestrate.report.compare_report import comparable, write_comparison
@@ -45,7 +46,7 @@ from orchestrate.scenario.sweep import sampling_load as sweep_sampling
 from orchestrate.server.diagnose import diagnose
 from orchestrate.server.launchers import check_launchers, make_launcher
 from orchestrate.server.launchers.base import Launcher
-from orchestrate.server.liveness import DIED, LOST, ServerWatch
+from orchestrate.server.liveness import DIED, ServerWatch
 from orchestrate.server.preflight import ServerFacts, fetch_facts
 from orchestrate.server.preflight import session as preflight_session
 
@@ -219,14 +220,12 @@ def run_variant(context: Context, variant: Variant, paths: VariantPaths,
                     merge_step_records(paths, step_labels(result))  # the variant's records: its steps'
                 down = result.watch.settle()
             result.exit_code = launcher.exit_status()
-            result.status = ("crashed" if result.exit_code is not None or down == DIED
-                             else "server_lost" if down == LOST else "completed")
+            result.status, result.error = load_status(result.exit_code is not None, down, paths.records,
+                                                      paths.locust_log)
             if result.status == "server_lost":
                 result.cause = (f"the server stopped answering (no connection accepted, no /health answer) for "
                                 f"{variant.load.server_lost_after_s:g} s")
-            if result.status == "completed" and (not paths.records.exists() or not paths.records.stat().st_size):
-                result.status = "error"
-                result.error = f"locust sent no request; see {paths.locust_log}"
+            if result.status == "error":
                 if swarm.remote_workers and GAVE_UP_ON_WORKERS in paths.locust_log.read_text(errors="replace"):
                     result.error = (f"no worker joined within {swarm.workers_wait_s:g} s (--expect-workers-max-wait); "
                                     "start `tokenswarm worker --master-host <this host>` on each load host")
@@ -281,13 +280,10 @@ def _step_summary(result: VariantRun, paths: VariantPaths, outcome: LoadOutcome,
                   prompts: list[Prompt], step: dict[str, Any]) -> dict[str, Any]:
     """A step's summary, as any variant's: its status from how its load ended."""
     assert result.launcher is not None
-    died = result.launcher.exit_status() is not None or outcome.stopped_by == DIED
-    crashed = died or outcome.stopped_by == LOST
-    sent = paths.records.exists() and paths.records.stat().st_size > 0
+    status, error = load_status(result.launcher.exit_status() is not None, outcome.stopped_by, paths.records,
+                                paths.locust_log)
     return build_summary(paths, result.context.scenario, result.variant.name, RunFacts(
-        status="crashed" if died else "server_lost" if crashed else "completed" if sent else "error",
-        error=None if sent or crashed else f"locust sent no request; see {paths.locust_log}",
-        stopped_by=outcome.stopped_by, step=step, planned_prompts=planned_requests(prompts),
+        status=status, error=error, stopped_by=outcome.stopped_by, step=step, planned_prompts=planned_requests(prompts),
         settings=variant_settings(replace(result.variant, load=load, sweep=None, steps=(), search=None)),
         factors=factor_record(result.variant.factors),
         slo=result.variant.slo.as_dict() if result.variant.slo else None), result.context.host_limits)
