@@ -33,6 +33,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from docsection import write_section  # noqa: E402
+
 from orchestrate.scenario.search import boundary, converged, next_probe  # noqa: E402
 from orchestrate.scenario.spec import Search  # noqa: E402
 

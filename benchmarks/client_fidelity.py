@@ -39,8 +39,8 @@ sys.path.insert(0, str(ROOT))
 import numpy as np  # noqa: E402
 from docsection import write_section  # noqa: E402
 
-from orchestrate.tools.calibrate import CpuSampler, cores, pin, read_truth, run_step, start_server, stop_server  # noqa: E402
 from orchestrate.report.aggregates.stats import weighted_stats  # noqa: E402
+from orchestrate.tools.calibrate import CpuSampler, cores, pin, read_truth, run_step, start_server, stop_server  # noqa: E402
 
 PEERS = ROOT / "benchmarks" / ".peers"
 CLIENTS = {"tokenswarm (FastHttpUser)": ROOT / "locustfiles" / "locustfile.py",

@@ -32,10 +32,10 @@ sys.path.insert(0, str(ROOT))
 
 import numpy as np  # noqa: E402
 import yaml  # noqa: E402
-
 from docsection import write_section  # noqa: E402
-from orchestrate.tools.calibrate import cores, pin, run_step, start_server, stop_server  # noqa: E402
+
 from orchestrate.report.aggregates.stats import weighted_stats  # noqa: E402
+from orchestrate.tools.calibrate import cores, pin, run_step, start_server, stop_server  # noqa: E402
 
 WORKLOAD = {"users": 32, "ttft_ms": 200.0, "itl_ms": 20.0, "output_tokens": 50, "prompts": 300}
 TARGET = {"p50": 0.5, "p99": 2.0}

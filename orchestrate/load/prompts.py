@@ -28,12 +28,12 @@ from locustfiles.dataset import (
 from locustfiles.sharegpt_file import ShareGPTFile, TruncatedError
 from orchestrate import cache
 from orchestrate.errors import DatasetError, ServerError
+from orchestrate.generated.sharegpt_synth import parse_synthetic
 from orchestrate.load.fixedprompts import Counters, fixed_length_prompts
 from orchestrate.results import VariantPaths
 from orchestrate.scenario.datasets import TRUNCATED_HINT
 from orchestrate.scenario.spec import RANDOM_DATASET, LoadSpec
 from orchestrate.server.preflight import ServerFacts, one_message_counter, prompt_token_counter, text_counter
-from orchestrate.tools.sharegpt_synth import parse_synthetic
 
 
 def resolve_dataset(name: str, cache_dir: Path | None = None) -> Path:
@@ -49,7 +49,7 @@ def resolve_dataset(name: str, cache_dir: Path | None = None) -> Path:
     if spec is None:
         return Path(name).expanduser()
     kind, n, multi_turn_rate = spec
-    from orchestrate.tools.sharegpt_synth import write_sharegpt
+    from orchestrate.generated.sharegpt_synth import write_sharegpt
     path = (cache_dir or cache.cache_dir("datasets")) / f"sharegpt-{kind}-{n}.json"
     return cache.cached(path, lambda tmp: write_sharegpt(tmp, n, multi_turn_rate=multi_turn_rate))
 

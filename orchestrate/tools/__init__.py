@@ -1,3 +1,3 @@
-"""Beside the pipeline: the reference server and calibration, the noise floor, and the generators of the
-demo's model and dataset (which the stages call). May import any stage.
+"""Commands beside the pipeline: the reference server (``refserver``), calibration, the noise floor (which runs
+the pipeline again and again). May import any stage; no stage imports them.
 """

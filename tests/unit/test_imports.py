@@ -145,19 +145,33 @@ def test_no_stage_imports_a_later_one() -> None:
 
 
 GROUND = ("orchestrate.results", "orchestrate.errors", "orchestrate.cache", "orchestrate.processes")
-"""The ground floor: every stage may import these, so they import no stage (nor ``tools``, nor the top)."""
+"""The ground floor, with ``orchestrate.generated`` (the tiny models and synthetic data): every stage may
+import these, so they import no stage (nor ``tools``, nor the top)."""
+
+
+def on_the_ground(module: str) -> bool:
+    return module in GROUND or module.startswith("orchestrate.generated")
 
 
 def test_the_ground_floor_imports_no_stage() -> None:
-    up = {m: sorted(d for d in GRAPH[m] if d.startswith("orchestrate.") and d not in GROUND) for m in GROUND}
+    ground = [m for m in GRAPH if on_the_ground(m)]
+    assert len(ground) > len(GROUND)
+    up = {m: sorted(d for d in GRAPH[m] if d.startswith("orchestrate.") and not on_the_ground(d)) for m in ground}
     assert {m: deps for m, deps in up.items() if deps} == {}
+
+
+def test_no_stage_uses_a_tool() -> None:
+    """``tools/`` are commands beside the pipeline (the reference server, calibration, the noise floor)."""
+    users = sorted(f"{m} → {d}" for m, deps in GRAPH.items() for d in deps
+                   if d.startswith("orchestrate.tools") and stage_of(m) is not None)
+    assert users == []
 
 
 def test_every_module_lives_in_a_stage_or_is_named_at_the_top() -> None:
     top = {"orchestrate", "orchestrate.cli", "orchestrate.run_options", "orchestrate.runloop", "orchestrate.resume",
            "orchestrate.results", "orchestrate.errors", "orchestrate.cache", "orchestrate.processes"}
     loose = sorted(m for m in MODULES if m.startswith("orchestrate") and m not in top
-                   and m.split(".")[1] not in (*STAGES, "tools"))
+                   and m.split(".")[1] not in (*STAGES, "tools", "generated"))
     assert loose == []
 
 

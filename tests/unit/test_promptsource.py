@@ -2,7 +2,7 @@
 
 The options are parsed by the flags Locust registers (``options.add_arguments`` and
 ``conversations.add_arguments`` on a plain argparse parser), so the names checked here are the real
-ones. Datasets are generated ShareGPT files (``orchestrate.tools.sharegpt_synth``) in ``tmp_path``.
+ones. Datasets are generated ShareGPT files (``orchestrate.generated.sharegpt_synth``) in ``tmp_path``.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import pytest
 from locustfiles import conversations, options
 from locustfiles.dataset import DataFileError, Prompt
 from locustfiles.promptsource import dataset_path, load_prompts
-from orchestrate.tools.sharegpt_synth import write_sharegpt
+from orchestrate.generated.sharegpt_synth import write_sharegpt
 
 
 def parse(*args: str) -> argparse.Namespace:

@@ -8,9 +8,9 @@ import gguf
 import numpy as np
 import pytest
 
-from orchestrate.tools import tinymodel
-from orchestrate.tools.lexicon import pseudo_words
-from orchestrate.tools.tinymodel import (
+from orchestrate.generated import tinymodel
+from orchestrate.generated.lexicon import pseudo_words
+from orchestrate.generated.tinymodel import (
     SPACE,
     TinyModelSpec,
     build_tiny_model,
