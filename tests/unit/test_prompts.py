@@ -9,7 +9,8 @@ import pytest
 import requests
 
 from locustfiles.dataset import Prompt
-from orchestrate.load.prompts import prepare_prompts, resolve_dataset
+from orchestrate.generated.datasets import resolve_dataset
+from orchestrate.load.prompts import prepare_prompts
 from orchestrate.report.summary import notes
 from orchestrate.scenario.spec import LoadSpec
 from orchestrate.server.preflight import ServerFacts

@@ -130,7 +130,7 @@ def test_a_generated_dataset_is_made_through_the_project(tmp_path: Path, monkeyp
 
 def test_a_generated_dataset_without_the_project_says_so(monkeypatch: pytest.MonkeyPatch) -> None:
     """A worker host with only ``locustfiles/`` cannot generate ``synthetic:N``: one line, not an ImportError."""
-    monkeypatch.setitem(sys.modules, "orchestrate.load.prompts", None)  # importing it now raises ImportError
+    monkeypatch.setitem(sys.modules, "orchestrate.generated.datasets", None)  # importing it now raises ImportError
     with pytest.raises(DataFileError) as exc:
         dataset_path("synthetic:7")
     assert "not installed on this host" in one_line(exc)
