@@ -17,8 +17,9 @@ from typing import Any
 class RunFacts:
     """The run loop's knowledge of one result (``summary.json``'s keys of the same names)."""
 
-    status: str
-    """``completed``, ``failed_to_load``, ``crashed``, ``server_lost``, ``error`` or ``interrupted``."""
+    status: str | None = None
+    """``completed``, ``failed_to_load``, ``crashed``, ``server_lost``, ``error`` or ``interrupted``; None for
+    a folder no run loop wrote (a plain Locust run's, rebuilt by ``tokenswarm report``)."""
     error: str | None = None
     stopped_by: str | None = None
     """What ended the load (``loadrun.LoadOutcome.stopped_by``); None when no load ran."""
