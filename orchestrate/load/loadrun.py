@@ -191,12 +191,33 @@ def complete_lines(records: Path, offset: int) -> tuple[bytes, int]:
     return complete, offset + len(complete)
 
 
-def _progress(records: Path, offset: int, counts: list[int]) -> int:
-    """Count records (and errors) appended since ``offset``; returns the new offset."""
-    complete, offset = complete_lines(records, offset)
-    counts[0] += complete.count(b"\n")
-    counts[1] += complete.count(b'"status":"error"')
-    return offset
+@dataclass
+class Progress:
+    """The requests that ended so far, by how, counted from the records as they are appended."""
+
+    answered: int = 0
+    errors: int = 0
+    cancelled: int = 0
+    offset: int = 0
+    """How far ``requests.jsonl`` has been read."""
+
+    @property
+    def ended(self) -> int:
+        return self.answered + self.errors + self.cancelled
+
+    def read(self, records: Path) -> None:
+        """Count the records appended since the last read."""
+        complete, self.offset = complete_lines(records, self.offset)
+        self.errors += complete.count(b'"status":"error"')
+        self.cancelled += complete.count(b'"status":"cancelled"')
+        self.answered += complete.count(b"\n") - complete.count(b'"status":"error"') - \
+            complete.count(b'"status":"cancelled"')
+
+    def line(self, planned: int) -> str:
+        """``11/48 answered, 0 errors, 16 cancelled, 21 left``: answered are complete replies; left, the
+        prompts not yet ended (sent and in flight, or not sent)."""
+        return (f"{self.answered}/{planned} answered, {self.errors} errors"
+                + (f", {self.cancelled} cancelled" if self.cancelled else "") + f", {max(planned - self.ended, 0)} left")
 
 
 def run_load(plan: LoadPlan, paths: VariantPaths, label: str,
@@ -214,7 +235,7 @@ def run_load(plan: LoadPlan, paths: VariantPaths, label: str,
         plan = replace(plan, swarm=replace(plan.swarm, master_bind_port=free_port()))
     cmd = locust_command(plan, paths)
     started = time.monotonic()
-    counts, offset, last_print = [0, 0], 0, started
+    progress, last_print, last_line = Progress(), started, ""
     stopped_by = "num_prompts"
     waiting_said = stopped_said = False
     workers: list[subprocess.Popen[bytes]] = []
@@ -244,23 +265,23 @@ def run_load(plan: LoadPlan, paths: VariantPaths, label: str,
                     _stop(proc)
                     break
                 if now - last_print >= PROGRESS_INTERVAL_S:
-                    offset = _progress(paths.records, offset, counts)
+                    progress.read(paths.records)
                     if plan.ui is not None and not plan.ui.quit_on_stop and not stopped_said and \
-                            counts[0] and ui_state(plan.ui) == "stopped":
+                            progress.ended and ui_state(plan.ui) == "stopped":
                         print(f"[{label}] the test stopped; the web UI stays up to look at: press Ctrl-C here to "
                               "write the results and go on", flush=True)
                         stopped_said = True
-                    if plan.ui is not None and not counts[0]:  # nothing sent yet: the person has not pressed Start
+                    line = progress.line(plan.num_prompts)
+                    if plan.ui is not None and not progress.ended:  # nothing sent yet: the person has not pressed Start
                         if not waiting_said:
                             print(f"[{label}] waiting for START in the web UI ({plan.ui.url})", flush=True)
                             waiting_said = True
-                    else:
-                        print(f"[{label}] {counts[0]}/{plan.num_prompts} requests, {counts[1]} errors, "
-                              f"{now - started:.0f} s", flush=True)
-                    last_print = now
+                    elif plan.ui is None or line != last_line:  # a person's UI run: only what changed
+                        print(f"[{label}] {line}, {now - started:.0f} s", flush=True)
+                    last_print, last_line = now, line
         except KeyboardInterrupt:
             _stop(proc)
-            if not (stopped_said or (plan.ui is not None and ui_state(plan.ui) == "stopped" and counts[0])):
+            if not (stopped_said or (plan.ui is not None and ui_state(plan.ui) == "stopped" and progress.ended)):
                 stopped_by = "interrupted"
                 raise
             stopped_by = "ui_stop"  # the person looked at a stopped test and quit: a finished run

@@ -201,4 +201,6 @@ def test_web_ui_llm_tab_chart_page_and_stop(tmp_path: Path) -> None:
     assert history[0].startswith("t,users,") and len(history) > 2 * HOLD_S
     bench = json.loads((summary_path.parent / "vllm_bench.json").read_text())
     assert bench["max_concurrency"] == USERS
-    assert out.text().count("waiting for START in the web UI") <= 1 and "] 0/1500 requests" not in out.text()
+    assert out.text().count("waiting for START in the web UI") <= 1 and "] 0/1500 answered" not in out.text()
+    shown = [re.sub(r", \d+ s$", "", line) for line in out.lines if " answered, " in line]
+    assert shown and all(a != b for a, b in zip(shown, shown[1:])), shown  # a stopped UI waits in silence

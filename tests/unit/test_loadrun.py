@@ -113,17 +113,22 @@ def test_locust_command_with_the_web_ui(tmp_path: Path) -> None:
     assert WebUi("::1", 8099).url == "http://[::1]:8099" and WebUi("0.0.0.0", 1).url == "http://0.0.0.0:1"
 
 
-def test_progress_counts_complete_lines_and_errors_only(tmp_path: Path) -> None:
-    """A line still being written is counted on the next look, once."""
+def test_progress_counts_complete_lines_by_how_each_request_ended(tmp_path: Path) -> None:
+    """A line still being written is counted on the next look, once; answered, errors and cancelled apart."""
     records = tmp_path / "requests.jsonl"
-    counts = [0, 0]
-    assert loadrun._progress(records, 0, counts) == 0 and counts == [0, 0]  # not written yet
-    records.write_bytes(b'{"status":"ok"}\n{"status":"error"}\n{"status":"er')
-    offset = loadrun._progress(records, 0, counts)
-    assert counts == [2, 1] and offset == len(b'{"status":"ok"}\n{"status":"error"}\n')
+    progress = loadrun.Progress()
+    progress.read(records)
+    assert progress.ended == 0 and progress.offset == 0  # not written yet
+    records.write_bytes(b'{"status":"ok"}\n{"status":"error"}\n{"status":"cancelled"}\n{"status":"er')
+    progress.read(records)
+    assert (progress.answered, progress.errors, progress.cancelled) == (1, 1, 1)
     with records.open("ab") as f:
         f.write(b'ror"}\n')
-    assert loadrun._progress(records, offset, counts) == records.stat().st_size and counts == [3, 2]
+    progress.read(records)
+    assert (progress.answered, progress.errors, progress.cancelled) == (1, 2, 1)
+    assert progress.offset == records.stat().st_size
+    assert progress.line(48) == "1/48 answered, 2 errors, 1 cancelled, 44 left"
+    assert loadrun.Progress(answered=3).line(3) == "3/3 answered, 0 errors, 0 left"
 
 
 # --- run_load with a stand-in for the Locust process ---------------------------------------------------
