@@ -35,6 +35,11 @@ class PromptDispenser:
             self._drain()
 
     @property
+    def planned(self) -> int:
+        """The requests the run will send: each handed-out prompt's (a conversation's every turn)."""
+        return sum(prompt.requests for prompt in self.prompts[:self.limit])
+
+    @property
     def in_flight(self) -> int:
         """Requests handed out and not ended yet (a conversation's later turns included)."""
         return self.requests_out - self.finished

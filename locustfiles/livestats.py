@@ -267,8 +267,12 @@ def _share(value: float | None) -> str:
     return "—" if value is None else f"{value:.1%}"
 
 
-def table_rows(snap: dict[str, Any], charts_url: str) -> list[dict[str, str]]:
-    """The LLM tab: one row per figure, the last 10 s beside the whole test, all preformatted text."""
+def table_rows(snap: dict[str, Any], charts_url: str, budget: tuple[int, int, int] | None = None
+               ) -> list[dict[str, str]]:
+    """The LLM tab: one row per figure, the last 10 s beside the whole test, all preformatted text.
+
+    :param budget: the run's requests ``(planned, sent, ended)`` (the dispenser's), for the prompt budget row.
+    """
     now, run = snap["now"], snap["run"]
 
     def row(figure: str, now_text: str, run_text: str, how: str) -> dict[str, str]:
@@ -309,7 +313,13 @@ def table_rows(snap: dict[str, Any], charts_url: str) -> list[dict[str, str]]:
              for cls, n in run["errors_by_class"].items()]
     if run["cancelled"]:
         rows.append(row("Cancelled", f"{now['cancelled']:,}", f"{run['cancelled']:,}", "cut off by a stop"))
-    rows.append(row("Live charts", "", charts_url, "tokens/s, TTFT and users over time (also under Download Data)"))
+    if budget is not None:
+        planned, sent, ended = budget
+        rows.append(row("Prompt budget", "", f"{sent:,} sent, {ended:,} ended, {max(planned - ended, 0):,} left of "
+                        f"{planned:,}", "the run ends when every planned request has ended (answered, failed or "
+                        "cancelled), at the time cap, or at Stop; Locust's user count does not end it"))
+    rows.append(row("Live charts", "", charts_url, "tokens/s, TTFT and users over time: open it from Download Data → "
+                    "\"Open the live LLM charts\" (this table shows text only)"))
     return rows
 
 

@@ -82,7 +82,8 @@ def install_webui(environment: Environment) -> LiveStats:
         data = response.get_json(silent=True)
         if isinstance(data, dict):
             charts = request.host_url.rstrip("/") + CHARTS_PATH
-            data["extended_stats"] = [{"key": TAB_KEY, "data": table_rows(stats.snapshot(), charts)}]
+            data["extended_stats"] = [{"key": TAB_KEY, "data": table_rows(stats.snapshot(), charts,
+                                                                          _budget(environment))}]
             response.set_data(json.dumps(data))
         return response
 
@@ -131,6 +132,14 @@ def _history_rows(stats: LiveStats) -> list[list[Any]]:
     """The chart's points as CSV rows, a header first."""
     points = list(stats.history)
     return [list(points[0])] + [list(p.values()) for p in points] if points else [["t"]]
+
+
+def _budget(environment: Environment) -> tuple[int, int, int] | None:
+    """The run's requests: planned, sent and ended so far (None before the prompts are dealt)."""
+    dispenser = getattr(getattr(environment, "tokenswarm", None), "dispenser", None)
+    if dispenser is None or not hasattr(dispenser, "planned"):  # a worker's dispenser only asks its master
+        return None
+    return dispenser.planned, dispenser.requests_out, dispenser.finished
 
 
 def _in_flight(environment: Environment) -> int | None:

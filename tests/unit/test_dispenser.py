@@ -148,6 +148,7 @@ def test_a_conversation_counts_one_request_per_turn():
                           prompt_tokens=50, output_tokens=4, turns=turns)
     drained = Drained()
     dispenser = PromptDispenser([conversation, *prompts(2)[1:]], 0, drained)
+    assert dispenser.planned == 4  # the budget in requests: three turns and one prompt
     assert dispenser.take() is conversation and dispenser.in_flight == 3
     assert dispenser.take() is not None and dispenser.take() is None
     for _ in range(3):  # the conversation's turns and the single prompt: not yet every request

@@ -194,7 +194,10 @@ def test_table_rows_read_as_text(four_requests: tuple[LiveStats, Clock]) -> None
     assert rows["    http_400:exceed_context_size_error"]["run"] == "1"
     assert rows["Cancelled"]["run"] == "1"
     assert rows["Live charts"]["run"] == "http://127.0.0.1:8089/tokenswarm/charts"
+    assert "Download Data" in rows["Live charts"]["how"] and "Prompt budget" not in rows
     assert all(set(r) == {"figure", "now", "run", "how"} for r in rows.values())
+    budget = {r["figure"]: r for r in table_rows(stats.snapshot(), "", (48, 27, 11))}["Prompt budget"]
+    assert budget["run"] == "27 sent, 11 ended, 37 left of 48" and "the run ends when" in budget["how"]
 
 
 def test_a_reasoning_reply_shows_its_ttfo_and_thinking_share() -> None:
