@@ -63,3 +63,29 @@ def test_no_step_without_a_level_held_or_without_records() -> None:
 
 def test_the_intro_names_the_hold() -> None:
     assert "Each user level held at least 10 s" in " ".join(markdown_intro({"hold_s": 10.0}))
+
+
+def test_the_first_step_holds_the_first_requests_sent_before_its_history_row() -> None:
+    """Locust's history stamps whole seconds: the 8 users' first row is at +2 s, their first requests left at
+    +1.3 s. They are the first step's, not a 0-users level's."""
+    levels = [Level(0, T0, T0 + 2), Level(8, T0 + 2, T0 + 14), Level(16, T0 + 14, T0 + 26)]
+    records = pd.DataFrame([record(i, T0 + 1.3) for i in range(8)] + [record(8 + i, T0 + 15) for i in range(12)])
+    block = ui_steps(records, levels, hold_s=10.0)
+    assert block is not None
+    first, second = block["steps"]
+    assert (first["sent"], first["completed"], first["held_s"]) == (8, 8, 12.7)
+    assert first["ttft_p50_ms"] == 103.0  # the first requests' own TTFTs (100 … 107)
+    assert sum(s["sent"] for s in block["steps"]) == len(records)  # every request in exactly one step
+    assert (first["few"], second["few"]) == (True, False)
+
+
+def test_a_step_stop_cut_short_says_so_and_few_completed_are_flagged() -> None:
+    levels = [Level(4, T0, T0 + 12)]
+    cut = asdict(RequestRecord(request_id="c", prompt_index=9, worker="local", send_ts=T0 + 5, status="cancelled",
+                               error_class="cancelled"))
+    block = ui_steps(pd.DataFrame([record(0, T0 + 1), record(1, T0 + 2), cut]), levels, hold_s=10.0)
+    assert block is not None
+    (step,) = block["steps"]
+    assert (step["status"], step["cancelled"], step["completed"], step["few"]) == ("stopped", 1, 2, True)
+    intro = " ".join(markdown_intro(block))
+    assert "Fewer than 10 completed requests" in intro and "4 users (2 completed)" in intro

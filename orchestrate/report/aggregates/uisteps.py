@@ -22,6 +22,9 @@ from orchestrate.report.formats import summary_numbers
 
 HOLD_S = 10.0
 """A user level held at least this long (seconds of Locust's history) is a step."""
+FEW_COMPLETED = 10
+"""A step whose figures rest on fewer completed requests than this is flagged ``few``: its percentiles are
+a handful of values."""
 
 
 @dataclass(frozen=True)
@@ -70,22 +73,42 @@ def users_over_time(levels: list[Level]) -> dict[str, Any] | None:
 
 def ui_steps(records: pd.DataFrame, levels: list[Level], hold_s: float = HOLD_S) -> dict[str, Any] | None:
     """The steps block (``sweep_report``'s shape, key ``users``); None without two levels to tell apart."""
-    held = [level for level in levels if level.users > 0 and level.held_s >= hold_s]
-    if not held or records.empty:
+    if records.empty:
         return None
     sent = numeric_column(records, "send_ts")
+    levels = first_level_from_the_first_send(levels, float(sent.min()))
+    held = [level for level in levels if level.users > 0 and level.held_s >= hold_s]
+    if not held:
+        return None
     steps = []
     for i, level in enumerate(held):
         mine = records[(sent >= level.start) & (sent < level.end)]
-        figures = summary_numbers(summarize_records(mine))
-        steps.append({"value": level.users, "label": f"users-{level.users}-{i + 1}", "status": "completed",
-                      "held_s": round(level.held_s, 1), **figures})
+        summary = summarize_records(mine)
+        figures = summary_numbers(summary)
+        cancelled = summary["requests"]["cancelled"]
+        steps.append({"value": level.users, "label": f"users-{level.users}-{i + 1}",
+                      "status": "stopped" if cancelled else "completed", "cancelled": cancelled,
+                      "few": figures["completed"] < FEW_COMPLETED, "held_s": round(level.held_s, 1), **figures})
     return {"key": "users", "values": [s["value"] for s in steps], "hold_s": hold_s, "steps": steps}
 
 
+def first_level_from_the_first_send(levels: list[Level], first_send: float) -> list[Level]:
+    """The first level with users starts no later than the first request: Locust's history stamps its rows by
+    whole seconds, so the first requests (sent in the second before the first row with users) would belong to
+    no level. Nothing else was running then: they are the first level's."""
+    for i, level in enumerate(levels):
+        if level.users > 0:
+            start = min(level.start, first_send)
+            return [x for x in levels[:i] if x.end <= start] + [Level(level.users, start, level.end), *levels[i + 1:]]
+    return levels
+
+
 def markdown_intro(block: dict[str, Any]) -> list[str]:
-    """The words above the step table of a web UI run."""
+    """The words above the step table of a web UI run, and the steps whose figures rest on few requests."""
+    few = [f"{s['value']} users ({s['completed']} completed)" for s in block.get("steps") or [] if s.get("few")]
     return ["## Steps of the web UI ramp", "",
             f"Each user level held at least {block['hold_s']:g} s (Locust's own history of the user count) is a "
-            "step; its figures are over the requests sent while it held. The whole-run figures above pool "
-            "every level.", ""]
+            "step; its figures are over the requests sent while it held (the first level from the first request). "
+            "A step is `stopped` when Stop cancelled some of its requests. The whole-run figures above pool "
+            "every level.", ""] + ([f"Fewer than {FEW_COMPLETED} completed requests, figures from a handful of "
+                                   f"values: {', '.join(few)}.", ""] if few else [])
