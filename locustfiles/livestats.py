@@ -181,6 +181,9 @@ class LiveStats:
         self.run = Tally(self.keep)
         self.window: deque[Finished] = deque()
         self.first_send_ts: float | None = None
+        self.chart_origin: float | None = None
+        """The chart's time 0: the first sample with users or requests out (the test started), or the first
+        send when a request ended before that sample."""
         self.stopped_at: float | None = None
         self.history: deque[dict[str, Any]] = deque(maxlen=HISTORY_POINTS)
 
@@ -232,13 +235,18 @@ class LiveStats:
         return span, tally.figures(span if span > 0 else None)
 
     def sample(self, users: int | None = None) -> dict[str, Any] | None:
-        """Append one chart point (time since the first send, users, the "now" figures) while the
-        test runs; None (and nothing kept) before the first request ended or after the stop."""
-        if self.first_send_ts is None or self.stopped_at is not None:
+        """Append one chart point (time since the test started, users, in flight, the "now" figures) from
+        the first second users run, so the ramp is drawn before any request has ended; None (and nothing
+        kept) before the test starts or after the stop."""
+        if self.stopped_at is not None:
             return None
-        t = self.clock()
+        t, in_flight = self.clock(), self.in_flight()
+        if self.chart_origin is None:
+            if self.first_send_ts is None and not users and not in_flight:
+                return None
+            self.chart_origin = self.first_send_ts if self.first_send_ts is not None else t
         _, now = self._window(t, itl=False)  # only what the chart draws: this runs every second
-        point = {"t": t - self.first_send_ts, "users": users, "in_flight": self.in_flight(),
+        point = {"t": t - self.chart_origin, "users": users, "in_flight": in_flight,
                  "decode_tok_s": now["decode_tok_s"] or 0.0, "prefill_tok_s": now["prefill_tok_s"] or 0.0,
                  "requests_per_s": now["requests_per_s"] or 0.0,
                  "ttft_p50_ms": (now["ttft_ms"] or {}).get("p50"), "ttft_p99_ms": (now["ttft_ms"] or {}).get("p99"),

@@ -28,7 +28,7 @@ CHARTS_HTML = """<!doctype html>
 <canvas id="users"></canvas>
 <footer><a href="../?tab=llm">back to Locust (LLM tab)</a> &middot; <a href="llm.csv">figures CSV</a> &middot;
  <a href="llm_history.csv">history CSV</a> &middot; "now" figures cover the requests that ended in the last
- <span id="win">10</span> s; time is seconds since the first request was sent.</footer>
+ <span id="win">10</span> s; time is seconds since the test started (users running).</footer>
 <script>
 "use strict";
 let points = [], test = null, lastT = null;

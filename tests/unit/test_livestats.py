@@ -163,14 +163,17 @@ def test_memory_is_bounded_but_totals_are_exact() -> None:
 def test_chart_points_only_while_the_test_runs() -> None:
     clock = Clock(10.0)
     stats = LiveStats(clock=clock)
-    assert stats.sample(users=4) is None  # nothing ended yet
+    assert stats.sample(users=0) is None  # the test has not started: nothing to draw
+    first = stats.sample(users=4)  # users run, nothing has ended yet: the ramp is drawn from now on
+    assert first is not None and (first["t"], first["users"], first["decode_tok_s"], first["ttft_p50_ms"]) == \
+        (0.0, 4, 0.0, None)
     add_at(stats, clock, 12.0, ok(10.0, prompt=30, output=20, ttft=8.0, gap=1.0))
     clock.t = 14.0
     point = stats.sample(users=4)
     assert point is not None and point["t"] == 4.0 and point["users"] == 4
     assert point["decode_tok_s"] == 5.0 and point["ttft_p50_ms"] == 8.0  # 20 tokens / 4 s
     stats.stop()
-    assert stats.sample(users=4) is None and len(stats.history) == 1
+    assert stats.sample(users=4) is None and len(stats.history) == 2
     number = stats.test_number
     stats.reset()
     assert stats.test_number == number + 1 and not stats.history and stats.snapshot()["run"]["completed"] == 0
