@@ -190,6 +190,7 @@ def test_web_ui_llm_tab_chart_page_and_stop(tmp_path: Path) -> None:
     assert [s["value"] for s in steps] == [USERS, USERS // 2], steps
     assert all(s["completed"] > 0 and s["decode_tok_s"] > 0 and s["ttft_p50_ms"] > 0 for s in steps), steps
     assert sum(s["sent"] for s in steps) <= summary["requests"]["sent"]
+    assert steps[0]["sent"] >= USERS  # the first requests (one per user) are the first step's, not a 0-users level's
     md = (summary_path.parent / "summary.md").read_text()
     assert "## Steps of the web UI ramp" in md and "users set in the web UI: 8 → 4" in md
     assert (summary_path.parent / "ui_steps.png").stat().st_size > 10_000
