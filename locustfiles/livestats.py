@@ -234,7 +234,7 @@ class LiveStats:
         span = self.window_s if self.first_send_ts is None else min(self.window_s, now - self.first_send_ts)
         return span, tally.figures(span if span > 0 else None)
 
-    def sample(self, users: int | None = None) -> dict[str, Any] | None:
+    def sample(self, users: int | None = None, spawn_rate: float | None = None) -> dict[str, Any] | None:
         """Append one chart point (time since the test started, users, in flight, the "now" figures) from
         the first second users run, so the ramp is drawn before any request has ended; None (and nothing
         kept) before the test starts or after the stop."""
@@ -246,7 +246,7 @@ class LiveStats:
                 return None
             self.chart_origin = self.first_send_ts if self.first_send_ts is not None else t
         _, now = self._window(t, itl=False)  # only what the chart draws: this runs every second
-        point = {"t": t - self.chart_origin, "users": users, "in_flight": in_flight,
+        point = {"t": t - self.chart_origin, "users": users, "spawn_rate": spawn_rate, "in_flight": in_flight,
                  "decode_tok_s": now["decode_tok_s"] or 0.0, "prefill_tok_s": now["prefill_tok_s"] or 0.0,
                  "requests_per_s": now["requests_per_s"] or 0.0,
                  "ttft_p50_ms": (now["ttft_ms"] or {}).get("p50"), "ttft_p99_ms": (now["ttft_ms"] or {}).get("p99"),

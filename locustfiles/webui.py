@@ -151,7 +151,8 @@ def _sample_forever(environment: Environment, stats: LiveStats) -> None:
     while True:
         gevent.sleep(SAMPLE_INTERVAL_S)
         try:
-            stats.sample(users=environment.runner.user_count if environment.runner else None)
+            stats.sample(users=environment.runner.user_count if environment.runner else None,
+                         spawn_rate=getattr(environment.parsed_options, "spawn_rate", None))  # the form's, as run
         except Exception:  # a bug here must not end the chart, nor the run
             log.exception("tokenswarm: live chart sample failed")
 

@@ -23,7 +23,7 @@ from orchestrate.report.aggregates.recordsfile import read_records
 from orchestrate.report.aggregates.servermetrics import jsonl_rows, load_metrics, server_metrics, summarize_metrics
 from orchestrate.report.aggregates.steadystate import steady_state
 from orchestrate.report.aggregates.turns import summarize_turns
-from orchestrate.report.aggregates.uisteps import ui_steps, user_levels, users_over_time
+from orchestrate.report.aggregates.uisteps import form_spawn_rate, ui_steps, user_levels, users_over_time
 from orchestrate.report.hostreport import host_note
 from orchestrate.report.loadreport import notes as load_mode_notes
 from orchestrate.report.render import write_reports
@@ -78,6 +78,9 @@ def build_summary(paths: VariantPaths, scenario: str, variant: str, facts: RunFa
         summary["users_over_time"], summary["ui_steps"] = users_over_time(levels), ui_steps(records, levels)
         if summary["users_over_time"] and summary.get("settings"):  # the users the person set, not the form's prefill
             summary["settings"] = {**summary["settings"], "load.users": summary["users_over_time"]["max"]}
+            rate = form_spawn_rate(paths.llm_history_csv)
+            if rate is not None:
+                summary["settings"]["load.spawn_rate"] = rate
     summary.update(summarize_turns(paths, records, conversations=not summary.get("sweep")))  # multi-turn
     arrivals = read_json(paths.arrivals_json) or {}
     schedule = [arrivals["start_ts"] + offset for offset in arrivals.get("offsets_s") or []] \

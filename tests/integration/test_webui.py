@@ -185,6 +185,7 @@ def test_web_ui_llm_tab_chart_page_and_stop(tmp_path: Path) -> None:
     assert "== t / v: completed" in out.text()
     # what the person did is what was recorded: the users over time, and each level held as a step
     assert summary["users_over_time"]["max"] == USERS and summary["settings"]["load.users"] == USERS
+    assert summary["settings"]["load.spawn_rate"] == USERS  # the form's spawn rate, not the scenario's
     assert [x["users"] for x in summary["users_over_time"]["levels"]][:2] == [USERS, USERS // 2]
     steps = summary["ui_steps"]["steps"]
     assert [s["value"] for s in steps] == [USERS, USERS // 2], steps

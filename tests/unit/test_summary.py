@@ -65,11 +65,13 @@ def test_a_web_ui_run_records_the_users_the_person_set(tmp_path: Path) -> None:
     write_records(paths, 40)
     rows = ["Timestamp,User Count,Name"] + [f"{int(T0) + s},{4 if s < 20 else 16},Aggregated" for s in range(40)]
     paths.locust_history_csv.write_text("\n".join(rows) + "\n")
+    paths.llm_history_csv.write_text("t,users,spawn_rate,in_flight\n0.0,4,4.0,4\n20.0,16,2.0,16\n")
     summary = build_summary(paths, "s", "v", RunFacts("completed", ui=True,
-                                                      settings={"load.users": 32, "load.max_tokens": 8}))
+                                                      settings={"load.users": 32, "load.spawn_rate": 32.0,
+                                                                "load.max_tokens": 8}))
     assert summary["users_over_time"]["max"] == 16
     assert [x["users"] for x in summary["users_over_time"]["levels"]] == [4, 16]
-    assert summary["settings"] == {"load.users": 16, "load.max_tokens": 8}
+    assert summary["settings"] == {"load.users": 16, "load.spawn_rate": 2.0, "load.max_tokens": 8}  # the form's
     assert summary["ui_steps"] is not None and summary["ui_steps"]["values"] == [4, 16]
     assert "users_over_time" not in build_summary(paths, "s", "v", RunFacts("completed"))
 

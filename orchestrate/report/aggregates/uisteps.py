@@ -62,6 +62,15 @@ def user_levels(history_csv: Path) -> list[Level]:
     return levels
 
 
+def form_spawn_rate(llm_history_csv: Path) -> float | None:
+    """The spawn rate the web UI's form ran last (``llm_history.csv``, one row a second), None without one."""
+    try:
+        rates = pd.read_csv(llm_history_csv, usecols=["spawn_rate"])["spawn_rate"].dropna()
+    except (OSError, ValueError, pd.errors.EmptyDataError):
+        return None
+    return float(rates.iloc[-1]) if not rates.empty else None
+
+
 def users_over_time(levels: list[Level]) -> dict[str, Any] | None:
     """``summary.json``'s record of what the users really were (not the scenario's number)."""
     if not levels:
