@@ -15,6 +15,7 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
+import requests
 import yaml
 
 from locustfiles.conversations import planned_requests
@@ -170,7 +171,7 @@ def run_scenario(scenario: Scenario, results_root: Path, swarm: Swarm = Swarm(),
 def run_variant(context: Context, variant: Variant, paths: VariantPaths,
                 first_attempt: VariantRun | None = None, swarm: Swarm = Swarm(),
                 ui: WebUi | None = None) -> VariantRun:
-    """Launch, measure and stop one variant; always writes ``server.json`` and the summary.
+    """Launch, measure and stop one variant, a call per stage; always writes ``server.json`` and the summary.
 
     :param first_attempt: the failed run this one retries (``on_load_failure.retry_with``).
     """
@@ -179,56 +180,12 @@ def run_variant(context: Context, variant: Variant, paths: VariantPaths,
     try:
         result.launcher = make_launcher(variant.server, paths.server_log)
         with result.launcher as launcher, preflight_session() as session:
-            what = (f"using the server at {variant.server.url} (not started by tokenswarm)"
-                    if not launcher.owns_server else f"starting {launcher.kind} server ...")
-            print(f"[{variant.name}] {what}", flush=True)
-            url = launcher.start()
-            launcher.wait_ready(variant.server.ready_timeout_s)
-            print(f"[{variant.name}] ready at {url} after {launcher.ready_s:.1f} s", flush=True)
+            url = start_server(result, launcher)
             result.facts = fetch_facts(url, session)
-            wanted = first_pool_size(variant) if variant.search else variant.load.num_prompts
-            print(f"[{variant.name}] sampling {wanted} prompts from {variant.load.dataset} "
-                  f"(lengths from {'the server' if result.facts.has_tokenize else 'an estimate'}) ...", flush=True)
-            if variant.search is not None:
-                result.pool = PromptPool(variant.load, result.facts, url, paths.prompts, session,
-                                         first_pool_size(variant))
-                result.prompts = result.pool.prepared
-            else:
-                result.prompts = prepare_prompts(sweep_sampling(variant) if variant.sweep else variant.load,
-                                                 result.facts, url, paths.prompts, session)
-            sample = result.prompts.sample
-            print(f"[{variant.name}] {len(sample.prompts)} prompts ({sample.examined} examined, "
-                  f"{sample.examined - len(sample.prompts)} dropped)" + ("; more are sampled as probes need them"
-                  if variant.search else f"; {variant.load.users} users"), flush=True)
-            if (variant.sweep is not None or variant.search is not None) and ui is not None:
-                print(f"[{variant.name}] a sweep or a search runs headless, step by step: --ui is not used for it",
-                      flush=True)
+            sample_prompts(result, url, session, ui)
             run_warmup(result, url, swarm)  # before the sampler: the server's counters then match the measured load
-            result.watch = ServerWatch(url, launcher, variant.load.server_lost_after_s)
-            watch = result.watch
-            with MetricsSampler(url, launcher, paths.metrics, session_factory=preflight_session,
-                                server_gone=lambda: watch.down() is not None) as sampler, watch:
-                if variant.sweep is not None:
-                    result.outcome = run_steps(result, url, swarm, sampler)
-                elif variant.search is not None:
-                    result.outcome = run_search(result, url, swarm, sampler)
-                else:
-                    plan = LoadPlan.for_load(variant.load, url, planned_requests(sample.prompts),
-                                             result.facts.model_id, swarm, ui)
-                    result.outcome = run_load(plan, paths, variant.name, stop_when=result.watch.down)
-                if variant.sweep is not None or variant.search is not None:
-                    merge_step_records(paths, step_labels(result))  # the variant's records: its steps'
-                down = result.watch.settle()
-            result.exit_code = launcher.exit_status()
-            result.status, result.error = load_status(result.exit_code is not None, down, paths.records,
-                                                      paths.locust_log)
-            if result.status == "server_lost":
-                result.cause = (f"the server stopped answering (no connection accepted, no /health answer) for "
-                                f"{variant.load.server_lost_after_s:g} s")
-            if result.status == "error":
-                if swarm.remote_workers and GAVE_UP_ON_WORKERS in paths.locust_log.read_text(errors="replace"):
-                    result.error = (f"no worker joined within {swarm.workers_wait_s:g} s (--expect-workers-max-wait); "
-                                    "start `tokenswarm worker --master-host <this host>` on each load host")
+            down = measure(result, url, swarm, ui)
+            judge_load(result, down, swarm)
     except ServerExitedError as exc:
         result.status = "failed_to_load" if result.outcome is None else "crashed"
         result.error, result.cause, result.hint, result.exit_code = str(exc), exc.cause, exc.hint, exc.returncode
@@ -244,6 +201,77 @@ def run_variant(context: Context, variant: Variant, paths: VariantPaths,
         result.cause, result.hint = diagnose(result.launcher.log_tail(200), result.exit_code)
     finish_variant(result)
     return result
+
+
+def start_server(result: VariantRun, launcher: Launcher) -> str:
+    """Start the variant's server (or find the one already running) and wait until it is ready; its URL."""
+    variant = result.variant
+    what = (f"using the server at {variant.server.url} (not started by tokenswarm)"
+            if not launcher.owns_server else f"starting {launcher.kind} server ...")
+    print(f"[{variant.name}] {what}", flush=True)
+    url = launcher.start()
+    launcher.wait_ready(variant.server.ready_timeout_s)
+    print(f"[{variant.name}] ready at {url} after {launcher.ready_s:.1f} s", flush=True)
+    return url
+
+
+def sample_prompts(result: VariantRun, url: str, session: requests.Session, ui: WebUi | None) -> None:
+    """Sample the variant's prompts and measure them with the server's tokenizer (a search: its first pool,
+    more as probes need them); ``prompts.jsonl``."""
+    variant, paths, facts = result.variant, result.paths, result.facts
+    assert facts is not None
+    wanted = first_pool_size(variant) if variant.search else variant.load.num_prompts
+    print(f"[{variant.name}] sampling {wanted} prompts from {variant.load.dataset} "
+          f"(lengths from {'the server' if facts.has_tokenize else 'an estimate'}) ...", flush=True)
+    if variant.search is not None:
+        result.pool = PromptPool(variant.load, facts, url, paths.prompts, session, first_pool_size(variant))
+        result.prompts = result.pool.prepared
+    else:
+        result.prompts = prepare_prompts(sweep_sampling(variant) if variant.sweep else variant.load,
+                                         facts, url, paths.prompts, session)
+    sample = result.prompts.sample
+    print(f"[{variant.name}] {len(sample.prompts)} prompts ({sample.examined} examined, "
+          f"{sample.examined - len(sample.prompts)} dropped)" + ("; more are sampled as probes need them"
+          if variant.search else f"; {variant.load.users} users"), flush=True)
+    if (variant.sweep is not None or variant.search is not None) and ui is not None:
+        print(f"[{variant.name}] a sweep or a search runs headless, step by step: --ui is not used for it", flush=True)
+
+
+def measure(result: VariantRun, url: str, swarm: Swarm, ui: WebUi | None) -> str | None:
+    """The load (one, a sweep's steps or a search's probes) with the server watched and sampled; returns how
+    the server ended if it went down (``liveness.DIED`` or ``LOST``)."""
+    variant, paths, launcher = result.variant, result.paths, result.launcher
+    assert launcher is not None and result.prompts is not None and result.facts is not None
+    result.watch = watch = ServerWatch(url, launcher, variant.load.server_lost_after_s)
+    with MetricsSampler(url, launcher, paths.metrics, session_factory=preflight_session,
+                        server_gone=lambda: watch.down() is not None) as sampler, watch:
+        if variant.sweep is not None:
+            result.outcome = run_steps(result, url, swarm, sampler)
+        elif variant.search is not None:
+            result.outcome = run_search(result, url, swarm, sampler)
+        else:
+            plan = LoadPlan.for_load(variant.load, url, planned_requests(result.prompts.sample.prompts),
+                                     result.facts.model_id, swarm, ui)
+            result.outcome = run_load(plan, paths, variant.name, stop_when=watch.down)
+        if variant.sweep is not None or variant.search is not None:
+            merge_step_records(paths, step_labels(result))  # the variant's records: its steps'
+        return watch.settle()
+
+
+def judge_load(result: VariantRun, down: str | None, swarm: Swarm) -> None:
+    """The variant's status from how its load ended (``load_status``), with the cause of a lost server and of
+    a load no worker joined."""
+    paths, launcher = result.paths, result.launcher
+    assert launcher is not None
+    result.exit_code = launcher.exit_status()
+    result.status, result.error = load_status(result.exit_code is not None, down, paths.records, paths.locust_log)
+    if result.status == "server_lost":
+        result.cause = (f"the server stopped answering (no connection accepted, no /health answer) for "
+                        f"{result.variant.load.server_lost_after_s:g} s")
+    if result.status == "error" and swarm.remote_workers and \
+            GAVE_UP_ON_WORKERS in paths.locust_log.read_text(errors="replace"):
+        result.error = (f"no worker joined within {swarm.workers_wait_s:g} s (--expect-workers-max-wait); "
+                        "start `tokenswarm worker --master-host <this host>` on each load host")
 
 
 def _step_loads(result: VariantRun) -> tuple[Sweep, list[tuple[str, LoadSpec, list[Prompt]]]]:
