@@ -23,7 +23,7 @@ from typing import Any
 
 import gevent
 from locust.env import Environment
-from locust.event import Events
+from locust.event import EventHook, Events
 from locust.runners import STATE_STOPPED, STATE_STOPPING, LocalRunner, MasterRunner, WorkerRunner
 from locust.stats import RequestStats
 
@@ -106,6 +106,7 @@ def install(environment: Environment, **_kwargs: Any) -> None:
     the records file, the dispenser's count and the web UI listen to it.
     """
     run = LlmRun(environment)
+    run.record, run.record_collected = EventHook(), EventHook()
     setattr(environment, "tokenswarm", run)  # read back typed through runstate.llm_run
     opts = environment.parsed_options
     if opts is not None and not isinstance(environment.runner, WorkerRunner):

@@ -60,7 +60,8 @@ MSG_SERVER_LOST = "tokenswarm_server_lost"
 
 class LlmRun:
     """Per-process state of a tokenswarm run, reachable as ``environment.tokenswarm`` (``llm_run``), with
-    tokenswarm's own events beside Locust's (each an annotated hook, as in Locust's ``event.py``)."""
+    tokenswarm's own events beside Locust's (each an annotated hook, as in Locust's ``event.py``; made by
+    ``events.install`` inside Locust: importing locust here would patch the importer with gevent)."""
 
     record: EventHook
     """Fired by a user when its request ended, on the process where it ran: its Locust rows are fired there
@@ -76,10 +77,7 @@ class LlmRun:
     """
 
     def __init__(self, environment: Environment) -> None:
-        from locust.event import EventHook
         self.environment = environment
-        self.record = EventHook()
-        self.record_collected = EventHook()
         self.live: LiveStats | None = None
         """The web UI's LLM figures (``webui.install_webui``), None without the web UI."""
         self.dispenser: PromptDispenser | None = None

@@ -21,6 +21,7 @@ SCRIPT = r"""
 import json, time
 from locust.argument_parser import get_parser
 from locust.env import Environment
+from locust.event import EventHook
 from locustfiles.runstate import LlmRun
 from locust.exception import StopUser
 from locustfiles import conversations, options
@@ -68,6 +69,7 @@ records = []
 env = Environment(user_classes=[Multi], parsed_options=parser.parse_args(
     ["--mode", "multi_turn", "--history", "model", "--think-time", "0.05"]))
 run = LlmRun(env)
+run.record = EventHook()
 run.record.add_listener(lambda record, **kw: records.append(
     {"conversation": record.conversation, "turn": record.turn, "prompt_index": record.prompt_index,
      "expected": record.expected_prompt_tokens, "max_tokens": record.requested_max_tokens}))

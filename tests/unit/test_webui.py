@@ -23,6 +23,7 @@ import json, time
 import gevent
 from locust import FastHttpUser, task
 from locust.env import Environment
+from locust.event import EventHook
 from locustfiles.runstate import LlmRun
 from locustfiles import options
 from locustfiles.records import RequestRecord
@@ -39,6 +40,7 @@ parser = get_parser(default_config_files=[])
 options.add_arguments(parser)
 env = Environment(user_classes=[NoUser], parsed_options=parser.parse_args(["--quit-on-stop"]))
 env.tokenswarm = LlmRun(env)
+env.tokenswarm.record_collected = EventHook()
 runner = env.create_local_runner()
 web_ui = env.create_web_ui("127.0.0.1", 0, delayed_start=True)
 install_webui(env)
