@@ -17,12 +17,12 @@ from tests.helpers import read_jsonl, tokenswarm_run
 pytestmark = pytest.mark.integration
 
 ROOT = Path(__file__).resolve().parents[2]
-PROMPTS = 16
+PROMPTS = 8
 
 
 def test_the_demos_report_opens_offline_draws_every_chart_and_shows_the_summarys_numbers(tmp_path: Path) -> None:
     proc, run = tokenswarm_run(tmp_path, ROOT / "scenarios" / "demo.yaml", "--num-prompts", str(PROMPTS),
-                               "--max-tokens", "24")
+                               "--max-tokens", "16")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert f"report: {run / 'report.html'}" in proc.stdout
     page = open_report(run / "report.html", artifacts_dir() / "report-demo.png")
