@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 from typing import NoReturn
 
+from orchestrate import version
 from orchestrate.errors import ResultsError, ScenarioError, TokenswarmError
 from orchestrate.results import VariantPaths, variant_dirs
 from orchestrate.run_options import (
@@ -319,18 +320,10 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"tokenswarm: error: {message} (see {self.prog} --help)\n")
 
 
-def _version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
-    try:
-        return version("tokenswarm")
-    except PackageNotFoundError:
-        return "unknown"
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = _Parser(prog="tokenswarm", description=DESCRIPTION, epilog=EPILOG,
                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--version", action="version", version=f"tokenswarm {_version()}")
+    parser.add_argument("--version", action="version", version=f"tokenswarm {version()}")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     for name, help_text, add_args, fn in COMMANDS:
         p = sub.add_parser(name, help=help_text, description=help_text)

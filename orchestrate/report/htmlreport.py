@@ -16,13 +16,13 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
 import jinja2
 from markdown_it import MarkdownIt
 
+from orchestrate import version
 from orchestrate.report import charts, compare_report
 from orchestrate.report.aggregates import series
 from orchestrate.report.aggregates.recordsfile import read_records
@@ -218,13 +218,6 @@ def _runs(run_dir: Path, found: list[VariantPaths]) -> list[Run]:
     return out
 
 
-def _version() -> str:
-    try:
-        return version("tokenswarm")
-    except PackageNotFoundError:
-        return "unknown"
-
-
 def _plotly_js() -> str:
     from plotly.offline import get_plotlyjs  # only when a page is written: a large import
     return get_plotlyjs()
@@ -245,7 +238,7 @@ def render(run_dir: Path, found: list[VariantPaths]) -> str:
                              autoescape=jinja2.select_autoescape(["j2"]))
     return env.get_template(TEMPLATE).render(
         scenario=scenario, run=run_dir.name, n_runs=len(runs), sections=parts, details=details,
-        definitions=MARKDOWN.render(METRIC_DEFINITIONS), tokenswarm=_version(),
+        definitions=MARKDOWN.render(METRIC_DEFINITIONS), tokenswarm=version(),
         written=datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         figures=_script_json({k: v for s in parts for k, v in s["data"].items()}), plotly=_plotly_js())
 
