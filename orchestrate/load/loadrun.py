@@ -208,10 +208,10 @@ class Progress:
     def read(self, records: Path) -> None:
         """Count the records appended since the last read."""
         complete, self.offset = complete_lines(records, self.offset)
-        self.errors += complete.count(b'"status":"error"')
-        self.cancelled += complete.count(b'"status":"cancelled"')
-        self.answered += complete.count(b"\n") - complete.count(b'"status":"error"') - \
-            complete.count(b'"status":"cancelled"')
+        errors, cancelled = complete.count(b'"status":"error"'), complete.count(b'"status":"cancelled"')
+        self.errors += errors
+        self.cancelled += cancelled
+        self.answered += complete.count(b"\n") - errors - cancelled
 
     def line(self, planned: int) -> str:
         """``11/48 answered, 0 errors, 16 cancelled, 21 left``: answered are complete replies; left, the
