@@ -158,7 +158,7 @@ def run_scenario(scenario: Scenario, results_root: Path, swarm: Swarm = Swarm(),
         for line in console_lines(summary):
             print(f"   {line}")
         print(f"   results: {result.paths.dir}", flush=True)
-        if k * n > 1:  # a study of hours: its page grows with every variant done
+        if order < k * n:  # a study of hours: its page grows with every variant done (the last: below)
             write_html_report(run)
     if comparable([run]):
         print(f"\ncomparison: {write_comparison([run])}", flush=True)
