@@ -246,12 +246,12 @@ def worker_main(args: argparse.Namespace) -> int:
 
 
 def add_serve_synthetic_arguments(p: argparse.ArgumentParser) -> None:
-    from orchestrate.tools.refserver import add_arguments
+    from orchestrate.tools.refserver_cli import add_arguments
     add_arguments(p)
 
 
 def serve_synthetic_main(args: argparse.Namespace) -> int:
-    from orchestrate.tools.refserver import serve_main
+    from orchestrate.tools.refserver_cli import serve_main
     return serve_main(args)
 
 

@@ -6,12 +6,8 @@ Stage: the pipeline itself; one call per stage, no arithmetic (that is ``report/
 from __future__ import annotations
 
 import json
-import os
-import platform
-import socket
 import time
-from collections.abc import Callable
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
@@ -21,12 +17,13 @@ import yaml
 from locustfiles.conversations import planned_requests
 from locustfiles.dataset import Prompt
 from orchestrate.errors import ServerError, ServerExitedError, TokenswarmError
+from orchestrate.load.hostload import machine
 from orchestrate.load.loadrun import GAVE_UP_ON_WORKERS, LoadOutcome, LoadPlan, Swarm, WebUi, run_load
 from orchestrate.load.probewatch import ProbeWatch
-from orchestrate.load.prompts import PreparedPrompts, PromptPool, check_datasets, prepare_prompts, write_prompts
+from orchestrate.load.prompts import PromptPool, check_datasets, prepare_prompts
 from orchestrate.load.sampler import MetricsSampler
 from orchestrate.load.status import load_status
-from orchestrate.load.steps import merge_step_records, write_step_metrics
+from orchestrate.load.steps import Stepper, ends_the_steps, merge_step_records, run_sweep, step_labels, sweep_steps
 from orchestrate.report.aggregates.capacity import UNITS, judge, write_record
 from orchestrate.report.compare_report import comparable, write_comparison
 from orchestrate.report.htmlreport import write_html_report
@@ -37,76 +34,18 @@ from orchestrate.report.summary import build_summary
 from orchestrate.report.sweep_report import sweep_block
 from orchestrate.results import VariantPaths, read_json, repeat_dir, run_dir, scenario_copy
 from orchestrate.resume import carry_steps, check_same, finished, set_aside
-from orchestrate.scenario.hostlimits import HostLimits
 from orchestrate.scenario.matrix import factor_record
-from orchestrate.scenario.search import next_probe, probe_load
+from orchestrate.scenario.search import first_pool_size, next_probe, probe_load
 from orchestrate.scenario.settings import retry_description, variant_settings
-from orchestrate.scenario.spec import LoadSpec, Scenario, Sweep, Variant
-from orchestrate.scenario.sweep import deal_prompts, warmup_load
+from orchestrate.scenario.spec import LoadSpec, Scenario, Variant
 from orchestrate.scenario.sweep import sampling_load as sweep_sampling
 from orchestrate.server.diagnose import diagnose
 from orchestrate.server.launchers import check_launchers, make_launcher
 from orchestrate.server.launchers.base import Launcher
 from orchestrate.server.liveness import DIED, ServerWatch
-from orchestrate.server.preflight import ServerFacts, fetch_facts
+from orchestrate.server.preflight import fetch_facts, model_file
 from orchestrate.server.preflight import session as preflight_session
-
-
-@dataclass(frozen=True)
-class Resumed:
-    """A variant run again by ``--resume``: where its cut-short folder went, and the steps kept from it."""
-
-    set_aside: str = ""
-    """Its earlier folder, under ``partial/`` (relative to the run)."""
-    kept: tuple[str, ...] = ()
-    """The labels of its sweep steps or search probes finished before, carried into its new folder."""
-
-
-@dataclass(frozen=True)
-class Context:
-    """What every variant of a run shares, which repeat this one is, and whether it resumes a cut-short one."""
-
-    scenario: str
-    repeat: Repeat | None = None
-    host_limits: HostLimits = HostLimits()
-    resumed: Resumed = Resumed()
-
-
-@dataclass
-class VariantRun:
-    """What the run loop learned about one variant; becomes ``server.json`` and ``summary.json``."""
-
-    context: Context
-    variant: Variant
-    paths: VariantPaths
-    status: str = "pending"
-    """``completed``, ``failed_to_load``, ``crashed``, ``server_lost``, ``error`` or ``interrupted``."""
-    launcher: Launcher | None = None
-    watch: ServerWatch | None = None
-    """The server's liveness while the load ran: when it died or was lost (``liveness.py``)."""
-    facts: ServerFacts | None = None
-    prompts: PreparedPrompts | None = None
-    pool: PromptPool | None = None
-    """A capacity search's prompts, dealt to each probe as it is chosen."""
-    outcome: LoadOutcome | None = None
-    error: str | None = None
-    cause: str | None = None
-    hint: str | None = None
-    exit_code: int | None = None
-    first_attempt: "VariantRun | None" = None
-    ui: bool = False
-    """Locust's web UI ran the load: a person set the users."""
-
-    def server_info(self) -> dict[str, Any]:
-        info: dict[str, Any] = {"status": self.status, "facts": self.facts.to_dict() if self.facts else None,
-                                "ready_s": self.launcher.ready_s if self.launcher else None,
-                                "exit_code": self.exit_code, "cause": self.cause, "hint": self.hint,
-                                "down_at": self.watch.down_at if self.watch else None}
-        if self.launcher:
-            info["launcher"] = self.launcher.describe()
-            if self.status in ("failed_to_load", "crashed", "server_lost"):
-                info["log_tail"] = self.launcher.log_tail(30)
-        return info
+from orchestrate.variantrun import Context, Resumed, VariantRun
 
 
 def run_scenario(scenario: Scenario, results_root: Path, swarm: Swarm = Swarm(), ui: WebUi | None = None,
@@ -220,11 +159,11 @@ def sample_prompts(result: VariantRun, url: str, session: requests.Session, ui: 
     more as probes need them); ``prompts.jsonl``."""
     variant, paths, facts = result.variant, result.paths, result.facts
     assert facts is not None
-    wanted = first_pool_size(variant) if variant.search else variant.load.num_prompts
+    wanted = first_pool_size(variant.search, variant.load) if variant.search else variant.load.num_prompts
     print(f"[{variant.name}] sampling {wanted} prompts from {variant.load.dataset} "
           f"(lengths from {'the server' if facts.has_tokenize else 'an estimate'}) ...", flush=True)
     if variant.search is not None:
-        result.pool = PromptPool(variant.load, facts, url, paths.prompts, session, first_pool_size(variant))
+        result.pool = PromptPool(variant.load, facts, url, paths.prompts, session, first_pool_size(variant.search, variant.load))
         result.prompts = result.pool.prepared
     else:
         result.prompts = prepare_prompts(sweep_sampling(variant) if variant.sweep else variant.load,
@@ -245,16 +184,18 @@ def measure(result: VariantRun, url: str, swarm: Swarm, ui: WebUi | None) -> str
     result.watch = watch = ServerWatch(url, launcher, variant.load.server_lost_after_s)
     with MetricsSampler(url, launcher, paths.metrics, session_factory=preflight_session,
                         server_gone=lambda: watch.down() is not None) as sampler, watch:
+        steps = stepper(result, url, swarm, sampler)
         if variant.sweep is not None:
-            result.outcome = run_steps(result, url, swarm, sampler)
+            result.outcome = run_sweep(steps, variant, result.prompts.sample.prompts, result.context.resumed.kept,
+                                       lambda *step: _step_summary(result, *step)["status"])
         elif variant.search is not None:
-            result.outcome = run_search(result, url, swarm, sampler)
+            result.outcome = run_search(result, steps)
         else:
             plan = LoadPlan.for_load(variant.load, url, planned_requests(result.prompts.sample.prompts),
                                      result.facts.model_id, swarm, ui)
             result.outcome = run_load(plan, paths, variant.name, stop_when=watch.down)
         if variant.sweep is not None or variant.search is not None:
-            merge_step_records(paths, step_labels(result))  # the variant's records: its steps'
+            merge_step_records(paths, step_labels(variant, paths))  # the variant's records: its steps'
         return watch.settle()
 
 
@@ -274,36 +215,6 @@ def judge_load(result: VariantRun, down: str | None, swarm: Swarm) -> None:
                         "start `tokenswarm worker --master-host <this host>` on each load host")
 
 
-def _step_loads(result: VariantRun) -> tuple[Sweep, list[tuple[str, LoadSpec, list[Prompt]]]]:
-    """The warm-up's and each step's (label, load, prompts), dealt from the variant's one sample."""
-    variant = result.variant
-    assert variant.sweep is not None and result.prompts is not None
-    warmup, dealt = deal_prompts(result.prompts.sample.prompts, list(variant.steps), variant.sweep)
-    steps = [(variant.sweep.label(value), load, prompts)
-             for value, load, prompts in zip(variant.sweep.values, variant.steps, dealt)]
-    return variant.sweep, [("warmup", warmup_load(variant), warmup), *steps]
-
-
-def _run_step(result: VariantRun, url: str, swarm: Swarm, label: str, load: LoadSpec, prompts: list[Prompt],
-              sampler: MetricsSampler | None = None,
-              stop: Callable[[], str | None] = lambda: None) -> tuple[VariantPaths, LoadOutcome]:
-    """One step (a sweep's, a search probe, the warm-up) in ``steps/<label>``; with the sampler, a sample
-    right before and right after it, and its own ``metrics.jsonl`` of those between."""
-    assert result.launcher is not None and result.facts is not None
-    launcher, paths = result.launcher, result.paths.step(label)
-    write_prompts(paths.prompts, prompts)
-    print(f"[{result.variant.name}] {label}: {len(prompts)} prompts, "
-          + (f"{load.rate:g} req/s (at most {load.users} in flight)" if load.rate else f"{load.users} users"), flush=True)
-    plan = replace(LoadPlan.for_load(load, url, planned_requests(prompts), result.facts.model_id, swarm),
-                   request_id_prefix=f"{label}/")
-    down = result.watch.down if result.watch else (lambda: DIED if launcher.exit_status() is not None else None)
-    before = sampler.sample_now() if sampler else 0.0
-    outcome = run_load(plan, paths, f"{result.variant.name} {label}", stop_when=lambda: down() or stop())
-    if sampler:
-        write_step_metrics(result.paths, paths, before, sampler.sample_now())
-    return paths, outcome
-
-
 def _step_summary(result: VariantRun, paths: VariantPaths, outcome: LoadOutcome, load: LoadSpec,
                   prompts: list[Prompt], step: dict[str, Any]) -> dict[str, Any]:
     """A step's summary, as any variant's: its status from how its load ended."""
@@ -317,61 +228,37 @@ def _step_summary(result: VariantRun, paths: VariantPaths, outcome: LoadOutcome,
         slo=result.variant.slo.as_dict() if result.variant.slo else None), result.context.host_limits)
 
 
-def _over(summary: dict[str, Any], outcome: LoadOutcome) -> bool:
-    """The server did not survive the step, or the run was interrupted: no next step."""
-    return summary["status"] in ("crashed", "server_lost") or outcome.stopped_by == "interrupted"
+def stepper(result: VariantRun, url: str, swarm: Swarm, sampler: MetricsSampler | None = None) -> Stepper:
+    """Runs the variant's steps against its server; before the watch starts (the warm-up), a step stops when
+    the server process exits."""
+    launcher, facts, watch = result.launcher, result.facts, result.watch
+    assert launcher is not None and facts is not None
+    down = watch.down if watch else (lambda: DIED if launcher.exit_status() is not None else None)
+    return Stepper(url, swarm, facts.model_id, result.variant.name, result.paths, down, sampler)
 
 
 def run_warmup(result: VariantRun, url: str, swarm: Swarm) -> None:
     """The warm-up (a sweep's, or a variant's ``warmup_prompts``): sent and recorded in ``steps/warmup``,
     left out of every figure; a search's comes first from its prompt pool, each of its prompts a user (at
     most the scenario's users)."""
-    variant = result.variant
+    variant, prompts = result.variant, result.prompts
+    assert prompts is not None
     if variant.sweep is not None:
-        sweep, (warmup, *_) = _step_loads(result)
-        (_, load, prompts), settle_s = warmup, sweep.settle_s
+        sweep, warmup, _ = sweep_steps(variant, prompts.sample.prompts)
+        settle_s = sweep.settle_s
     elif variant.search is not None and result.pool is not None:
         search = variant.search
         load = replace(variant.load, users=min(variant.load.users, max(1, search.warmup_prompts)), max_seconds=None,
                        rate=None)
-        prompts, settle_s = result.pool.take(search.warmup_prompts), search.settle_s
+        warmup, settle_s = ("warmup", load, result.pool.take(search.warmup_prompts)), search.settle_s
     else:
-        assert result.prompts is not None
-        load, prompts, settle_s = replace(variant.load, max_seconds=None), list(result.prompts.warmup), 0.0
-    if prompts:
-        _run_step(result, url, swarm, "warmup", load, prompts)
+        warmup, settle_s = ("warmup", replace(variant.load, max_seconds=None), list(prompts.warmup)), 0.0
+    if warmup[2]:
+        stepper(result, url, swarm).run(warmup)
         time.sleep(settle_s)
 
 
-def run_steps(result: VariantRun, url: str, swarm: Swarm, sampler: MetricsSampler | None = None) -> LoadOutcome:
-    """Each step against the running server, ``settle_s`` apart, each a full result folder
-    (``steps/<key>-<value>``); stops at the first step the server does not survive. A step finished by the
-    run this one resumes (``resume.carry_steps``) is kept, not run."""
-    sweep, (_, *steps) = _step_loads(result)
-    outcome, started, ran = LoadOutcome(0, 0.0, "num_prompts"), time.monotonic(), False
-    for i, (label, load, prompts) in enumerate(steps):
-        if label in result.context.resumed.kept:
-            print(f"[{result.variant.name}] {label}: finished before: kept", flush=True)
-            continue
-        if ran:
-            time.sleep(sweep.settle_s)
-        ran = True
-        paths, outcome = _run_step(result, url, swarm, label, load, prompts, sampler)
-        summary = _step_summary(result, paths, outcome, load, prompts, {"key": sweep.key, "value": sweep.values[i]})
-        if _over(summary, outcome):
-            break
-    return replace(outcome, wall_s=round(time.monotonic() - started, 3))
-
-
-def first_pool_size(variant: Variant) -> int:
-    """A search's first sample: its warm-up and twice its first probe's prompts (more come as needed)."""
-    search = variant.search
-    assert search is not None
-    first = next_probe(search, []) or search.low
-    return search.warmup_prompts + 2 * probe_load(search, variant.load, first).num_prompts
-
-
-def run_search(result: VariantRun, url: str, swarm: Swarm, sampler: MetricsSampler | None = None) -> LoadOutcome:
+def run_search(result: VariantRun, steps: Stepper) -> LoadOutcome:
     """A capacity search: probe after probe against the running server (``scenario.search.next_probe`` picks
     each from the verdicts so far), ``settle_s`` apart, each a full result folder (``steps/probe-NN-...``);
     ``search.json`` lists them as they run. A probe that can no longer pass is stopped early."""
@@ -397,7 +284,7 @@ def run_search(result: VariantRun, url: str, swarm: Swarm, sampler: MetricsSampl
         label, prompts = search.label(n, value), pool.take(load.num_prompts)
         watch = ProbeWatch(result.paths.step(label).records, limits, search.attainment, len(prompts),
                            load.users if search.over == "users" else 0)
-        paths, outcome = _run_step(result, url, swarm, label, load, prompts, sampler, watch.cannot_pass)
+        paths, outcome = steps.run((label, load, prompts), watch.cannot_pass)
         summary = _step_summary(result, paths, outcome, load, prompts,
                                 {"key": search.over, "value": value, "probe": n})
         verdict = judge(summary, search)
@@ -406,19 +293,11 @@ def run_search(result: VariantRun, url: str, swarm: Swarm, sampler: MetricsSampl
         write_record(result.paths, record)
         print(f"[{variant.name}] probe {n}: {value:g} {UNITS[search.over]} "
               + ("passes" if verdict["passed"] else f"fails: {verdict['why']}"), flush=True)
-        if _over(summary, outcome):
+        if ends_the_steps(summary["status"], outcome):
             break
     record["ended_ts"] = time.time()
     write_record(result.paths, record)
     return replace(outcome, wall_s=round(time.monotonic() - started, 3))
-
-
-def step_labels(result: VariantRun) -> list[str]:
-    """The folders under ``steps/`` whose records are the variant's: a sweep's steps, a search's probes."""
-    sweep = result.variant.sweep
-    if sweep is not None:
-        return [sweep.label(value) for value in sweep.values]
-    return [probe["label"] for probe in (read_json(result.paths.search_json) or {}).get("probes") or []]
 
 
 def finish_variant(result: VariantRun) -> dict[str, Any]:
@@ -431,18 +310,13 @@ def finish_variant(result: VariantRun) -> dict[str, Any]:
     warmup = len(prompts.warmup) if prompts else 0
     if result.pool is not None and variant.search is not None:
         warmup = min(variant.search.warmup_prompts, result.pool.dealt)
-    planned, sampling = None, None
+    planned = None
     if prompts:
-        sample = prompts.sample
-        planned = planned_requests(sample.prompts[variant.sweep.warmup_prompts if variant.sweep else 0:])
+        planned = planned_requests(prompts.sample.prompts[variant.sweep.warmup_prompts if variant.sweep else 0:])
         if variant.search is not None:  # the prompts dealt to its probes, not the whole pool
             planned = sum(probe["prompts"] for probe in (read_json(result.paths.search_json) or {}).get("probes") or [])
-        sampling = {"dataset": str(prompts.dataset), "token_counter": prompts.token_counter,
-                    "examined": sample.examined, "dropped": sample.dropped, "shortfall": sample.shortfall,
-                    "truncated": prompts.truncated, "complete_conversations": prompts.conversations,
-                    **({"inexact": prompts.inexact} if prompts.inexact else {})}
     if variant.sweep is not None or variant.search is not None:  # its records are its steps' (not the warm-up's)
-        merge_step_records(result.paths, step_labels(result))  # again: a run stopped mid-way never reached the first
+        merge_step_records(result.paths, step_labels(variant, result.paths))  # again: a run stopped mid-way never reached the first
     facts = RunFacts(
         status=result.status, error=result.error, machine=machine(),
         model=model_file(result.facts, variant.server.model), settings=settings,
@@ -456,19 +330,7 @@ def finish_variant(result: VariantRun) -> dict[str, Any]:
         if context.resumed.set_aside else None,
         warmup={"prompts": warmup, "records": "steps/warmup"} if warmup else None,
         slo=variant.slo.as_dict() if variant.slo is not None else None,  # `tokenswarm report` judges goodput again
-        planned_prompts=planned, sampling=sampling,
+        planned_prompts=planned, sampling=prompts.sampling_block() if prompts else None,
         sweep=sweep_block(result.paths, variant.sweep) if variant.sweep is not None else None)
     return build_summary(result.paths, context.scenario, variant.name, facts, context.host_limits)
 
-
-def machine() -> dict[str, Any]:
-    """The host a result was measured on (the load generator's; the server's too unless ``--url``)."""
-    return {"hostname": socket.gethostname(), "cpu_count": os.cpu_count(), "platform": platform.platform()}
-
-
-def model_file(facts: ServerFacts | None, named: str) -> dict[str, Any]:
-    """The model file's size, where this host can see it (the server's own path, else the scenario's)."""
-    for candidate in (facts.model_path if facts else None, named):
-        if candidate and Path(candidate).is_file():
-            return {"path": candidate, "bytes": Path(candidate).stat().st_size}
-    return {}

@@ -16,6 +16,8 @@ port on this host, else unknown: then its CPU counts as foreign, and ``host.serv
 from __future__ import annotations
 
 import os
+import platform
+import socket
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
@@ -29,6 +31,11 @@ from orchestrate.processes import run_command
 PROC_STAT = Path("/proc/stat")
 NVIDIA_APPS = ("nvidia-smi", "--query-compute-apps=pid,process_name", "--format=csv,noheader")
 LOCAL = ("127.0.0.1", "localhost", "::1", "0.0.0.0", "")
+
+
+def machine() -> dict[str, Any]:
+    """The host a result was measured on (the load generator's; the server's too unless ``--url``)."""
+    return {"hostname": socket.gethostname(), "cpu_count": os.cpu_count(), "platform": platform.platform()}
 
 
 def read_proc_stat(path: Path = PROC_STAT) -> tuple[float, float, float] | None:

@@ -11,6 +11,7 @@ import os
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 import requests
 
@@ -49,6 +50,13 @@ class PreparedPrompts:
     warm-up) and numbered from 0; not in ``prompts.jsonl``."""
     inexact: int = 0
     """``dataset: random``: prompts whose length as the server counts it differs from the one drawn."""
+
+    def sampling_block(self) -> dict[str, Any]:
+        """The summary's ``sampling`` block: where the prompts came from, how they were counted, what was dropped."""
+        sample = self.sample
+        return {"dataset": str(self.dataset), "token_counter": self.token_counter, "examined": sample.examined,
+                "dropped": sample.dropped, "shortfall": sample.shortfall, "truncated": self.truncated,
+                "complete_conversations": self.conversations, **({"inexact": self.inexact} if self.inexact else {})}
 
 
 def write_prompts(out: Path, prompts: Iterable[Prompt]) -> None:

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from orchestrate.report.formats import fmt_bytes, fmt_num
-from orchestrate.scenario.spec import RANDOM_DATASET
+from orchestrate.scenario.spec import LAUNCHER_KINDS, RANDOM_DATASET
 
 SAMPLING_LABELS = (("load.sampling.min_prompt_tokens", "prompt ≥ {} tokens"),
                    ("load.sampling.max_prompt_tokens", "prompt ≤ {} tokens"),
@@ -115,7 +115,8 @@ def condition_lines(summary: dict[str, Any]) -> list[str]:
     if not settings:
         return []
     facts = (summary.get("server") or {}).get("facts") or {}
-    external = settings.get("server.launcher") == "external"
+    kind = LAUNCHER_KINDS.get(settings.get("server.launcher") or "")
+    external = kind is not None and not kind.starts_server
     lines = [_model(settings, facts, summary.get("model") or {}, external), _server(settings, facts, external),
              _load(summary, settings), _prompts(summary, settings), _host(summary)]
     return [line for line in lines if line]

@@ -80,8 +80,10 @@ def _server(check: Checker, raw: dict[str, Any], at: Origin) -> ServerSpec:
     for key in ("model", "draft_model", "url"):
         if key in raw and not isinstance(raw[key], str) and not (key != "model" and raw[key] is None):
             raise check.fail(at(key), f"must be a string, got {raw[key]!r}")
-    if launcher == "external" and not raw.get("url"):
-        raise check.fail(at("url"), "launcher external needs url: http://HOST:PORT (or pass --url)")
+    for key in LAUNCHER_KINDS[launcher].needs:
+        if not raw.get(key):
+            raise check.fail(at(key), f"launcher {launcher} needs {key}" + (": http://HOST:PORT (or pass --url)"
+                                                                           if key == "url" else ""))
     return ServerSpec(launcher=launcher, model=raw.get("model", "tiny"), draft_model=raw.get("draft_model"),
                       flags=dict(flags), url=raw.get("url"), binary=raw.get("binary", "llama-server"),
                       image=raw.get("image", DEFAULT_IMAGE), docker=dict(docker_opts),

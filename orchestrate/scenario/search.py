@@ -186,6 +186,12 @@ def probe_load(search: Search, load: LoadSpec, value: float) -> LoadSpec:
                    warmup_prompts=0)
 
 
+def first_pool_size(search: Search, load: LoadSpec) -> int:
+    """A search's first sample: its warm-up and twice its first probe's prompts (more come as needed)."""
+    first = next_probe(search, []) or search.low
+    return search.warmup_prompts + 2 * probe_load(search, load, first).num_prompts
+
+
 def settings(search: Search | None) -> dict[str, Any]:
     """What a search adds to a variant's settings: the loads it may try and what a pass is."""
     if search is None:

@@ -15,7 +15,7 @@ from orchestrate.scenario.lengths import length_settings
 from orchestrate.scenario.loadmodes import settings as mode_settings
 from orchestrate.scenario.replay import replay_settings
 from orchestrate.scenario.search import settings as search_settings
-from orchestrate.scenario.spec import RANDOM_DATASET, SAMPLING_KEYS, Variant
+from orchestrate.scenario.spec import LAUNCHER_KINDS, RANDOM_DATASET, SAMPLING_KEYS, Variant
 
 SETTING_LOAD_KEYS = ("dataset", "users", "spawn_rate", "num_prompts", "max_seconds", "max_tokens", "seed",
                      "cache_prompt")
@@ -42,17 +42,14 @@ def variant_settings(variant: Variant) -> dict[str, Any]:
     not set show their defaults, so a default and the same value set explicitly are equal.
     """
     server, load = variant.server, variant.load
-    out: dict[str, Any] = {"server.launcher": server.launcher, "server.model": server.model,
-                           "server.draft_model": server.draft_model}
-    if server.launcher == "external":  # nothing of a server section is applied to it: what it reports is
-        out = {"server.launcher": server.launcher, "server.url": server.url}  # added after pre-flight
-    elif server.launcher == "docker":
-        out["server.image"] = server.image
-        out.update({f"server.docker.{k}": v for k, v in server.docker.items()})
-    elif server.launcher == "process":
-        out["server.binary"] = server.binary
-    if server.launcher != "external":
-        out.update({f"server.flags.{canonical_flag(flag)}": value for flag, value in on_off(server.flags).items()})
+    out: dict[str, Any] = {"server.launcher": server.launcher}
+    for field in LAUNCHER_KINDS[server.launcher].settings:  # an external server's are added after pre-flight
+        if field == "flags":
+            out.update({f"server.flags.{canonical_flag(flag)}": value for flag, value in on_off(server.flags).items()})
+        elif field == "docker":
+            out.update({f"server.docker.{k}": v for k, v in server.docker.items()})
+        else:
+            out[f"server.{field}"] = getattr(server, field)
     out.update({f"load.{key}": getattr(load, key) for key in SETTING_LOAD_KEYS})
     out.update(mode_settings(load))  # rate or stages, when set
     out.update(replay_settings(load))  # multi_turn's keys, when set

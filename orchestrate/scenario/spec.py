@@ -18,8 +18,29 @@ from orchestrate.scenario.hostlimits import HostLimits
 from orchestrate.scenario.keypaths import merge_sections
 from orchestrate.scenario.slo import Slo
 
-LAUNCHER_KINDS = ("embedded", "process", "docker", "external")
-"""Server kinds a scenario may name (``orchestrate.server.launchers.LAUNCHERS`` has one factory each)."""
+
+@dataclass(frozen=True)
+class LauncherKind:
+    """What a ``server.launcher`` kind reads from the scenario; ``orchestrate.server.launchers.LAUNCHERS``
+    has the launcher that starts it. The parser, the settings and the conditions read this, not the kind's
+    name, so a kind is added here and there only."""
+
+    settings: tuple[str, ...]
+    """The ``server:`` fields that define its experiment, in their order in ``settings``
+    (``flags`` and ``docker`` as one key each of theirs)."""
+    starts_server: bool = True
+    """False: a server already running, only measured; what it is comes from what it reports."""
+    needs: tuple[str, ...] = ()
+    """Fields a scenario must set for it."""
+
+
+LAUNCHER_KINDS = {
+    "embedded": LauncherKind(("model", "draft_model", "flags")),
+    "process": LauncherKind(("model", "draft_model", "binary", "flags")),
+    "docker": LauncherKind(("model", "draft_model", "image", "docker", "flags")),
+    "external": LauncherKind(("url",), starts_server=False, needs=("url",)),
+}
+"""Server kinds a scenario may name."""
 SERVER_KEYS = {"launcher", "model", "draft_model", "flags", "ready_timeout_s", "url", "binary", "image",
                "docker", "host", "port"}
 SAMPLING_KEYS = {"min_prompt_tokens", "min_output_tokens", "max_prompt_tokens", "max_total_tokens",

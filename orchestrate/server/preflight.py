@@ -77,6 +77,14 @@ class ServerFacts:
         return data
 
 
+def model_file(facts: ServerFacts | None, named: str) -> dict[str, Any]:
+    """The model file's size, where this host can see it (the server's own path, else the scenario's)."""
+    for candidate in (facts.model_path if facts else None, named):
+        if candidate and Path(candidate).is_file():
+            return {"path": candidate, "bytes": Path(candidate).stat().st_size}
+    return {}
+
+
 def _get(session: requests.Session, url: str) -> Any | None:
     try:
         resp = session.get(url, timeout=TIMEOUT_S)

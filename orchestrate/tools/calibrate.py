@@ -104,7 +104,7 @@ def cores() -> tuple[int | None, int | None]:
 
 def start_server(truth: Path, itl_ms: float, output_tokens: int, core: int | None, log: Path,
                  ttft_ms: float = TTFT_MS) -> tuple[subprocess.Popen[str], str]:
-    cmd = [sys.executable, "-m", "orchestrate.tools.refserver", "--port", "0", "--ttft-ms", str(ttft_ms),
+    cmd = [sys.executable, "-m", "orchestrate.tools.refserver_cli", "--port", "0", "--ttft-ms", str(ttft_ms),
            "--itl-ms", str(itl_ms), "--output-tokens", str(output_tokens), "--truth-file", str(truth)]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=open(log, "w"), text=True,
                             preexec_fn=pin(core))

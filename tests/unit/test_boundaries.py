@@ -72,3 +72,14 @@ def test_report_and_compare_run_without_the_run_stage(tmp_path: Path) -> None:
     assert "loaded: []" in proc.stdout
     assert json.loads(VariantPaths(run / "a").summary_json.read_text())["tokens"]["output"] == 20
     assert (run / "compare.md").is_file()
+
+
+MAX_MODULE_LINES = 400
+
+
+def test_no_module_is_over_400_lines() -> None:
+    """A module past a few hundred lines holds more than one job: split it by what it does."""
+    long = {str(path.relative_to(ROOT)): n for package in ("orchestrate", "locustfiles")
+            for path in sorted((ROOT / package).rglob("*.py"))
+            if (n := len(path.read_text(encoding="utf-8").splitlines())) > MAX_MODULE_LINES}
+    assert long == {}

@@ -804,7 +804,7 @@ def test_settings_of_an_external_variant_name_the_url():
 ALL_KEYS = sorted(TOP_KEYS | SERVER_KEYS | LOAD_KEYS | SAMPLING_KEYS | VARIANT_KEYS)
 scalars = st.one_of(
     st.none(), st.booleans(), st.integers(), st.floats(allow_nan=True, allow_infinity=True),
-    st.text(max_size=12), st.sampled_from(LAUNCHER_KINDS + ("docker", "tiny", "http://h:1", "a", "b")),
+    st.text(max_size=12), st.sampled_from((*LAUNCHER_KINDS, "docker", "tiny", "http://h:1", "a", "b")),
 )
 any_keys = st.one_of(st.sampled_from(ALL_KEYS), st.text(max_size=8), st.integers(-3, 3), st.booleans())
 structures = st.recursive(

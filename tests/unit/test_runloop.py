@@ -19,14 +19,17 @@ from locustfiles.dataset import Prompt, SampleResult
 from locustfiles.records import RequestRecord
 from orchestrate import runloop
 from orchestrate.errors import LoadRunError, ServerExitedError, ServerNotReadyError
+from orchestrate.load import steps
+from orchestrate.load.hostload import machine
 from orchestrate.load.loadrun import GAVE_UP_ON_WORKERS, LoadOutcome, LoadPlan, Swarm
 from orchestrate.load.prompts import PreparedPrompts
 from orchestrate.results import VariantPaths
-from orchestrate.runloop import Context, machine, model_file, run_scenario, run_variant
+from orchestrate.runloop import run_scenario, run_variant
 from orchestrate.scenario.spec import LoadSpec, Scenario, ServerSpec, Sweep, Variant
 from orchestrate.server.launchers.base import Launcher
 from orchestrate.server.liveness import DIED, LOST
-from orchestrate.server.preflight import ServerFacts
+from orchestrate.server.preflight import ServerFacts, model_file
+from orchestrate.variantrun import Context, VariantRun
 
 URL = "http://127.0.0.1:9"
 
@@ -160,6 +163,7 @@ def pipeline(monkeypatch: pytest.MonkeyPatch) -> Pipeline:
     monkeypatch.setattr(runloop, "ServerWatch", FakeWatch)
     monkeypatch.setattr(runloop, "MetricsSampler", NoSampler)
     monkeypatch.setattr(runloop, "run_load", run_load)
+    monkeypatch.setattr(steps, "run_load", run_load)  # a sweep's steps and a search's probes
     return script
 
 
@@ -169,7 +173,7 @@ def variant(launcher: str = "embedded", **changes: Any) -> Variant:
 
 
 def run(tmp_path: Path, pipeline: Pipeline, *attempts: Attempt, v: Variant | None = None,
-        swarm: Swarm = Swarm()) -> tuple[runloop.VariantRun, dict[str, Any], dict[str, Any]]:
+        swarm: Swarm = Swarm()) -> tuple[VariantRun, dict[str, Any], dict[str, Any]]:
     """One variant through the pipeline; its result, ``server.json`` and ``summary.json``."""
     pipeline.attempts += attempts
     paths = VariantPaths.create(tmp_path, "v")

@@ -116,8 +116,9 @@ _KINDS = {
                      lambda spec, model, draft, port: f"{spec.url} (already running; health checks and pre-flight only)"),
 }
 LAUNCHERS = {kind: _KINDS[kind] for kind in LAUNCHER_KINDS}
-"""Each kind a scenario may name; the kinds themselves are ``scenario.spec.LAUNCHER_KINDS`` (the parser checks
-them without importing this stage), and a kind without an entry here fails at import."""
+"""Each kind a scenario may name; what each reads from a scenario is ``scenario.spec.LAUNCHER_KINDS`` (the
+parser, the settings and the conditions read it without importing this stage), and a kind without an entry
+here fails at import."""
 
 
 def server_command(spec: ServerSpec) -> str:
@@ -156,12 +157,12 @@ def check_launchers(specs: Iterable[ServerSpec]) -> None:
 
 
 def make_launcher(spec: ServerSpec, log_path: Path) -> Launcher:
-    if spec.launcher != "external" and spec.host not in LOCAL_HOSTS:
-        print(f"tokenswarm: warning: the server binds {spec.host}, so other machines can reach it "
-              f"(server.host; the default is 127.0.0.1)", file=sys.stderr, flush=True)
     try:
         kind = LAUNCHERS[spec.launcher]
     except KeyError:
         raise ScenarioError(f"server.launcher: unknown kind {spec.launcher!r}; "
                             f"available: {', '.join(LAUNCHERS)}") from None
+    if LAUNCHER_KINDS[spec.launcher].starts_server and spec.host not in LOCAL_HOSTS:
+        print(f"tokenswarm: warning: the server binds {spec.host}, so other machines can reach it "
+              f"(server.host; the default is 127.0.0.1)", file=sys.stderr, flush=True)
     return kind.make(spec, log_path)

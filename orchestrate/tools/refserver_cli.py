@@ -1,0 +1,92 @@
+"""``tokenswarm serve-synthetic`` (and ``python -m orchestrate.tools.refserver_cli``): the reference server's
+command line, its flags turned into a ``refserver.Timing``, served until SIGINT/SIGTERM.
+
+Stage: tools. The server itself is ``refserver.py``; tests run it in a thread (``tests/fixtures``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+
+from orchestrate.tools.refserver import DIALECTS, RefServer, Timing
+
+
+def new_event_loop() -> asyncio.AbstractEventLoop:
+    """uvloop's loop when installed (its timers and writes are cheaper), else asyncio's."""
+    try:
+        import uvloop
+    except ImportError:
+        return asyncio.new_event_loop()
+    return uvloop.new_event_loop()
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--port", type=int, default=0, help="0 picks a free port (the URL is printed)")
+    p.add_argument("--ttft-ms", type=float, default=50.0, help="first content chunk this long after arrival")
+    p.add_argument("--itl-ms", type=float, default=10.0, help="gap between content chunks")
+    p.add_argument("--jitter-ms", type=float, default=0.0, help="uniform ± on every chunk's due time (seeded)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--tokens-per-chunk", type=int, default=1)
+    p.add_argument("--output-tokens", type=int, help="tokens per reply (default: the request's max_tokens)")
+    p.add_argument("--slots", type=int, default=256, help="total_slots reported by /props")
+    p.add_argument("--queue", action="store_true",
+                   help="at most --slots streams at once: a request beyond them waits for a free slot (first come, "
+                        "first served) and its --ttft-ms starts then, as llama.cpp's do")
+    p.add_argument("--n-ctx", type=int, default=8192, help="per-slot n_ctx reported by /props")
+    p.add_argument("--truth-file", help="CSV of the true send time of every chunk")
+    p.add_argument("--close-after", type=int, default=0,
+                   help="close a kept-alive connection silently after N responses (0: never), as llama.cpp may")
+    p.add_argument("--dialect", choices=DIALECTS, default="llama.cpp",
+                   help="whose stream shape to speak: llama.cpp (usage + timings, /props /slots /tokenize "
+                        "/apply-template, reasoning_content), vllm (usage only, those endpoints 404, reasoning) or "
+                        "openai (as vllm, usage with cached/reasoning token details, reasoning not streamed)")
+    p.add_argument("--reasoning-tokens", type=int, default=0, metavar="N",
+                   help="the first N tokens of every reply are reasoning (streamed as the dialect does), then content")
+    p.add_argument("--eos-after", type=int, metavar="N",
+                   help="end every reply after N tokens with finish_reason stop, as a model emitting EOS "
+                        "(a request's \"ignore_eos\": true runs it to max_tokens)")
+    p.add_argument("--ignore-ignore-eos", action="store_true",
+                   help="with --eos-after: stop at N tokens even when the request says ignore_eos, as a server "
+                        "that ignores the field")
+    p.add_argument("--cached-tokens", type=int, default=0, metavar="N",
+                   help="report N prompt tokens (at most the prompt's length - 1) as cached, where the dialect "
+                        "does (timings.cache_n, usage.prompt_tokens_details.cached_tokens)")
+
+
+def serve_main(args: argparse.Namespace) -> int:
+    """Run until SIGINT/SIGTERM; print the URL first (one line, flushed)."""
+    import signal
+    timing = Timing(ttft_ms=args.ttft_ms, itl_ms=args.itl_ms, jitter_ms=args.jitter_ms,
+                    tokens_per_chunk=args.tokens_per_chunk, output_tokens=args.output_tokens, seed=args.seed,
+                    slots=args.slots, n_ctx=args.n_ctx, close_after=args.close_after, queue=args.queue,
+                    dialect=args.dialect, reasoning_tokens=args.reasoning_tokens, eos_after=args.eos_after,
+                    honour_ignore_eos=not args.ignore_ignore_eos, cached_tokens=args.cached_tokens)
+    loop = new_event_loop()
+    asyncio.set_event_loop(loop)
+    server = RefServer(timing, args.host, args.port, args.truth_file)
+    stop = asyncio.Event()
+
+    async def main() -> None:
+        await server.start()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, stop.set)
+        print(f"serve-synthetic: listening on {server.url}", flush=True)
+        await stop.wait()
+
+    try:
+        loop.run_until_complete(main())
+    finally:
+        server.close()
+        loop.close()
+        print(f"serve-synthetic: {server.requests} requests, {server.connections} connections, "
+              f"{server.events_sent} events in {server.writes} writes", file=sys.stderr, flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(prog="serve-synthetic", description=__doc__.splitlines()[0])
+    add_arguments(parser)
+    sys.exit(serve_main(parser.parse_args()))
