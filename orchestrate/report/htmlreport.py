@@ -10,6 +10,7 @@ The PNGs and ``summary.md`` stay for readers of markdown.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import re
@@ -127,24 +128,48 @@ def curves(run: Run) -> charts.RunCurves:
     """A run's latency distributions and timelines, from its records and ``metrics.jsonl``."""
     repeat = (run.summary.get("repeat") or {}).get("index", 1)
     out = charts.RunCurves(run.label, str(run.summary.get("variant") or run.label), repeat)
-    records = read_records(run.paths.records) if run.paths.records.is_file() else None
+    files = (run.paths.records, run.paths.metrics)
+    latency, timeline = _file_curves(files, tuple(_stamp(f) for f in files), bool(run.summary.get("reasoning")))
+    out.latency.update(latency)
+    out.timeline.update(timeline)
+    return out
+
+
+def _stamp(path: Path) -> tuple[int, int] | None:
+    """A file's modification time and size: its curves are read again only once it changed."""
+    try:
+        stat = path.stat()
+    except OSError:
+        return None
+    return stat.st_mtime_ns, stat.st_size
+
+
+@functools.lru_cache(maxsize=256)
+def _file_curves(files: tuple[Path, Path], stamps: tuple[tuple[int, int] | None, ...],
+                 reasoning: bool) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The curves of one run's records and metrics files (cached by their stamps: a matrix rewrites the page
+    after every variant, and reads each finished variant's records once, not once per page)."""
+    records_path, metrics_path = files
+    latency: dict[str, Any] = {}
+    timeline: dict[str, Any] = {}
+    records = read_records(records_path) if stamps[0] is not None else None
     if records is not None and not records.empty and "send_ts" in records:
         ok = records[records["status"] == "ok"]
         for key, _ in charts.LATENCY_CHARTS:
-            if f"{key}_ms" in ok and (key != "ttfo" or run.summary.get("reasoning")):
-                out.latency[key] = series.distribution(ok[f"{key}_ms"])
+            if f"{key}_ms" in ok and (key != "ttfo" or reasoning):
+                latency[key] = series.distribution(ok[f"{key}_ms"])
         width = series.bin_width(records)
-        out.timeline.update(decode=series.decode_per_second(records, width),
-                            prefill=series.prefill_per_second(records, width),
-                            in_flight=series.in_flight_over_time(records))
+        timeline.update(decode=series.decode_per_second(records, width),
+                        prefill=series.prefill_per_second(records, width),
+                        in_flight=series.in_flight_over_time(records))
         t0 = series.first_send(records)
-        timeline = metrics_timeline(run.paths.metrics) if run.paths.metrics.is_file() else None
-        if t0 is not None and timeline is not None and not timeline.empty:
-            since = timeline["t"] - t0
+        samples = metrics_timeline(metrics_path) if stamps[1] is not None else None
+        if t0 is not None and samples is not None and not samples.empty:
+            since = samples["t"] - t0
             for key, column, scale in (("server_memory", "server_memory_bytes", GIB),
                                        ("gpu_memory", "gpu_memory_used_bytes", GIB), ("power", "power_watts", 1)):
-                out.timeline[key] = series.thin(since, timeline[column] / scale)
-    return out
+                timeline[key] = series.thin(since, samples[column] / scale)
+    return latency, timeline
 
 
 def _rounded(x: Any) -> Any:

@@ -105,3 +105,21 @@ def test_a_run_that_sent_nothing_shows_its_status_and_no_empty_charts(tmp_path: 
     assert re.findall(r'<section id="([^"]+)"', html) == ["glance", "runs", "definitions"]
     assert 'data-metric="status" data-value="&#34;failed_to_load&#34;">failed_to_load<' in html
     assert "model loading failed" in html and page_figures(run / "report.html") == {}
+
+
+def test_a_page_rewritten_after_each_variant_reads_each_records_file_once_until_it_changes(
+        tmp_path: Path, monkeypatch: Any) -> None:
+    """A matrix rewrites report.html after every variant: a finished variant's records are not read again."""
+    read: list[Path] = []
+    real = htmlreport.read_records
+    monkeypatch.setattr(htmlreport, "read_records", lambda path: read.append(path) or real(path))
+    run = tmp_path / "run"
+    a = variant(run, "a", HEADLINE)
+    htmlreport.write_html_report(run)
+    b = variant(run, "b", HEADLINE)
+    htmlreport.write_html_report(run)
+    assert read == [a.records, b.records]
+    with a.records.open("a") as f:  # a rebuilt or resumed variant's records: read again
+        f.write(study_records()[0].to_json() + "\n")
+    htmlreport.write_html_report(run)
+    assert read == [a.records, b.records, a.records]
