@@ -326,8 +326,8 @@ def table_rows(snap: dict[str, Any], charts_url: str, budget: tuple[int, int, in
         rows.append(row("Prompt budget", "", f"{sent:,} sent, {ended:,} ended, {max(planned - ended, 0):,} left of "
                         f"{planned:,}", "the run ends when every planned request has ended (answered, failed or "
                         "cancelled), at the time cap, or at Stop; Locust's user count does not end it"))
-    rows.append(row("Live charts", "", charts_url, "tokens/s, TTFT and users over time: open it from Download Data → "
-                    "\"Open the live LLM charts\" (this table shows text only)"))
+    rows.append(row("Live charts", "", charts_url, "tokens/s, TTFT and users over time, from the first second: "
+                    "click to open (also under Download Data)"))
     return rows
 
 

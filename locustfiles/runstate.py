@@ -97,6 +97,13 @@ class LlmRun:
         runner = self.environment.runner
         return f"w{runner.client_id}" if isinstance(runner, WorkerRunner) else "local"
 
+    @property
+    def target_users(self) -> int | None:
+        """The user count this run is set to now (a ramp to it included), None on a worker (its share only)."""
+        from locust.runners import WorkerRunner
+        runner = self.environment.runner
+        return None if runner is None or isinstance(runner, WorkerRunner) else runner.target_user_count
+
     def next_request_id(self) -> str:
         self._next_id += 1
         prefix = getattr(self.environment.parsed_options, "request_id_prefix", "") or ""

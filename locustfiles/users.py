@@ -138,7 +138,7 @@ class ChatStreamUser(FastHttpUser):
         record = RequestRecord(request_id=self.llm.next_request_id(), prompt_index=prompt.index,
                                worker=self.llm.worker, send_ts=time.time(),
                                requested_max_tokens=prompt.output_tokens,
-                               expected_prompt_tokens=prompt.prompt_tokens)
+                               expected_prompt_tokens=prompt.prompt_tokens, target_users=self.llm.target_users)
         self._reading = None
         self._waiting = False
         sent = True

@@ -8,7 +8,8 @@ workers.
 What it adds (the figures are defined in ``livestats.py``):
 
 - an **LLM** tab (``extended_tabs``/``extended_tables``), its rows riding in ``/stats/requests``
-  under ``extended_stats``, refreshed with Locust's own polling;
+  under ``extended_stats``, refreshed with Locust's own polling; its chart-page address made a link by a
+  script added to Locust's page (``webui_page.LINK_SCRIPT``: Locust's tables render text only);
 - ``/tokenswarm/charts``: a self-contained page (inline JS, a ``<canvas>``, nothing fetched from
   elsewhere) polling ``/tokenswarm/live`` every second: tokens/s, TTFT and users over time;
 - ``/tokenswarm/llm.csv`` (the figures now) and ``/tokenswarm/llm_history.csv`` (one row a
@@ -33,7 +34,7 @@ from locust.env import Environment
 from locustfiles.livestats import LiveStats, figures_csv_rows, table_rows
 from locustfiles.resultfiles import LLM_HISTORY_CSV
 from locustfiles.runstate import llm_run
-from locustfiles.webui_page import CHARTS_HTML
+from locustfiles.webui_page import CHARTS_HTML, LINK_SCRIPT
 
 log = logging.getLogger("tokenswarm")
 
@@ -85,6 +86,15 @@ def install_webui(environment: Environment) -> LiveStats:
             data["extended_stats"] = [{"key": TAB_KEY, "data": table_rows(stats.snapshot(), charts,
                                                                           _budget(environment))}]
             response.set_data(json.dumps(data))
+        return response
+
+    @app.after_request
+    def link_the_charts(response: Response) -> Response:
+        """Locust's own page gets the script that makes the LLM tab's chart address a link."""
+        if request.endpoint != "locust.index" or response.status_code != 200 or response.mimetype != "text/html":
+            return response
+        page = response.get_data(as_text=True)
+        response.set_data(page.replace("</body>", LINK_SCRIPT % {"path": CHARTS_PATH} + "</body>", 1))
         return response
 
     def live() -> Response:

@@ -1,8 +1,42 @@
-"""The live chart page served at ``/tokenswarm/charts``: one self-contained HTML document.
+"""The live chart page served at ``/tokenswarm/charts`` (one self-contained HTML document), and the script
+that makes its address a link in Locust's own page.
 
 Stage: load (web UI). Inline CSS and JS, ``<canvas>`` drawing, nothing fetched from anywhere but this
 Locust (``./live`` once a second): it works on a machine with no internet.
 """
+
+LINK_SCRIPT = """<script>
+/* tokenswarm: Locust's tables render text only, so the LLM tab's chart-page address is made a link here.
+   React owns the cell's text node, so only the cell's attributes change: a re-render never shows stale text. */
+(() => {
+  "use strict";
+  const PATH = "%(path)s";
+  const mark = () => {
+    for (const td of document.querySelectorAll("td")) {
+      const text = td.textContent.trim(), link = /^https?:[/][/]/.test(text) && text.endsWith(PATH);
+      if (link && td.dataset.tokenswarmLink !== text) {
+        td.dataset.tokenswarmLink = text;
+        td.setAttribute("role", "link");
+        td.tabIndex = 0;
+        td.title = "open the live LLM charts";
+        Object.assign(td.style, {cursor: "pointer", textDecoration: "underline", color: "#2456c8"});
+      } else if (!link && td.dataset.tokenswarmLink) {
+        delete td.dataset.tokenswarmLink;
+        for (const name of ["role", "tabindex", "title"]) td.removeAttribute(name);
+        Object.assign(td.style, {cursor: "", textDecoration: "", color: ""});
+      }
+    }
+  };
+  const open = (event) => {
+    const td = event.target.closest && event.target.closest("td[data-tokenswarm-link]");
+    if (td && (event.type === "click" || event.key === "Enter")) window.open(td.dataset.tokenswarmLink, "_blank");
+  };
+  document.addEventListener("click", open);
+  document.addEventListener("keydown", open);
+  new MutationObserver(mark).observe(document.body, {childList: true, subtree: true, characterData: true});
+})();
+</script>"""
+"""Added to Locust's index page before ``</body>`` (``webui.install_webui``); ``%(path)s``: the chart page's path."""
 
 CHARTS_HTML = """<!doctype html>
 <html lang="en"><head><meta charset="utf-8">

@@ -75,6 +75,12 @@ REBUILT_BLOCKS = ("users_over_time", "ui_steps", "capacity", "steady_state", "th
 """Besides every ``RunFacts`` field: the blocks a rebuild computes again from the files, which must come out equal."""
 
 
+def undocumented_keys(summary: dict) -> list[str]:
+    """The top-level keys of a ``summary.json`` that the results schema page (``docs/results.md``) does not name."""
+    page = (Path(__file__).resolve().parents[1] / "docs" / "results.md").read_text()
+    return sorted(key for key in summary if f"`{key}" not in page and f" {key} " not in page)
+
+
 def assert_report_rebuilds_every_key(run: Path, copy: Path) -> list[Path]:
     """``tokenswarm report`` on a copy of ``run`` gives every summary (variants, steps, probes) the same keys and
     the same facts and figures; returns the summaries compared."""
@@ -92,6 +98,7 @@ def assert_report_rebuilds_every_key(run: Path, copy: Path) -> list[Path]:
         before, after = (json.loads(p.read_text()) for p in (before_path, copy / before_path.relative_to(run)))
         where = before_path.relative_to(run)
         assert set(after) == set(before), (where, set(before) ^ set(after))
+        assert undocumented_keys(before) == [], where
         for key in KEPT + REBUILT_BLOCKS:
             assert after.get(key) == before.get(key), (where, key)
         compared.append(where)

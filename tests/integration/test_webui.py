@@ -1,9 +1,10 @@
-"""`tokenswarm run --ui` in a real browser: Debian's headless Chromium driven by Playwright.
+"""`tokenswarm run --ui` in a real browser: Debian's headless Chromium driven by Playwright, against the
+real parts (the embedded llama.cpp serving Gemma 3 270M Q4_K_M, real ShareGPT V3 prompts).
 
 A person's session, step by step: open the web UI, start 8 users from the form, watch the LLM tab
-until decode tok/s is non-zero and TTFT p50 is filled in, open the chart page, ramp down to 4 users
-with Edit, press Stop, look at the stopped test (the UI stays up), then Ctrl-C in the terminal: the
-run is post-processed as a headless one, each user level a step.
+until decode tok/s is non-zero and TTFT p50 is filled in, click the chart page's link, ramp down to 4
+users with Edit, press Stop, look at the stopped test (the UI stays up), then Ctrl-C in the terminal:
+the run is post-processed as a headless one, each user count set a step.
 Screenshots of the LLM tab and the chart page are kept under ``tests/artifacts/`` (git-ignored).
 
 The browser is ``tests/browser.py``'s.
@@ -33,7 +34,7 @@ pytestmark = pytest.mark.integration
 
 USERS = 8
 HOLD_S = 14.0
-"""Each user level is held this long: more than ``orchestrate.report.aggregates.uisteps.HOLD_S``, so each is a step."""
+"""Each user level is held this long: long enough for requests to complete in each."""
 STARTUP_TIMEOUT_S = 120.0
 FIGURES_TIMEOUT_S = 60.0
 EXIT_TIMEOUT_S = 120.0
@@ -99,8 +100,10 @@ def wait_until(check: Callable[[], Any], timeout_s: float, what: str) -> Any:
 def test_web_ui_llm_tab_chart_page_and_stop(tmp_path: Path) -> None:
     sync_playwright = browser_or_skip()
     started = time.monotonic()
-    scenario = write_scenario(tmp_path, server={"flags": {"parallel": USERS, "threads": 1}},
-                              load={"dataset": "synthetic:2000", "users": 4, "num_prompts": 1500, "max_tokens": 256})
+    scenario = write_scenario(tmp_path, server={"model": "gemma-3-270m",
+                                                "flags": {"parallel": USERS, "threads": 2, "ctx-size": 8192}},
+                              load={"dataset": "sharegpt-v3", "allow_truncated": True, "users": 4, "num_prompts": 300,
+                                    "max_tokens": 32, "sampling": {"max_prompt_tokens": 128}})
     results, port = tmp_path / "results", free_port()
     proc = subprocess.Popen([sys.executable, "-m", "orchestrate.cli", "run", str(scenario), "--results-dir",
                              str(results), "--ui", "--web-port", str(port)],
@@ -137,12 +140,20 @@ def test_web_ui_llm_tab_chart_page_and_stop(tmp_path: Path) -> None:
             assert number(rows["Requests completed"][1]) and number(rows["Prefill tok/s"][1])
             assert rows["Errors"][1] == "0"
             assert rows["Live charts"][1] == f"{url}/tokenswarm/charts"
+            link = page.locator("td[role=link]")  # Locust's table shows text: tokenswarm's script makes it a link
+            assert link.inner_text() == f"{url}/tokenswarm/charts"
             assert rows["Draft acceptance"][0] == "—"  # no drafter in this scenario
             page.screenshot(path=str(shots / "webui-llm-tab.png"))
 
-            charts = context.new_page()
-            charts.goto(f"{url}/tokenswarm/charts")
+            with context.expect_page() as opened:
+                link.click()
+            charts = opened.value
+            charts.wait_for_load_state()
+            assert charts.url == f"{url}/tokenswarm/charts"
             wait_until(lambda: charts.evaluate("points.length") >= 6, 30, "six points on the chart page")
+            first = charts.evaluate("points[0]")  # drawn from the first second: users and in flight, no request ended
+            assert first["t"] < 2.0 and first["users"] > 0 and first["in_flight"] > 0, first
+            assert first["ttft_p50_ms"] is None and first["decode_tok_s"] == 0, first
             first_figure = charts.locator("#figs .fig b").first.inner_text()
             assert number(first_figure), f"decode tok/s on the chart page: {first_figure!r}"
             charts.screenshot(path=str(shots / "webui-charts.png"), full_page=True)
@@ -178,7 +189,7 @@ def test_web_ui_llm_tab_chart_page_and_stop(tmp_path: Path) -> None:
     summary = json.loads(summary_path.read_text())
     assert summary["status"] == "completed", out.text()
     assert summary["requests"]["completed"] > 0 and summary["requests"]["errors"] == 0
-    assert summary["stopped_by"] == "ui_stop"  # Stop came before the 1500 prompts were all sent
+    assert summary["stopped_by"] == "ui_stop"  # Stop came before the 300 prompts were all sent
     assert summary["requests"]["sent"] == len(read_jsonl(summary_path.parent / "requests.jsonl"))
     assert summary["crosscheck_agrees"] is True
     assert "stopped in the web UI" in " ".join(summary["notes"])
@@ -188,10 +199,15 @@ def test_web_ui_llm_tab_chart_page_and_stop(tmp_path: Path) -> None:
     assert summary["settings"]["load.spawn_rate"] == USERS  # the form's spawn rate, not the scenario's
     assert [x["users"] for x in summary["users_over_time"]["levels"]][:2] == [USERS, USERS // 2]
     steps = summary["ui_steps"]["steps"]
+    assert summary["ui_steps"]["placed_by"] == "send"  # each record says the count it was sent under
     assert [s["value"] for s in steps] == [USERS, USERS // 2], steps
     assert all(s["completed"] > 0 and s["decode_tok_s"] > 0 and s["ttft_p50_ms"] > 0 for s in steps), steps
-    assert sum(s["sent"] for s in steps) <= summary["requests"]["sent"]
-    assert steps[0]["sent"] >= USERS  # the first requests (one per user) are the first step's, not a 0-users level's
+    assert sum(s["sent"] for s in steps) == summary["requests"]["sent"]  # every request in exactly one step
+    records = sorted(read_jsonl(summary_path.parent / "requests.jsonl"), key=lambda r: r["send_ts"])
+    assert [r["target_users"] for r in records[:USERS]] == [USERS] * USERS  # the first requests: the first step's
+    ttfts = sorted(r["ttft_ms"] for r in records if r["target_users"] == USERS and r["status"] == "ok"
+                   and r["ttft_ms"] is not None)
+    assert steps[0]["ttft_p50_ms"] == ttfts[(len(ttfts) + 1) // 2 - 1]  # its TTFT p50 (nearest rank) over them
     md = (summary_path.parent / "summary.md").read_text()
     assert "## Steps of the web UI ramp" in md and "users set in the web UI: 8 → 4" in md
     assert (summary_path.parent / "ui_steps.png").stat().st_size > 10_000
@@ -203,6 +219,6 @@ def test_web_ui_llm_tab_chart_page_and_stop(tmp_path: Path) -> None:
     assert history[0].startswith("t,users,") and len(history) > 2 * HOLD_S
     bench = json.loads((summary_path.parent / "vllm_bench.json").read_text())
     assert bench["max_concurrency"] == USERS
-    assert out.text().count("waiting for START in the web UI") <= 1 and "] 0/1500 answered" not in out.text()
+    assert out.text().count("waiting for START in the web UI") <= 1 and "] 0/300 answered" not in out.text()
     shown = [re.sub(r", \d+ s$", "", line) for line in out.lines if " answered, " in line]
     assert shown and all(a != b for a, b in zip(shown, shown[1:])), shown  # a stopped UI waits in silence

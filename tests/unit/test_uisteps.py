@@ -89,3 +89,35 @@ def test_a_step_stop_cut_short_says_so_and_few_completed_are_flagged() -> None:
     assert (step["status"], step["cancelled"], step["completed"], step["few"]) == ("stopped", 1, 2, True)
     intro = " ".join(markdown_intro(block))
     assert "Fewer than 10 completed requests" in intro and "4 users (2 completed)" in intro
+
+
+def stamped(i: int, send: float, users: int, status: str = OK) -> dict:
+    row = record(i, send)
+    row["target_users"], row["status"] = users, status
+    return row
+
+
+def test_stamped_records_are_placed_by_the_count_they_were_sent_under() -> None:
+    """Each record says the count the form had set when it left: the ramp to 8 (sent before any history row
+    shows 8) is the 8 step's, a request sent a moment after Edit is the 16 step's, a short level is a step too."""
+    levels = [Level(0, T0, T0 + 2), Level(8, T0 + 2, T0 + 20)]  # history lags: not used when records are stamped
+    records = pd.DataFrame([stamped(i, T0 + 1.3 + i / 10, 8) for i in range(8)]
+                           + [stamped(8, T0 + 12.0, 16), stamped(9, T0 + 12.1, 16, status="cancelled"),
+                              stamped(10, T0 + 12.5, 4)])
+    block = ui_steps(records, levels, hold_s=10.0)
+    assert block is not None and block["placed_by"] == "send" and block["values"] == [8, 16, 4]
+    eight, sixteen, four = block["steps"]
+    assert [s["sent"] for s in block["steps"]] == [8, 2, 1]  # every request in exactly one step
+    assert eight["ttft_p50_ms"] == 103.0  # the first requests' own TTFTs (100 … 107)
+    assert (eight["held_s"], sixteen["held_s"], four["held_s"]) == (10.7, 0.5, 0.5)  # the last: to its end
+    assert (eight["status"], sixteen["status"], sixteen["cancelled"]) == ("completed", "stopped", 1)
+    assert (eight["few"], sixteen["few"]) == (True, True)
+    assert "Each user count set in the form is a step" in " ".join(markdown_intro(block))
+
+
+def test_records_of_a_distributed_run_fall_back_to_the_history() -> None:
+    """A worker's records carry no count (it knows only its share): the whole-second history places them."""
+    levels = [Level(4, T0, T0 + 12)]
+    records = pd.DataFrame([record(0, T0 + 1)] + [stamped(1, T0 + 2, 4)])
+    block = ui_steps(records, levels, hold_s=10.0)
+    assert block is not None and block["placed_by"] == "history" and block["steps"][0]["sent"] == 2

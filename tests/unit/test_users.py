@@ -68,6 +68,7 @@ def start(url, name, *flags):
 
 # a: three answered requests (two completed, one 404), then one cancelled mid-stream
 env, user = start(ok_url, "a", "--model", "m1", "--no-cache-prompt", "--ignore-eos")
+env.runner.target_user_count = 3  # as the web UI's form sets it
 out["body"] = user.request_body(env.tokenswarm.prompts[0])
 out["headers"] = user.headers
 user.on_start()
@@ -207,6 +208,7 @@ def test_a_completed_stream_is_timed_chunk_by_chunk(seen: dict[str, Any]) -> Non
     assert first["status"] == "ok" and first["http_status"] == 200 and first["prompt_index"] == 0
     assert first["n_chunks"] == 8 and first["output_tokens"] == 8 and first["output_tokens_source"] == "usage"
     assert second["n_chunks"] == 5 and second["requested_max_tokens"] == 5
+    assert first["target_users"] == second["target_users"] == 3  # the count the run was set to when it left
     for r in (first, second):
         assert r["ttft_ms"] >= TTFT_MS  # the server waits 20 ms after the request arrived
         assert r["e2e_ms"] >= TTFT_MS + (r["n_chunks"] - 1) * ITL_MS  # every chunk is due from the arrival

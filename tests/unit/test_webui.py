@@ -61,6 +61,7 @@ out["stats_keys"] = sorted(stats.get_json())
 out["template"] = {k: web_ui.template_args[k] for k in ("extended_tabs", "extended_tables", "extended_csv_files")}
 index = client.get("/")
 out["index_has_tab"] = index.status_code == 200 and b'"extended_tabs"' in index.data
+out["index_links_charts"] = index.data.count(b'const PATH = "/tokenswarm/charts";') == 1 and index.data.rstrip().endswith(b"</html>")
 live = client.get("/tokenswarm/live").get_json()
 out["live"] = {"test": live["test"], "users": live["users"], "completed": live["snapshot"]["run"]["completed"],
                "errors_by_class": live["snapshot"]["run"]["errors_by_class"]}
@@ -101,6 +102,7 @@ def test_llm_tab_is_registered(seen: dict[str, Any]) -> None:
     assert [f["href"] for f in template["extended_csv_files"]] == [
         "./tokenswarm/llm.csv", "./tokenswarm/llm_history.csv", "./tokenswarm/charts"]
     assert seen["index_has_tab"]  # the page Locust renders carries them
+    assert seen["index_links_charts"]  # and the script that makes the chart page's address a link, once
 
 
 def test_rows_ride_in_stats_requests(seen: dict[str, Any]) -> None:

@@ -1,11 +1,13 @@
 """A web UI ramp as steps: each user level a person held for a while, with its own figures.
 
 Stage: report. Users ramp by hand (4 → 16 → 32, then Stop) to find where the server saturates, so one
-pooled set of percentiles would describe no load that ever ran. Locust's own history
-(``locust_stats_history.csv``: the user count every second) says what happened; a level held at least
-``HOLD_S`` is a step, and its records are those sent while it held (a request belongs to the level it
-was sent under). The step block has the shape of a sweep's (``orchestrate.report.sweep_report`` draws
-and tabulates it).
+pooled set of percentiles would describe no load that ever ran. A request belongs to the level it was
+sent under. Each record says which: ``target_users``, the count the form had set when it was sent
+(Locust's ``target_user_count``), so every request is in exactly one step, the ramp to a level
+included, with no clock to round. A distributed run's workers know only their share, so there (and for
+records without the stamp) the levels come from Locust's history (``locust_stats_history.csv``: the user
+count each whole second) and a level held at least ``HOLD_S`` is a step. The step block has the shape of a
+sweep's (``orchestrate.report.sweep_report`` draws and tabulates it).
 """
 
 from __future__ import annotations
@@ -81,24 +83,50 @@ def users_over_time(levels: list[Level]) -> dict[str, Any] | None:
 
 
 def ui_steps(records: pd.DataFrame, levels: list[Level], hold_s: float = HOLD_S) -> dict[str, Any] | None:
-    """The steps block (``sweep_report``'s shape, key ``users``); None without two levels to tell apart."""
+    """The steps block (``sweep_report``'s shape, key ``users``); None without a level to show.
+
+    ``placed_by``: ``send`` when every record carries the user count it was sent under (each level a step),
+    ``history`` when the levels come from Locust's whole-second history (each held ``hold_s`` a step)."""
     if records.empty:
         return None
     sent = numeric_column(records, "send_ts")
-    levels = first_level_from_the_first_send(levels, float(sent.min()))
-    held = [level for level in levels if level.users > 0 and level.held_s >= hold_s]
-    if not held:
+    stamped = numeric_column(records, "target_users") if "target_users" in records else None
+    if stamped is not None and stamped.notna().all() and (stamped > 0).all():
+        groups = _levels_as_sent(records, sent, stamped)
+        placed_by = "send"
+    else:
+        levels = first_level_from_the_first_send(levels, float(sent.min()))
+        groups = [(level, records[(sent >= level.start) & (sent < level.end)])
+                  for level in levels if level.users > 0 and level.held_s >= hold_s]
+        placed_by = "history"
+    if not groups:
         return None
     steps = []
-    for i, level in enumerate(held):
-        mine = records[(sent >= level.start) & (sent < level.end)]
+    for i, (level, mine) in enumerate(groups):
         summary = summarize_records(mine)
         figures = summary_numbers(summary)
         cancelled = summary["requests"]["cancelled"]
         steps.append({"value": level.users, "label": f"users-{level.users}-{i + 1}",
                       "status": "stopped" if cancelled else "completed", "cancelled": cancelled,
                       "few": figures["completed"] < FEW_COMPLETED, "held_s": round(level.held_s, 1), **figures})
-    return {"key": "users", "values": [s["value"] for s in steps], "hold_s": hold_s, "steps": steps}
+    return {"key": "users", "values": [s["value"] for s in steps], "hold_s": hold_s, "placed_by": placed_by,
+            "steps": steps}
+
+
+def _levels_as_sent(records: pd.DataFrame, sent: pd.Series, users: pd.Series) -> list[tuple[Level, pd.DataFrame]]:
+    """Runs of one ``target_users`` in send order, each a level from its first send to the next level's (the
+    last: to its last request's end), with its records."""
+    order = sent.sort_values(kind="stable").index
+    sent, users = sent.loc[order], users.loc[order].astype(int)
+    run = (users != users.shift()).cumsum()
+    firsts = sent.groupby(run).min()
+    ends = (sent + numeric_column(records, "e2e_ms").loc[order].fillna(0.0) / 1000.0).max()
+    out = []
+    for n, (key, start) in enumerate(firsts.items()):
+        end = float(firsts.iloc[n + 1]) if n + 1 < len(firsts) else float(ends)
+        mine = records.loc[run.index[run == key]]
+        out.append((Level(int(users[run == key].iloc[0]), float(start), end), mine))
+    return out
 
 
 def first_level_from_the_first_send(levels: list[Level], first_send: float) -> list[Level]:
@@ -115,9 +143,13 @@ def first_level_from_the_first_send(levels: list[Level], first_send: float) -> l
 def markdown_intro(block: dict[str, Any]) -> list[str]:
     """The words above the step table of a web UI run, and the steps whose figures rest on few requests."""
     few = [f"{s['value']} users ({s['completed']} completed)" for s in block.get("steps") or [] if s.get("few")]
+    placed = ("Each user count set in the form is a step; its figures are over the requests sent while it was "
+              "set (each request records the count it was sent under), the ramp to it included."
+              if block.get("placed_by") == "send" else
+              f"Each user level held at least {block['hold_s']:g} s (Locust's own history of the user count, by "
+              "whole seconds) is a step; its figures are over the requests sent while it held (the first level "
+              "from the first request).")
     return ["## Steps of the web UI ramp", "",
-            f"Each user level held at least {block['hold_s']:g} s (Locust's own history of the user count) is a "
-            "step; its figures are over the requests sent while it held (the first level from the first request). "
-            "A step is `stopped` when Stop cancelled some of its requests. The whole-run figures above pool "
-            "every level.", ""] + ([f"Fewer than {FEW_COMPLETED} completed requests, figures from a handful of "
+            placed + " A step is `stopped` when Stop cancelled some of its requests. The whole-run figures above "
+            "pool every level.", ""] + ([f"Fewer than {FEW_COMPLETED} completed requests, figures from a handful of "
                                    f"values: {', '.join(few)}.", ""] if few else [])
