@@ -59,8 +59,8 @@ def server_metrics_line(summary: dict[str, Any]) -> str | None:
         verdict += (", within what incomplete requests explain" if sm.get("within_tolerance")
                     else ", **more than incomplete requests explain**")
     return ("server /metrics tokens: " + ", ".join(shown) + (f" — {verdict}" if verdict else "")
-            + f"; its own speed (Σ tokens / Σ seconds it counted): prefill {fmt_num(sm.get('prefill_tok_s'))} "
-            f"tok/s, decode {fmt_num(sm.get('decode_tok_s'))} tok/s")
+            + f"; its own speed (Σ tokens / Σ seconds it counted): prefill {fmt_num(sm.get('busy_prefill_tok_s'))} "
+            f"tok/s, decode {fmt_num(sm.get('busy_decode_tok_s'))} tok/s")
 
 
 def _p50(summary: dict[str, Any], metric: str) -> float | None:
@@ -206,8 +206,8 @@ def markdown(summary: dict[str, Any], images: Sequence[str] = ()) -> str:
     if unmeasured:
         out.append(f"{unmeasured}  ")
     if st:
-        out.append(f"llama.cpp timings (per slot): prefill {fmt_num(st['prefill_tok_s'])} tok/s, "
-                   f"decode {fmt_num(st['decode_tok_s'])} tok/s  ")
+        out.append(f"llama.cpp timings (per slot): prefill {fmt_num(st['per_slot_prefill_tok_s'])} tok/s, "
+                   f"decode {fmt_num(st['per_slot_decode_tok_s'])} tok/s  ")
     client = summary.get("client")
     if client:
         out.append(f"load generator self-check: loop lag p50/p99/max {client['loop_lag_ms']['p50']:.2f} / "

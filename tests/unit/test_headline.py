@@ -154,7 +154,7 @@ def test_output_tokens_source(summary):
 def test_server_timings(summary):
     # prefill: Σ prefill_tokens / Σ prompt_ms = (40+35+15) / (20+10+30) ms = 90/60 ms → 1500 tok/s
     # decode:  Σ output_tokens / Σ predicted_ms = 11 / (200+300+600) ms = 11/1100 ms → 10 tok/s
-    assert summary["server_timings"] == pytest.approx({"prefill_tok_s": 1500.0, "decode_tok_s": 10.0})
+    assert summary["server_timings"] == pytest.approx({"per_slot_prefill_tok_s": 1500.0, "per_slot_decode_tok_s": 10.0})
 
 
 def test_server_timings_none_without_timings():

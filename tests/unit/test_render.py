@@ -35,7 +35,7 @@ def reference_summary() -> dict:
                        "itl": stats(98.0, 130.0, 400.0, 104.0, 30000.0),
                        "e2e": stats(27000.0, 40000.0, 52000.0, 28000.0, 61000.0)},
         "tokens_per_chunk": 1.0, "output_tokens_source": ["usage"],
-        "server_timings": {"prefill_tok_s": 1416.7, "decode_tok_s": 9.3},
+        "server_timings": {"per_slot_prefill_tok_s": 1416.7, "per_slot_decode_tok_s": 9.3},
         "speculative": {"draft_tokens": 1000, "accepted_tokens": 625, "acceptance_rate": 0.625,
                         "per_request_acceptance": None},
         "locust_crosscheck": {"requests": 1000, "failures": 20, "prompt_tokens": 185253,

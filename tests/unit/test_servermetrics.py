@@ -118,7 +118,7 @@ def test_server_counts_agree_exactly_with_completed_records(tmp_path: Path) -> N
         "prefill_tokens": {"server": 1000, "records": 1000, "diff": 0, "tolerance": 0},
         "cached_tokens": {"server": 300, "records": 300, "diff": 0, "tolerance": 0}}
     assert block["agrees_with_records"] is True and block["within_tolerance"] is True
-    assert block["prefill_tok_s"] == pytest.approx(2000.0) and block["window_s"] == 3.0
+    assert block["busy_prefill_tok_s"] == pytest.approx(2000.0) and block["window_s"] == 3.0
     assert not [n for n in notes({"server_metrics": block}) if "/metrics" in n]
 
 

@@ -111,8 +111,8 @@ def server_timings(ok: pd.DataFrame) -> dict[str, float | None] | None:
         return None
     timed = ok.dropna(subset=["prompt_ms", "predicted_ms"])
     prompt_ms, predicted_ms = timed["prompt_ms"].sum(), timed["predicted_ms"].sum()
-    return {"prefill_tok_s": float(timed["prefill_tokens"].sum() / prompt_ms * 1000) if prompt_ms else None,
-            "decode_tok_s": float(timed["output_tokens"].sum() / predicted_ms * 1000) if predicted_ms else None}
+    return {"per_slot_prefill_tok_s": float(timed["prefill_tokens"].sum() / prompt_ms * 1000) if prompt_ms else None,
+            "per_slot_decode_tok_s": float(timed["output_tokens"].sum() / predicted_ms * 1000) if predicted_ms else None}
 
 
 def speculative(ok: pd.DataFrame) -> dict[str, Any] | None:

@@ -147,8 +147,8 @@ def server_metrics(metrics: dict[str, Any], records: pd.DataFrame) -> dict[str, 
     counters = metrics.get("server_counters")
     out: dict[str, Any] = {"available": counters is not None, "unavailable_reason": metrics.get("metrics_unavailable"),
                            "samples": metrics.get("samples", 0), "window_s": metrics.get("window_s"),
-                           "counters": counters, "prefill_tok_s": metrics.get("server_prefill_tok_s"),
-                           "decode_tok_s": metrics.get("server_decode_tok_s"),
+                           "counters": counters, "busy_prefill_tok_s": metrics.get("server_prefill_tok_s"),
+                           "busy_decode_tok_s": metrics.get("server_decode_tok_s"),
                            "requests_processing_max": metrics.get("requests_processing_max"),
                            "requests_deferred_max": metrics.get("requests_deferred_max"),
                            "vs_records": None, "agrees_with_records": None, "within_tolerance": None}
