@@ -29,7 +29,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from locustfiles.loadshape import ARRIVALS
+from locustfiles.pacing_params import ARRIVALS
 from locustfiles.resultfiles import ARRIVALS_JSON
 from locustfiles.runstate import ArrivalClock, LlmRun
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from locustfiles.loadshape import ARRIVALS, DEFAULT_LATE_MS
+from locustfiles.pacing_params import ARRIVALS, DEFAULT_LATE_MS
 from locustfiles.resultfiles import RECORDS_FILE
 from locustfiles.serverwatch import DEFAULT_LOST_AFTER_S
 

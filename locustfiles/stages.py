@@ -26,7 +26,7 @@ from locust import LoadTestShape
 from locust.env import Environment
 from locust.runners import WorkerRunner
 
-from locustfiles.loadshape import Stage, default_spawn_rate
+from locustfiles.pacing_params import Stage, default_spawn_rate
 from locustfiles.resultfiles import STAGES_JSON
 
 log = logging.getLogger("tokenswarm")
@@ -35,7 +35,7 @@ log = logging.getLogger("tokenswarm")
 def parse_stages(text: str) -> list[Stage]:
     """``--stages`` JSON (a list of ``{duration_s, users, spawn_rate?}``) → stages; ValueError says what is wrong.
 
-    ``spawn_rate`` defaults to ``loadshape.default_spawn_rate``.
+    ``spawn_rate`` defaults to ``pacing_params.default_spawn_rate``.
     """
     try:
         raw = json.loads(text)

@@ -31,7 +31,7 @@ from orchestrate.run_options import (
     with_load,
     with_search,
 )
-from orchestrate.scenario import loadmodes
+from orchestrate.scenario import pacing
 from orchestrate.scenario.settings import retry_description
 from orchestrate.scenario.spec import RANDOM_DATASET, Variant
 
@@ -129,7 +129,7 @@ def plan_lines(variant: Variant) -> list[str]:
     if load.warmup_prompts:
         lines.append(f"warm-up: {load.warmup_prompts} prompts after the server starts, counted nowhere")
     if load.rate is not None or load.stages:
-        lines.append(f"load mode: {loadmodes.describe(load)}")
+        lines.append(f"load mode: {pacing.describe(load)}")
     if variant.sweep is not None:
         sweep = variant.sweep
         lines.append(f"sweep over {sweep.key}: {', '.join(map(str, sweep.values))} (one server start; "
@@ -231,7 +231,7 @@ def worker_main(args: argparse.Namespace) -> int:
     rejects its join token ends it (exit 2).
     """
     from orchestrate.load.jointoken import check_token_file
-    from orchestrate.load.loadrun import worker_command
+    from orchestrate.load.locust_run import worker_command
     if args.join_token_file:
         check_token_file(args.join_token_file)
     cmd = worker_command(args.master_host, args.master_port, args.join_token_file)

@@ -25,7 +25,7 @@ from orchestrate.scenario.settings import variant_settings
 from orchestrate.scenario.spec import RANDOM_DATASET, Scenario
 
 if TYPE_CHECKING:  # the run stage is imported when a run is asked for: `tokenswarm report` never loads it
-    from orchestrate.load.loadrun import Swarm, WebUi
+    from orchestrate.load.locust_run import Swarm, WebUi
 
 
 def positive(kind: type) -> Callable[[str], object]:
@@ -169,7 +169,7 @@ def add_join_token_file(p: argparse._ActionsContainer, help_text: str) -> None:
 def swarm_of(args: argparse.Namespace) -> Swarm:
     """The load generators the flags ask for; conflicting flags are one-line errors."""
     from orchestrate.load.jointoken import token_file_of
-    from orchestrate.load.loadrun import REMOTE_WORKERS_WAIT_S, Swarm
+    from orchestrate.load.locust_run import REMOTE_WORKERS_WAIT_S, Swarm
     from orchestrate.server.launchers.base import LOCAL_HOSTS
     if args.workers and args.master:
         raise ScenarioError("--workers and --master exclude each other: --workers starts local workers, "
@@ -199,7 +199,7 @@ def web_ui_of(args: argparse.Namespace) -> WebUi | None:
         if args.web_host or args.web_port or args.ui_quit_on_stop:
             raise ScenarioError("--web-host/--web-port/--ui-quit-on-stop only apply with --ui")
         return None
-    from orchestrate.load.loadrun import WebUi
+    from orchestrate.load.locust_run import WebUi
     from orchestrate.server.launchers.base import LOCAL_HOSTS, free_port
     host = args.web_host or "127.0.0.1"
     if host not in LOCAL_HOSTS:

@@ -17,8 +17,8 @@ import yaml
 from locustfiles.conversations import planned_requests
 from locustfiles.dataset import Prompt
 from orchestrate.errors import ServerError, ServerExitedError, TokenswarmError
-from orchestrate.load.hostload import machine
-from orchestrate.load.loadrun import GAVE_UP_ON_WORKERS, LoadOutcome, LoadPlan, Swarm, WebUi, run_load
+from orchestrate.load.host_probe import machine
+from orchestrate.load.locust_run import GAVE_UP_ON_WORKERS, LoadOutcome, LoadPlan, Swarm, WebUi, run_load
 from orchestrate.load.probewatch import ProbeWatch
 from orchestrate.load.prompts import PromptPool, check_datasets, prepare_prompts
 from orchestrate.load.sampler import MetricsSampler

@@ -9,11 +9,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from orchestrate.load.loadrun import LoadOutcome
+from orchestrate.load.locust_run import LoadOutcome
 from orchestrate.load.prompts import PreparedPrompts, PromptPool
 from orchestrate.report.repeats import Repeat
 from orchestrate.results import VariantPaths
-from orchestrate.scenario.hostlimits import HostLimits
+from orchestrate.scenario.host_limits import HostLimits
 from orchestrate.scenario.spec import Variant
 from orchestrate.server.launchers.base import Launcher
 from orchestrate.server.liveness import ServerWatch

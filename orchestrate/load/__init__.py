@@ -1,5 +1,5 @@
-"""Stage 3, load: the prompts (``prompts.py``), the Locust run (``loadrun.py``) and what is sampled beside it
-(``sampler.py``, ``hostload.py``), written as result files (``results.py`` names them).
+"""Stage 3, load: the prompts (``prompts.py``), the Locust run (``locust_run.py``) and what is sampled beside it
+(``sampler.py``, ``host_probe.py``), written as result files (``results.py`` names them).
 
 Imports the scenario and the server stages; nothing of the report.
 """

@@ -1,7 +1,7 @@
 """A capacity probe's early stop: once it can no longer reach its attainment, the rest of it is wasted time.
 
-Stage: load (beside ``loadrun``, which asks ``cannot_pass`` every 0.2 s). It reads the probe's
-``requests.jsonl`` as the records arrive (``loadrun.complete_lines``, as the progress line does) and judges each by the goodput rule (``scenario.slo.meets_slo``),
+Stage: load (beside ``locust_run``, which asks ``cannot_pass`` every 0.2 s). It reads the probe's
+``requests.jsonl`` as the records arrive (``locust_run.complete_lines``, as the progress line does) and judges each by the goodput rule (``scenario.slo.meets_slo``),
 like GuideLLM's over-saturation stop. A probe passes on the requests sent in its steady-state window;
 that window holds at most all the probe's requests and leaves out at most the ramp's first ``users``
 sends (a closed loop's drain sends nothing). So a probe is lost for certain once its misses, less
@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from orchestrate.load.loadrun import complete_lines
+from orchestrate.load.locust_run import complete_lines
 from orchestrate.scenario.search import CANNOT_PASS
 from orchestrate.scenario.slo import meets_slo
 

@@ -4,7 +4,7 @@ Stage: load, beside it (``runloop`` wraps ``run_load`` in a ``MetricsSampler``).
 takes the samples: the orchestrator never imports gevent or locust. One sample costs one GET of
 ``/metrics``, at most three ``nvidia-smi`` calls (memory, power, other GPU processes), the launcher's
 ``memory_bytes()``, a power reading (``orchestrate.load.power``) and a reading of the host's own load
-(``orchestrate.load.hostload``). Only raw values are written, each line flushed at once
+(``orchestrate.load.host_probe``). Only raw values are written, each line flushed at once
 (a killed orchestrator loses nothing); deltas, peaks, rates and joules are the report's job
 (``report.aggregates.servermetrics``, ``report.aggregates.energy``).
 """
@@ -26,7 +26,7 @@ from typing import IO, TypedDict
 
 import requests
 
-from orchestrate.load.hostload import HostLoadProbe
+from orchestrate.load.host_probe import HostProbe
 from orchestrate.load.power import PowerProbe
 from orchestrate.processes import run_command
 from orchestrate.results import SERVER_COUNTERS, SERVER_GAUGES
@@ -65,7 +65,7 @@ class MetricsSample(TypedDict):
     metrics: dict[str, float | None] | None
     metrics_error: str | None
     host: dict[str, object] | None
-    """The host's own load since the last sample (``hostload.HostLoadProbe.read``)."""
+    """The host's own load since the last sample (``host_probe.HostProbe.read``)."""
     power_watts: float | None
     """The serving machine's power now: its GPUs' (summed), else its CPU packages' (``power.PowerProbe``)."""
     energy_joules: float | None
@@ -212,7 +212,7 @@ class MetricsSampler:
         self._file: IO[str] | None = None
         self._session: requests.Session | None = None
         self._gpu = GpuMemoryProbe(None)
-        self._host: HostLoadProbe | None = None
+        self._host: HostProbe | None = None
         self._power: PowerProbe | None = None
         self._t0 = time.monotonic()
 
@@ -231,7 +231,7 @@ class MetricsSampler:
         self._file = self.out.open("w", encoding="utf-8")
         self._session = self.session_factory()
         self._gpu = GpuMemoryProbe(shutil.which(NVIDIA_SMI[0]))
-        self._host = HostLoadProbe(self.launcher.pid(), self.url, gpu=shutil.which(NVIDIA_SMI[0]) is not None)
+        self._host = HostProbe(self.launcher.pid(), self.url, gpu=shutil.which(NVIDIA_SMI[0]) is not None)
         self._power = PowerProbe(self.launcher.gpus())
         self._stop.clear()
         self._t0 = time.monotonic()

@@ -21,7 +21,7 @@ from dataclasses import dataclass, replace
 
 from locustfiles.conversations import planned_requests
 from locustfiles.dataset import Prompt
-from orchestrate.load.loadrun import LoadOutcome, LoadPlan, Swarm, run_load
+from orchestrate.load.locust_run import LoadOutcome, LoadPlan, Swarm, run_load
 from orchestrate.load.prompts import write_prompts
 from orchestrate.load.sampler import MetricsSampler
 from orchestrate.results import VariantPaths, read_json

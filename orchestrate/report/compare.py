@@ -74,7 +74,7 @@ class VariantResult:
     factors: dict[str, Any] = field(default_factory=dict)
     """The summary's ``factors``: axis → ``{value, covers}`` (none in summaries written before them)."""
     host: dict[str, Any] | None = None
-    """The summary's ``host`` block (``orchestrate.load.hostload``): was the host busy while it ran."""
+    """The summary's ``host`` block (``orchestrate.load.host_probe``): was the host busy while it ran."""
     prompts: frozenset[int] | None = None
     """The prompt indices it completed (``completed_prompts``; None in summaries written before them, and for
     a capacity search, whose probes each number their prompts from 0)."""

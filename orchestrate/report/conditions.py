@@ -16,7 +16,7 @@ from orchestrate.report.aggregates.headline import summarize_records
 from orchestrate.report.aggregates.recordsfile import read_records
 from orchestrate.report.aggregates.stats import numeric_column
 from orchestrate.report.formats import summary_numbers
-from orchestrate.report.hostreport import busy_reasons
+from orchestrate.report.host_report import busy_reasons
 from orchestrate.results import VariantPaths
 
 HostBlock = dict[str, Any] | None

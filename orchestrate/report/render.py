@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from orchestrate.report import loadreport, sweep_report
+from orchestrate.report import pacing_report, sweep_report
 from orchestrate.report.aggregates import capacity, energy, goodput, steadystate, turns, uisteps
 from orchestrate.report.aggregates.chunks import output_tokens_per_second
 from orchestrate.report.aggregates.servermetrics import metrics_timeline
@@ -123,7 +123,7 @@ def outcome_line(summary: dict[str, Any]) -> str:
 
 
 def host_line(summary: dict[str, Any]) -> str | None:
-    """The host's own load beside the numbers: foreign CPU and steal (``orchestrate.load.hostload``)."""
+    """The host's own load beside the numbers: foreign CPU and steal (``orchestrate.load.host_probe``)."""
     host = summary.get("host")
     if not host:
         return None
@@ -185,7 +185,7 @@ def markdown(summary: dict[str, Any], images: Sequence[str] = ()) -> str:
     table = latency_table(summary)
     out += table + ([""] if table else [])
     out += steadystate.markdown(summary)
-    out += loadreport.markdown(summary)  # open-loop arrivals, per-stage table
+    out += pacing_report.markdown(summary)  # open-loop arrivals, per-stage table
     out += goodput.markdown(summary.get("goodput"))
     if "tokens" in summary:
         t = summary["tokens"]

@@ -22,7 +22,7 @@ class RunFacts:
     a folder no run loop wrote (a plain Locust run's, rebuilt by ``tokenswarm report``)."""
     error: str | None = None
     stopped_by: str | None = None
-    """What ended the load (``loadrun.LoadOutcome.stopped_by``); None when no load ran."""
+    """What ended the load (``locust_run.LoadOutcome.stopped_by``); None when no load ran."""
     planned_prompts: int | None = None
     sampling: dict[str, Any] | None = None
     """How the prompts were sampled: dataset, token counter, examined, dropped, shortfall, truncation."""

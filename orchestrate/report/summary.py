@@ -18,19 +18,19 @@ from orchestrate.report.aggregates.energy import energy
 from orchestrate.report.aggregates.goodput import goodput
 from orchestrate.report.aggregates.headline import summarize_records
 from orchestrate.report.aggregates.host import summarize_host
-from orchestrate.report.aggregates.loadphases import load_mode_summary
+from orchestrate.report.aggregates.pacing_figures import load_mode_summary
 from orchestrate.report.aggregates.recordsfile import read_records
 from orchestrate.report.aggregates.servermetrics import jsonl_rows, load_metrics, server_metrics, summarize_metrics
 from orchestrate.report.aggregates.steadystate import steady_state
 from orchestrate.report.aggregates.turns import summarize_turns
 from orchestrate.report.aggregates.uisteps import form_spawn_rate, ui_steps, user_levels, users_over_time
-from orchestrate.report.hostreport import host_note
-from orchestrate.report.loadreport import notes as load_mode_notes
+from orchestrate.report.host_report import host_note
+from orchestrate.report.pacing_report import notes as load_mode_notes
 from orchestrate.report.render import write_reports
 from orchestrate.report.runfacts import RunFacts
 from orchestrate.report.sweep_report import sweep_block
 from orchestrate.results import VariantPaths, read_json
-from orchestrate.scenario.hostlimits import HostLimits
+from orchestrate.scenario.host_limits import HostLimits
 from orchestrate.scenario.spec import Sweep
 
 TOKEN_COUNTERS = {

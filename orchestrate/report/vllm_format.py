@@ -139,7 +139,7 @@ def _real(value: Any) -> float | None:
 
 
 def _traffic(summary: dict[str, Any]) -> dict[str, Any]:
-    """vLLM's ``request_rate``/``burstiness``/``max_concurrency`` from the settings ``orchestrate.scenario.loadmodes`` writes."""
+    """vLLM's ``request_rate``/``burstiness``/``max_concurrency`` from the settings ``orchestrate.scenario.pacing`` writes."""
     settings = summary.get("settings") or {}
     rate, users = _real(settings.get("load.rate")), _real(settings.get("load.users"))
     stages = settings.get("load.stages")

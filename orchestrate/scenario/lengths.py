@@ -2,7 +2,7 @@
 ``prefix_tokens``, and ``ignore_eos`` (replies that run to ``max_tokens``, any dataset).
 
 Stage: scenario. ``scenario._load`` validates them here; ``orchestrate.load.fixedprompts`` builds the
-prompts, ``loadrun`` sends ``--ignore-eos`` to Locust.
+prompts, ``locust_run`` sends ``--ignore-eos`` to Locust.
 """
 
 from __future__ import annotations

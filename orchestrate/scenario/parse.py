@@ -19,11 +19,11 @@ from typing import Any
 from locustfiles.serverwatch import DEFAULT_LOST_AFTER_S
 from orchestrate.errors import ScenarioError
 from orchestrate.scenario.datasets import DATASET_KEYS, parse_dataset
-from orchestrate.scenario.hostlimits import parse_host_limits
+from orchestrate.scenario.host_limits import parse_host_limits
 from orchestrate.scenario.keypaths import Origin, merge_sections, put_path
 from orchestrate.scenario.lengths import LENGTH_KEYS, parse_lengths
-from orchestrate.scenario.loadmodes import MODE_KEYS, hide_stages, with_load_modes
 from orchestrate.scenario.matrix import Combination, apply_combination, expand_matrix
+from orchestrate.scenario.pacing import MODE_KEYS, hide_stages, with_load_modes
 from orchestrate.scenario.replay import REPLAY_KEYS, hide_think_time, parse_replay
 from orchestrate.scenario.search import parse_search
 from orchestrate.scenario.settings import on_off

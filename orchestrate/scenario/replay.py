@@ -1,6 +1,6 @@
 """The load section's replay keys: ``mode``, ``history``, ``think_time_s``, ``max_turns``.
 
-Stage: scenario → load. ``scenario._load`` validates them here; ``loadrun`` passes them to Locust as
+Stage: scenario → load. ``scenario._load`` validates them here; ``locust_run`` passes them to Locust as
 flags.
 """
 

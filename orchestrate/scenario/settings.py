@@ -12,7 +12,7 @@ from typing import Any
 from locustfiles.dataset import SamplingConfig
 from orchestrate.scenario.flags import VALUE_SWITCHES, canonical_flag
 from orchestrate.scenario.lengths import length_settings
-from orchestrate.scenario.loadmodes import settings as mode_settings
+from orchestrate.scenario.pacing import settings as mode_settings
 from orchestrate.scenario.replay import replay_settings
 from orchestrate.scenario.search import settings as search_settings
 from orchestrate.scenario.spec import LAUNCHER_KINDS, RANDOM_DATASET, SAMPLING_KEYS, Variant

@@ -12,9 +12,9 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from locustfiles.loadshape import Stage
+from locustfiles.pacing_params import Stage
 from locustfiles.serverwatch import DEFAULT_LOST_AFTER_S
-from orchestrate.scenario.hostlimits import HostLimits
+from orchestrate.scenario.host_limits import HostLimits
 from orchestrate.scenario.keypaths import merge_sections
 from orchestrate.scenario.slo import Slo
 
@@ -189,7 +189,7 @@ class LoadSpec:
     server_lost_after_s: float = DEFAULT_LOST_AFTER_S
     """Every connection refused (or ``/health`` unanswered) this long: the server is lost, the run stops."""
     rate: float | None = None
-    """Open loop: requests/s on a schedule fixed in advance; ``users`` is then the cap in flight (``loadmodes.py``)."""
+    """Open loop: requests/s on a schedule fixed in advance; ``users`` is then the cap in flight (``pacing.py``)."""
     arrival: str = "poisson"
     burstiness: float = 1.0
     late_ms: float = 10.0
@@ -262,7 +262,7 @@ class Scenario:
     repeats: int = 1
     """Every variant runs this many times, in interleaved order (A B C A B C), each a result folder."""
     host_limits: HostLimits = HostLimits()
-    """Past these the host was busy while a variant ran (``orchestrate.load.hostload``)."""
+    """Past these the host was busy while a variant ran (``orchestrate.load.host_probe``)."""
 
     def as_run(self) -> dict[str, Any]:
         """Every variant's settings after merging and overrides: ``scenario.yaml`` of a run."""

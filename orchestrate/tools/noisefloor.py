@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from orchestrate.errors import ScenarioError
-from orchestrate.load.loadrun import Swarm
+from orchestrate.load.locust_run import Swarm
 from orchestrate.report.compare import EFFECT_METRICS, compare, read_variants
 from orchestrate.report.compare_report import write_comparison
 from orchestrate.report.repeats import NOISE_FLOOR_JSON, deviation, host_floor_file

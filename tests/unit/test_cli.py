@@ -16,7 +16,7 @@ import orchestrate.runloop
 from locustfiles.admission import JOIN_TOKEN_ENV
 from locustfiles.records import RequestRecord
 from orchestrate.cli import main
-from orchestrate.load.loadrun import Swarm, WebUi
+from orchestrate.load.locust_run import Swarm, WebUi
 from orchestrate.results import VariantPaths
 from orchestrate.scenario.spec import Scenario, ServerSpec
 from orchestrate.server.launchers import server_command

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from orchestrate.report.aggregates.host import summarize_host
-from orchestrate.report.hostreport import host_note
-from orchestrate.scenario.hostlimits import HostLimits
+from orchestrate.report.host_report import host_note
+from orchestrate.scenario.host_limits import HostLimits
 
 
 def readings(foreign: list[float], steal: list[float], gpu: list[str] | None = None) -> list[dict]:

@@ -11,7 +11,7 @@ import pytest
 from locustfiles.admission import JOIN_TOKEN_ENV
 from orchestrate.errors import ScenarioError
 from orchestrate.load import jointoken
-from orchestrate.load.loadrun import LoadPlan, Swarm, locust_command, worker_command
+from orchestrate.load.locust_run import LoadPlan, Swarm, locust_command, worker_command
 from orchestrate.results import VariantPaths
 
 

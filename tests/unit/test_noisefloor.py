@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from orchestrate.errors import ScenarioError
-from orchestrate.load.loadrun import Swarm
+from orchestrate.load.locust_run import Swarm
 from orchestrate.report.repeats import NOISE_FLOOR_ENV, NOISE_FLOOR_JSON, host_floor_file
 from orchestrate.results import VariantPaths, compare_md
 from orchestrate.scenario.spec import LoadSpec, Scenario, ServerSpec, Variant

@@ -12,7 +12,7 @@ import pytest
 import orchestrate.runloop
 from orchestrate.cli import main
 from orchestrate.errors import ScenarioError
-from orchestrate.load.loadrun import DEFAULT_MASTER_PORT, REMOTE_WORKERS_WAIT_S, Swarm, WebUi
+from orchestrate.load.locust_run import DEFAULT_MASTER_PORT, REMOTE_WORKERS_WAIT_S, Swarm, WebUi
 from orchestrate.results import VariantPaths
 from orchestrate.run_options import (
     add_run_arguments,
@@ -26,7 +26,7 @@ from orchestrate.run_options import (
     web_ui_of,
     with_search,
 )
-from orchestrate.scenario.hostlimits import HostLimits
+from orchestrate.scenario.host_limits import HostLimits
 from orchestrate.scenario.slo import Slo
 from orchestrate.scenario.spec import Scenario, Search
 from orchestrate.server.preflight import API_KEY_ENV

@@ -20,8 +20,8 @@ from locustfiles.records import RequestRecord
 from orchestrate import runloop
 from orchestrate.errors import LoadRunError, ServerExitedError, ServerNotReadyError
 from orchestrate.load import steps
-from orchestrate.load.hostload import machine
-from orchestrate.load.loadrun import GAVE_UP_ON_WORKERS, LoadOutcome, LoadPlan, Swarm
+from orchestrate.load.host_probe import machine
+from orchestrate.load.locust_run import GAVE_UP_ON_WORKERS, LoadOutcome, LoadPlan, Swarm
 from orchestrate.load.prompts import PreparedPrompts
 from orchestrate.results import VariantPaths
 from orchestrate.runloop import run_scenario, run_variant

@@ -8,7 +8,7 @@ from collections.abc import Callable
 
 import pytest
 
-from locustfiles.loadshape import Stage
+from locustfiles.pacing_params import Stage
 from orchestrate.scenario.search import MIN_RATE_PROMPTS, boundary, converged, next_probe, probe_load, problem, settings
 from orchestrate.scenario.spec import DEFAULT_SETTLE_S, LoadSpec, Search
 from tests.helpers import parse_text, scenario_error

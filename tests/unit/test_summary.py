@@ -13,7 +13,7 @@ from locustfiles.records import RequestRecord
 from orchestrate.report.runfacts import KEPT, RunFacts
 from orchestrate.report.summary import TOKEN_COUNTERS, build_summary, notes, rebuild_summary
 from orchestrate.results import VariantPaths
-from orchestrate.scenario.hostlimits import HostLimits
+from orchestrate.scenario.host_limits import HostLimits
 
 T0 = 1_700_000_000.0
 

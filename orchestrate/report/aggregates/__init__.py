@@ -11,7 +11,7 @@ Stage: report. One kind a module:
 - ``client``: the load generators' self-check and Locust's own counts against the records.
 - ``goodput``: the requests that met the scenario's SLOs, and their rate (with its summary.md lines).
 - ``accounting``: what became of every prompt asked for, the connections, when the server went down.
-- ``loadphases``: an open-loop run's rates, lateness and unsent requests; a ramp's figures per stage.
+- ``pacing_figures``: an open-loop run's rates, lateness and unsent requests; a ramp's figures per stage.
 - ``turns``: multi-turn replay per turn index, and the conversations (with its summary.md table).
 - ``steadystate``: the steady-state window (the ramp and the drain left out) and the figures inside it.
 - ``capacity``: a capacity search's answer: each probe judged, the boundary, what limited it, the cliff.

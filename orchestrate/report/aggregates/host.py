@@ -1,7 +1,7 @@
 """The summary's ``host`` block: how busy the host was while a variant ran.
 
-Stage: report. Built from the ``host`` readings in ``metrics.jsonl`` (``load/hostload.py`` takes
-them); busy means past the scenario's ``HostLimits`` (``report/hostreport.py`` says why, and writes
+Stage: report. Built from the ``host`` readings in ``metrics.jsonl`` (``load/host_probe.py`` takes
+them); busy means past the scenario's ``HostLimits`` (``report/host_report.py`` says why, and writes
 the note a reader must see).
 """
 
@@ -12,8 +12,8 @@ from typing import Any
 import numpy as np
 
 from orchestrate.report.aggregates.stats import weighted_stats
-from orchestrate.report.hostreport import busy_reasons
-from orchestrate.scenario.hostlimits import HostLimits
+from orchestrate.report.host_report import busy_reasons
+from orchestrate.scenario.host_limits import HostLimits
 
 
 def summarize_host(samples: list[dict[str, Any]], limits: HostLimits = HostLimits()) -> dict[str, Any] | None:

@@ -1,4 +1,4 @@
-"""orchestrate/report/aggregates/loadphases.py: the ``arrivals`` and ``stages`` blocks from records."""
+"""orchestrate/report/aggregates/pacing_figures.py: the ``arrivals`` and ``stages`` blocks from records."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pandas as pd
 
 from locustfiles.metrics import stamp_schedule as stamp
 from locustfiles.records import RequestRecord
-from orchestrate.report.aggregates import loadphases
+from orchestrate.report.aggregates import pacing_figures
 from orchestrate.report.aggregates.recordsfile import read_records
 
 T0 = 1_000_000.0
@@ -42,7 +42,7 @@ def stages_info(starts: list[float], end: float | None) -> dict[str, Any]:
 
 def test_a_lost_workers_requests_are_not_unsent() -> None:
     records = pd.DataFrame([rec(0, T0, scheduled=T0)])
-    arr = loadphases.summarize_arrivals(records, arrivals_info(3, 10.0, end=T0 + 5), lost={2})
+    arr = pacing_figures.summarize_arrivals(records, arrivals_info(3, 10.0, end=T0 + 5), lost={2})
     assert (arr["sent"], arr["unsent"], arr["unsent_overdue"]) == (1, 1, 1)
 
 
@@ -50,7 +50,7 @@ def test_requests_cancelled_by_a_ramp_down_end_there() -> None:
     """Stage 2 (3 users) → stage 3 (2 users): Locust stops a user at once; its request has no end of its own."""
     cancelled = [rec(k, T0 + 3.9, status="cancelled", e2e=None, ttft=None) for k in range(3)]
     kept = [rec(3 + k, T0 + 4.2 + 0.5 * j) for j in range(2) for k in range(2)]
-    stages = loadphases.summarize_stages(pd.DataFrame(cancelled + kept),
+    stages = pacing_figures.summarize_stages(pd.DataFrame(cancelled + kept),
                                          stages_info([T0, T0 + 2.05, T0 + 4.1], T0 + 6.2))
     assert [s["requests"] for s in stages] == [0, 3, 4] and stages[1]["cancelled"] == 3
     assert stages[1]["peak_in_flight"] == 3 and stages[2]["peak_in_flight"] == 2
@@ -68,6 +68,6 @@ def test_the_columnar_frame_gives_the_same_blocks(tmp_path: Path) -> None:
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
     info = stages_info([T0, T0 + 2.05, T0 + 4.1], T0 + 6.2)
     lists, columnar = pd.DataFrame(rows), read_records(path)
-    assert loadphases.summarize_stages(columnar, info) == loadphases.summarize_stages(lists, info)
+    assert pacing_figures.summarize_stages(columnar, info) == pacing_figures.summarize_stages(lists, info)
     arrivals = arrivals_info(4, 2.0, end=T0 + 5)
-    assert loadphases.summarize_arrivals(columnar, arrivals) == loadphases.summarize_arrivals(lists, arrivals)
+    assert pacing_figures.summarize_arrivals(columnar, arrivals) == pacing_figures.summarize_arrivals(lists, arrivals)

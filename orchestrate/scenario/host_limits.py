@@ -1,8 +1,8 @@
 """The host's limits: past these p50s a variant's host counts as busy (scenario ``host_limits:``).
 
 Stage: scenario. A spec like the others (``Scenario.host_limits``); the probe that reads the host
-is ``load/hostload.py``, the summary's ``host`` block ``report/aggregates/host.py`` and its note
-``report/hostreport.py``.
+is ``load/host_probe.py``, the summary's ``host`` block ``report/aggregates/host.py`` and its note
+``report/host_report.py``.
 """
 
 from __future__ import annotations

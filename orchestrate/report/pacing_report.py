@@ -1,13 +1,13 @@
 """``summary.md``'s lines and notes for an open-loop run (``arrivals``) and a staged ramp (``stages``).
 
-Stage: report. Formatting only: the figures are ``aggregates/loadphases.py``'s.
+Stage: report. Formatting only: the figures are ``aggregates/pacing_figures.py``'s.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from orchestrate.report.aggregates.loadphases import LATENCY_KEYS
+from orchestrate.report.aggregates.pacing_figures import LATENCY_KEYS
 from orchestrate.report.formats import fmt_ms, fmt_num
 
 

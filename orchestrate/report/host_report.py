@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from orchestrate.scenario.hostlimits import BURST_MIN_S, BURST_SHARE, FOREIGN_CPU_LIMIT_PCT, STEAL_LIMIT_PCT
+from orchestrate.scenario.host_limits import BURST_MIN_S, BURST_SHARE, FOREIGN_CPU_LIMIT_PCT, STEAL_LIMIT_PCT
 
 
 def busy_reasons(host: dict[str, Any] | None) -> list[str]:

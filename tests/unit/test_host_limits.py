@@ -1,4 +1,4 @@
-"""orchestrate/scenario/hostlimits.py: ``host_limits:`` → ``HostLimits``, one-line ``FILE:LINE`` errors."""
+"""orchestrate/scenario/host_limits.py: ``host_limits:`` → ``HostLimits``, one-line ``FILE:LINE`` errors."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from orchestrate.errors import ScenarioError
-from orchestrate.scenario.hostlimits import FOREIGN_CPU_LIMIT_PCT, STEAL_LIMIT_PCT, HostLimits, parse_host_limits
+from orchestrate.scenario.host_limits import FOREIGN_CPU_LIMIT_PCT, STEAL_LIMIT_PCT, HostLimits, parse_host_limits
 from orchestrate.scenario.yamlsource import read_yaml
 from tests.helpers import parse_text as parse
 from tests.helpers import scenario_error as error_of

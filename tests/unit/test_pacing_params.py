@@ -1,4 +1,4 @@
-"""locustfiles/loadshape.py: a ramp stage and its default spawn rate, shared by ``--stages`` and the scenario.
+"""locustfiles/pacing_params.py: a ramp stage and its default spawn rate, shared by ``--stages`` and the scenario.
 
 ``--stages`` applying the default stage by stage is checked in test_stages.py (it needs Locust).
 """
@@ -9,7 +9,7 @@ import dataclasses
 
 import pytest
 
-from locustfiles.loadshape import Stage, default_spawn_rate
+from locustfiles.pacing_params import Stage, default_spawn_rate
 
 
 def test_a_first_stage_reaches_its_users_in_about_a_second() -> None:

@@ -2,7 +2,7 @@
 
 Stage: load, beside it (``sampler.MetricsSampler`` takes one reading per sample into
 ``metrics.jsonl``; the summary's ``host`` block is ``report/aggregates/host.py``, its note
-``report/hostreport.py``, the limits ``scenario/hostlimits.py``).
+``report/host_report.py``, the limits ``scenario/host_limits.py``).
 
 A comparison is only as fair as its conditions: two variants that differ in flash attention also
 differ in what else the host was doing. Per interval, foreign CPU = the host's busy CPU time
@@ -91,7 +91,7 @@ def foreign_gpu_processes(server: set[int], run: Callable[[tuple[str, ...]], str
     return apps
 
 
-class HostLoadProbe:
+class HostProbe:
     """One reading per call of the CPU each party used since the last call.
 
     :param server_pid: the launcher's server process (its tree is the server), or None.

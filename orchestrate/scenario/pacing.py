@@ -23,7 +23,7 @@ import json
 from dataclasses import asdict, replace
 from typing import Any, Callable
 
-from locustfiles.loadshape import ARRIVALS, DEFAULT_LATE_MS, Stage, default_spawn_rate
+from locustfiles.pacing_params import ARRIVALS, DEFAULT_LATE_MS, Stage, default_spawn_rate
 from orchestrate.scenario.spec import LoadSpec
 from orchestrate.scenario.yamlsource import Checker
 

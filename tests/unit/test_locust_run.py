@@ -1,4 +1,4 @@
-"""orchestrate/load/loadrun.py: the Locust command line built from a plan, and how ``run_load`` names
+"""orchestrate/load/locust_run.py: the Locust command line built from a plan, and how ``run_load`` names
 the way a load ended (the Locust process is a small python stand-in here; real Locust runs in integration)."""
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from typing import IO, Any
 import pytest
 
 from orchestrate.errors import LoadRunError
-from orchestrate.load import loadrun
-from orchestrate.load.loadrun import (
+from orchestrate.load import locust_run
+from orchestrate.load.locust_run import (
     DEFAULT_MASTER_PORT,
     EXPECT_WORKERS_WAIT_S,
     LoadPlan,
@@ -116,7 +116,7 @@ def test_locust_command_with_the_web_ui(tmp_path: Path) -> None:
 def test_progress_counts_complete_lines_by_how_each_request_ended(tmp_path: Path) -> None:
     """A line still being written is counted on the next look, once; answered, errors and cancelled apart."""
     records = tmp_path / "requests.jsonl"
-    progress = loadrun.Progress()
+    progress = locust_run.Progress()
     progress.read(records)
     assert progress.ended == 0 and progress.offset == 0  # not written yet
     records.write_bytes(b'{"status":"ok"}\n{"status":"error"}\n{"status":"cancelled"}\n{"status":"er')
@@ -128,7 +128,7 @@ def test_progress_counts_complete_lines_by_how_each_request_ended(tmp_path: Path
     assert (progress.answered, progress.errors, progress.cancelled) == (1, 2, 1)
     assert progress.offset == records.stat().st_size
     assert progress.line(48) == "1/48 answered, 2 errors, 1 cancelled, 44 left"
-    assert loadrun.Progress(answered=3).line(3) == "3/3 answered, 0 errors, 0 left"
+    assert locust_run.Progress(answered=3).line(3) == "3/3 answered, 0 errors, 0 left"
 
 
 # --- run_load with a stand-in for the Locust process ---------------------------------------------------
@@ -143,7 +143,7 @@ def fake_locust(monkeypatch: pytest.MonkeyPatch, script: str) -> list[list[str]]
         return subprocess.Popen([sys.executable, "-c", script, records], stdout=log, stderr=subprocess.STDOUT,
                                 start_new_session=True)
 
-    monkeypatch.setattr(loadrun, "_spawn", spawn)
+    monkeypatch.setattr(locust_run, "_spawn", spawn)
     return spawned
 
 

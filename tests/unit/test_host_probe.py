@@ -1,4 +1,4 @@
-"""orchestrate/load/hostload.py: the host's own load, from hand-written /proc/stat and readings."""
+"""orchestrate/load/host_probe.py: the host's own load, from hand-written /proc/stat and readings."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from orchestrate.load.hostload import HostLoadProbe, foreign_gpu_processes, listening_pid, read_proc_stat
+from orchestrate.load.host_probe import HostProbe, foreign_gpu_processes, listening_pid, read_proc_stat
 
 TICK = os.sysconf("SC_CLK_TCK")
 
@@ -26,7 +26,7 @@ def test_proc_stat_is_busy_steal_and_total_seconds(tmp_path: Path) -> None:
 
 def test_foreign_cpu_is_what_neither_the_server_nor_tokenswarm_used(tmp_path: Path) -> None:
     stat = stat_file(tmp_path, 0, 0, 0, 0)
-    probe = HostLoadProbe(server_pid=None, url="http://10.9.9.9:1", own_pid=os.getpid(), stat=stat)
+    probe = HostProbe(server_pid=None, url="http://10.9.9.9:1", own_pid=os.getpid(), stat=stat)
     assert probe.server_processes == "unknown"  # not on this host: its CPU would count as foreign
     assert probe.read()["foreign_cpu_pct"] is None  # the first reading is the baseline
     cores = os.cpu_count() or 1

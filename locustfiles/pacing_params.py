@@ -1,5 +1,5 @@
 """The parameters of open-loop arrivals and ramp stages that both sides read: the Locust flags
-(``options.py``, ``arrivals.py``, ``stages.py``) and the scenario (``orchestrate/scenario/loadmodes.py``).
+(``options.py``, ``arrivals.py``, ``stages.py``) and the scenario (``orchestrate/scenario/pacing.py``).
 
 Stage: load. It imports stdlib only, so the orchestrator can import it (``arrivals.py`` imports gevent
 and ``stages.py`` Locust, which the orchestrator never does).

@@ -1,4 +1,4 @@
-"""orchestrate/scenario/loadmodes.py: ``rate``/``arrival``/``burstiness``/``late_ms`` and ``stages`` in a scenario,
+"""orchestrate/scenario/pacing.py: ``rate``/``arrival``/``burstiness``/``late_ms`` and ``stages`` in a scenario,
 one-line errors, the Locust flags they become, and how a staged run says why it stopped."""
 
 from __future__ import annotations
@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from locustfiles.loadshape import Stage
-from orchestrate.load.loadrun import LoadPlan, locust_command
+from locustfiles.pacing_params import Stage
+from orchestrate.load.locust_run import LoadPlan, locust_command
 from orchestrate.results import VariantPaths
-from orchestrate.scenario import loadmodes
+from orchestrate.scenario import pacing
 from orchestrate.scenario.settings import variant_settings
 from orchestrate.scenario.spec import LoadSpec
 from tests.helpers import parse_text as parse
@@ -40,7 +40,7 @@ def test_rate_settings_and_flags() -> None:
     """).variants[0]
     settings = variant_settings(variant)
     assert settings["load.rate"] == 2.5 and settings["load.burstiness"] == 0.5 and settings["load.arrival"] == "poisson"
-    assert loadmodes.locust_args(variant.load) == ["--rate", "2.5", "--arrival", "poisson", "--burstiness", "0.5",
+    assert pacing.locust_args(variant.load) == ["--rate", "2.5", "--arrival", "poisson", "--burstiness", "0.5",
                                                    "--late-ms", "50", "--seed", "3"]
     assert "load.rate" not in variant_settings(parse("load: {users: 2}").variants[0])  # a closed loop's settings as before
 
@@ -56,8 +56,8 @@ def test_stages_replace_users() -> None:
     """).variants[0]
     load = variant.load
     assert load.stages == (Stage(10.0, 4, 2.0), Stage(10.0, 16, 8.0), Stage(20.0, 32, 2.0))
-    assert load.users == 32 and loadmodes.stages_duration_s(load) == 40.0
-    args = loadmodes.locust_args(load)
+    assert load.users == 32 and pacing.stages_duration_s(load) == 40.0
+    args = pacing.locust_args(load)
     assert args[0] == "--stages" and json.loads(args[1])[1] == {"duration_s": 10.0, "users": 16, "spawn_rate": 8.0}
     assert variant_settings(variant)["load.stages"][2] == {"duration_s": 20.0, "users": 32, "spawn_rate": 2.0}
     assert variant.sweep is None  # a list of stages is one value, not a sweep
@@ -183,17 +183,17 @@ def test_the_locust_command_carries_the_mode(tmp_path: Path) -> None:
 
 def test_a_staged_run_that_ran_out_of_stages_says_so() -> None:
     staged = LoadSpec(stages=(Stage(2.0, 1, 1.0), Stage(3.0, 2, 2.0)))
-    assert loadmodes.stopped_by(staged, "num_prompts", lambda: False) == "stages_end"
-    assert loadmodes.stopped_by(staged, "time_cap", lambda: False) == "stages_end"  # the cap was after the stages
-    assert loadmodes.stopped_by(staged, "num_prompts", lambda: True) == "num_prompts"
-    assert loadmodes.stopped_by(replace(staged, max_seconds=4.0), "time_cap", lambda: False) == "time_cap"
-    assert loadmodes.stopped_by(staged, "server_died", lambda: False) == "server_died"
-    assert loadmodes.stopped_by(LoadSpec(), "num_prompts", lambda: False) == "num_prompts"
-    assert loadmodes.stopped_by(None, "time_cap", lambda: False) == "time_cap"
+    assert pacing.stopped_by(staged, "num_prompts", lambda: False) == "stages_end"
+    assert pacing.stopped_by(staged, "time_cap", lambda: False) == "stages_end"  # the cap was after the stages
+    assert pacing.stopped_by(staged, "num_prompts", lambda: True) == "num_prompts"
+    assert pacing.stopped_by(replace(staged, max_seconds=4.0), "time_cap", lambda: False) == "time_cap"
+    assert pacing.stopped_by(staged, "server_died", lambda: False) == "server_died"
+    assert pacing.stopped_by(LoadSpec(), "num_prompts", lambda: False) == "num_prompts"
+    assert pacing.stopped_by(None, "time_cap", lambda: False) == "time_cap"
 
 
 def test_describe() -> None:
-    assert loadmodes.describe(LoadSpec(users=16, rate=20.0)) == "open loop 20 req/s (poisson), at most 16 in flight"
-    assert loadmodes.describe(LoadSpec(rate=2.0, burstiness=0.5)).startswith("open loop 2 req/s (poisson, burstiness 0.5)")
-    assert loadmodes.describe(LoadSpec(stages=(Stage(10, 4, 4), Stage(20, 16, 8)))) == \
+    assert pacing.describe(LoadSpec(users=16, rate=20.0)) == "open loop 20 req/s (poisson), at most 16 in flight"
+    assert pacing.describe(LoadSpec(rate=2.0, burstiness=0.5)).startswith("open loop 2 req/s (poisson, burstiness 0.5)")
+    assert pacing.describe(LoadSpec(stages=(Stage(10, 4, 4), Stage(20, 16, 8)))) == \
         "2 stages: 4 → 16 users over 30 s"

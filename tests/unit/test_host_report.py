@@ -1,12 +1,12 @@
-"""orchestrate/report/hostreport.py: what kept the host busy and the note, from hand-written readings."""
+"""orchestrate/report/host_report.py: what kept the host busy and the note, from hand-written readings."""
 
 from __future__ import annotations
 
 import pytest
 
 from orchestrate.report.aggregates.host import summarize_host
-from orchestrate.report.hostreport import host_note
-from orchestrate.scenario.hostlimits import HostLimits
+from orchestrate.report.host_report import host_note
+from orchestrate.scenario.host_limits import HostLimits
 from tests.unit.test_host import readings
 
 

@@ -25,7 +25,7 @@ from orchestrate.errors import LoadRunError
 from orchestrate.load import jointoken
 from orchestrate.processes import stop_process
 from orchestrate.results import VariantPaths
-from orchestrate.scenario import loadmodes, replay
+from orchestrate.scenario import pacing, replay
 from orchestrate.scenario.spec import LoadSpec
 from orchestrate.server.launchers.base import free_port
 from orchestrate.server.liveness import DIED
@@ -102,7 +102,7 @@ class LoadPlan:
     ui: WebUi | None = None
     """Locust's web UI (``-u``/``-r`` then only prefill its form), and ``--quit-on-stop``."""
     load: LoadSpec | None = None
-    """The scenario's load section: its request rate or ramp stages (``loadmodes.py``), when it has one."""
+    """The scenario's load section: its request rate or ramp stages (``pacing.py``), when it has one."""
     server_lost_after_s: float = DEFAULT_LOST_AFTER_S
     request_id_prefix: str = ""
     """Before every request id: a step's label, so the steps of one server start never share an id."""
@@ -143,7 +143,7 @@ def locust_command(plan: LoadPlan, paths: VariantPaths) -> list[str]:
         cmd.append("--ignore-eos")
     if plan.request_id_prefix:
         cmd += ["--request-id-prefix", plan.request_id_prefix]
-    cmd += loadmodes.locust_args(plan.load)  # --rate ... or --stages ...
+    cmd += pacing.locust_args(plan.load)  # --rate ... or --stages ...
     if plan.load is not None:
         cmd += replay.locust_args(plan.load)  # --mode multi_turn --history ... --think-time ...
     if plan.model:
@@ -294,7 +294,7 @@ def run_load(plan: LoadPlan, paths: VariantPaths, label: str,
         stopped_by = "time_cap"
     if plan.ui is not None and stopped_by in ("num_prompts", "time_cap"):  # the wall clock includes idle UI time
         stopped_by = "num_prompts" if _count_lines(paths.records) >= plan.num_prompts else "ui_stop"
-    stopped_by = loadmodes.stopped_by(plan.load, stopped_by, lambda: _count_lines(paths.records) >= plan.num_prompts)
+    stopped_by = pacing.stopped_by(plan.load, stopped_by, lambda: _count_lines(paths.records) >= plan.num_prompts)
     if proc.returncode not in (0, 1) and not paths.locust_json.exists():
         raise LoadRunError(f"locust exited with code {proc.returncode} and wrote no stats; "
                            f"see {paths.locust_log}")
