@@ -88,7 +88,7 @@ def test_the_search_finds_the_slots_and_each_probes_ttft_is_the_servers(tmp_path
         logged = [1000 * (server[r["request_id"]]["first"] - server[r["request_id"]]["arrive"])
                   for r in inside if r["status"] == "ok"]
         measured = summary["steady_state"]["ttft_ms"]
-        for p, within_ms in ((50, 3.0), (99, 6.0)):  # the client's clock adds the network and its own turn
+        for p, within_ms in ((50, 3.0), (99, 10.0)):  # the client's clock adds the network and its own turn
             assert abs(measured[f"p{p}"] - nearest_rank(logged, p)) < within_ms, (probe["label"], p, measured, logged)
     waited = [r for r in server.values() if "start" in r and r["start"] - r["arrive"] > 0.1]
     assert waited, "requests beyond the slots waited for one"
@@ -141,8 +141,10 @@ def test_32_users_and_1000_prompts_have_a_window_without_the_ramp_and_the_drain(
     level = np.cumsum([step for _, step in events])
     at_31 = times[np.flatnonzero(level >= 31)]
     ramp_done, drain_begins = at_31[0], times[np.flatnonzero(level >= 31)[-1] + 1]
-    assert start >= ramp_done - 0.005, "the window starts after the server had 31 in flight"
-    assert end <= drain_begins + 0.005, "and ends before the server's drain"
+    # the client sees the server's level change a network turn and an event-loop turn late (a few ms; on a
+    # shared 2-core VM, once in a while 10-20 ms)
+    assert start >= ramp_done - 0.025, "the window starts after the server had 31 in flight"
+    assert end <= drain_begins + 0.025, "and ends before the server's drain"
     assert end - start > 0.8 * (times[-1] - times[0])
     written = sum(1 for row in csv.DictReader(open(tmp_path / "server" / "truth.csv"))
                   if row["kind"] == "content" and start <= float(row["ts"]) < end)
