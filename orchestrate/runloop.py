@@ -163,7 +163,7 @@ def sample_prompts(result: VariantRun, url: str, session: requests.Session, ui: 
     print(f"[{variant.name}] sampling {wanted} prompts from {variant.load.dataset} "
           f"(lengths from {'the server' if facts.has_tokenize else 'an estimate'}) ...", flush=True)
     if variant.search is not None:
-        result.pool = PromptPool(variant.load, facts, url, paths.prompts, session, first_pool_size(variant.search, variant.load))
+        result.pool = PromptPool(variant.load, facts, url, paths.prompts, session, wanted)
         result.prompts = result.pool.prepared
     else:
         result.prompts = prepare_prompts(sweep_sampling(variant) if variant.sweep else variant.load,
