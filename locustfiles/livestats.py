@@ -77,6 +77,9 @@ class Finished(NamedTuple):
     draft_tokens: int | None
     draft_accepted: int | None
     reasoning_tokens: int
+    send_ts: float
+    target_users: int | None
+    """The user count it was sent under (None on a worker)."""
 
     @classmethod
     def of(cls, record: RequestRecord, t: float) -> Finished:
@@ -86,7 +89,7 @@ class Finished(NamedTuple):
                    record.ttfo_ms if ok else None, record.tpot_ms if ok else None,
                    itl_gaps_ms(record.chunk_offsets_ms) if ok else [], record.tokens_per_chunk or 1.0,
                    record.draft_tokens if ok else None, record.draft_accepted if ok else None,
-                   (record.reasoning_tokens or 0) if ok else 0)
+                   (record.reasoning_tokens or 0) if ok else 0, record.send_ts, record.target_users)
 
 
 @dataclass
@@ -163,6 +166,21 @@ class Tally:
         }
 
 
+@dataclass
+class UserLevel:
+    """The user count the run is set to now, and the requests sent under it: what the report calls a step
+    (``ui_steps``), live."""
+
+    users: int
+    after: float
+    """The previous level began here (clock seconds): a request with this count sent since is this level's
+    (a count set before, and set again, is another level)."""
+    set_at: float
+    """When the sampler saw it set (up to a sample late)."""
+    tally: Tally
+    first_send_ts: float | None = None
+
+
 class LiveStats:
     """The live figures of one test: ``add`` each collected record, read ``snapshot``.
 
@@ -186,16 +204,29 @@ class LiveStats:
         send when a request ended before that sample."""
         self.stopped_at: float | None = None
         self.history: deque[dict[str, Any]] = deque(maxlen=HISTORY_POINTS)
+        self.level: UserLevel | None = None
 
     def add(self, record: RequestRecord) -> None:
         """One finished request (O(its chunks)); called for every collected record."""
         now = self.clock()
         f = Finished.of(record, now)
         self.run.add(f)
+        level = self.level
+        if level is not None and f.target_users == level.users and f.send_ts > level.after:
+            level.tally.add(f)
+            level.first_send_ts = f.send_ts if level.first_send_ts is None else min(level.first_send_ts, f.send_ts)
         self.window.append(f)
         self._evict(now)
         if self.first_send_ts is None or record.send_ts < self.first_send_ts:
             self.first_send_ts = record.send_ts
+
+    def set_level(self, users: int | None) -> None:
+        """The user count the run is set to now (Locust's ``target_user_count``; None: unknown, a worker's)."""
+        if users is None or users <= 0 or (self.level is not None and self.level.users == users):
+            return
+        now = self.clock()
+        after = self.level.set_at if self.level is not None else float("-inf")
+        self.level = UserLevel(users, after, now, Tally(self.keep))
 
     def stop(self) -> None:
         """The test stopped: "since start" rates stop counting time."""
@@ -214,8 +245,14 @@ class LiveStats:
         now = self.clock()
         elapsed = None if self.first_send_ts is None else (self.stopped_at or now) - self.first_send_ts
         span, window = self._window(now)
+        level = self.level
+        level_s = None if level is None or level.first_send_ts is None else (
+            (self.stopped_at or now) - level.first_send_ts)
         return {"elapsed_s": elapsed, "window_s": self.window_s, "span_s": span, "in_flight": self.in_flight(),
-                "now": window, "run": self.run.figures(elapsed if elapsed is not None and elapsed > 0 else None)}
+                "now": window, "run": self.run.figures(elapsed if elapsed is not None and elapsed > 0 else None),
+                "level": None if level is None else {
+                    "users": level.users, "set_s_ago": (self.stopped_at or now) - level.set_at,
+                    **level.tally.figures(level_s if level_s is not None and level_s > 0 else None)}}
 
     def _window(self, now: float, itl: bool = True) -> tuple[float, dict[str, Any]]:
         """The window's span (seconds) and figures (``itl=False``: without the ITL percentiles)."""
@@ -234,12 +271,14 @@ class LiveStats:
         span = self.window_s if self.first_send_ts is None else min(self.window_s, now - self.first_send_ts)
         return span, tally.figures(span if span > 0 else None)
 
-    def sample(self, users: int | None = None, spawn_rate: float | None = None) -> dict[str, Any] | None:
+    def sample(self, users: int | None = None, spawn_rate: float | None = None,
+               target: int | None = None) -> dict[str, Any] | None:
         """Append one chart point (time since the test started, users, in flight, the "now" figures) from
         the first second users run, so the ramp is drawn before any request has ended; None (and nothing
         kept) before the test starts or after the stop."""
         if self.stopped_at is not None:
             return None
+        self.set_level(target)
         t, in_flight = self.clock(), self.in_flight()
         if self.chart_origin is None:
             if self.first_send_ts is None and not users and not in_flight:
@@ -277,57 +316,66 @@ def _share(value: float | None) -> str:
 
 def table_rows(snap: dict[str, Any], charts_url: str, budget: tuple[int, int, int] | None = None
                ) -> list[dict[str, str]]:
-    """The LLM tab: one row per figure, the last 10 s beside the whole test, all preformatted text.
+    """The LLM tab: one row per figure over the last 10 s, the current user level and the whole test, all
+    preformatted text.
 
     :param budget: the run's requests ``(planned, sent, ended)`` (the dispenser's), for the prompt budget row.
     """
-    now, run = snap["now"], snap["run"]
+    now, run, level = snap["now"], snap["run"], snap.get("level")
 
-    def row(figure: str, now_text: str, run_text: str, how: str) -> dict[str, str]:
-        return {"figure": figure, "now": now_text, "run": run_text, "how": how}
+    def row(figure: str, text: Callable[[dict[str, Any]], str], how: str) -> dict[str, str]:
+        """A figure formatted the same way over each of the three sets of requests."""
+        return {"figure": figure, "now": text(now), "level": text(level) if level else "—", "run": text(run),
+                "how": how}
+
+    def only(figure: str, run_text: str, how: str, level_text: str = "") -> dict[str, str]:
+        return {"figure": figure, "now": "", "level": level_text, "run": run_text, "how": how}
 
     def tokens(f: dict[str, Any]) -> str:
         return f"{_num(f['output_tokens_mean'])} / {_num(f['output_tokens_p50'], 0)}"
 
     drafting = run["acceptance"] is not None
     rows = [
-        row("Decode tok/s", _num(now["decode_tok_s"]), _num(run["decode_tok_s"]),
+        row("Decode tok/s", lambda f: _num(f["decode_tok_s"]),
             "output tokens of completed requests ÷ seconds (a request counts when it ends)"),
-        row("Prefill tok/s", _num(now["prefill_tok_s"]), _num(run["prefill_tok_s"]),
-            "prompt tokens of completed requests ÷ seconds"),
-        row("Completed requests/s", _num(now["requests_per_s"], 2), _num(run["requests_per_s"], 2),
-            "since start: ÷ seconds since the first request was sent"),
-        row("TTFT p50 / p90 / p99 (ms)", _pcts(now["ttft_ms"]), _pcts(run["ttft_ms"]),
+        row("Prefill tok/s", lambda f: _num(f["prefill_tok_s"]), "prompt tokens of completed requests ÷ seconds"),
+        row("Completed requests/s", lambda f: _num(f["requests_per_s"], 2),
+            "since start (this level): ÷ seconds since its first request was sent"),
+        row("TTFT p50 / p90 / p99 (ms)", lambda f: _pcts(f["ttft_ms"]),
             f"send → first token of any kind (reasoning or answer); nearest rank, since start = last "
             f"{KEEP_VALUES:,} requests"),
-        row("TTFO p50 / p90 / p99 (ms)", _pcts(now["ttfo_ms"]), _pcts(run["ttfo_ms"]),
+        row("TTFO p50 / p90 / p99 (ms)", lambda f: _pcts(f["ttfo_ms"]),
             "send → first token of the answer, after any reasoning (= TTFT for a model that does not reason)"),
-        row("TPOT p50 / p90 / p99 (ms)", _pcts(now["tpot_ms"]), _pcts(run["tpot_ms"]),
-            "(E2E − TTFT) ÷ (output tokens − 1)"),
-        row("ITL p50 / p90 / p99 (ms)", _pcts(now["itl_ms"]), _pcts(run["itl_ms"]),
+        row("TPOT p50 / p90 / p99 (ms)", lambda f: _pcts(f["tpot_ms"]), "(E2E − TTFT) ÷ (output tokens − 1)"),
+        row("ITL p50 / p90 / p99 (ms)", lambda f: _pcts(f["itl_ms"]),
             f"gaps between content chunks, weighted by tokens per chunk; last {KEEP_VALUES:,} gaps"),
-        row("Output tokens per request (mean / p50)", tokens(now), tokens(run), "completed requests"),
-        row("Reasoning share of output", _share(_ratio(now["reasoning_tokens"], now["output_tokens"])),
-            _share(_ratio(run["reasoning_tokens"], run["output_tokens"])),
+        row("Output tokens per request (mean / p50)", tokens, "completed requests"),
+        row("Reasoning share of output", lambda f: _share(_ratio(f["reasoning_tokens"], f["output_tokens"])),
             "reasoning tokens ÷ output tokens (reasoning_content or reasoning; the server's count when it gives one)"),
-        row("Draft acceptance", _share(now["acceptance"]), _share(run["acceptance"]),
+        row("Draft acceptance", lambda f: _share(f["acceptance"]),
             "Σ accepted ÷ Σ drafted tokens" if drafting else "no draft model: speculative decoding is off"),
-        row("Requests completed", f"{now['completed']:,}", f"{run['completed']:,}", "ended with a complete stream"),
-        row("Requests in flight", "", "—" if snap["in_flight"] is None else f"{snap['in_flight']:,}",
-            "handed out, not answered yet"),
-        row("Errors", f"{now['errors']:,}", f"{run['errors']:,}", "requests that did not end in a complete stream"),
+        row("Requests completed", lambda f: f"{f['completed']:,}", "ended with a complete stream"),
+        only("Requests in flight", "—" if snap["in_flight"] is None else f"{snap['in_flight']:,}",
+             "handed out, not answered yet"),
+        row("Errors", lambda f: f"{f['errors']:,}", "requests that did not end in a complete stream"),
     ]
-    rows += [row(f"    {cls}", f"{now['errors_by_class'].get(cls, 0):,}", f"{n:,}", "error class")
-             for cls, n in run["errors_by_class"].items()]
+    def errors_of(cls: str) -> Callable[[dict[str, Any]], str]:
+        return lambda f: f"{f['errors_by_class'].get(cls, 0):,}"
+
+    rows += [row(f"    {cls}", errors_of(cls), "error class") for cls in run["errors_by_class"]]
     if run["cancelled"]:
-        rows.append(row("Cancelled", f"{now['cancelled']:,}", f"{run['cancelled']:,}", "cut off by a stop"))
+        rows.append(row("Cancelled", lambda f: f"{f['cancelled']:,}", "cut off by a stop"))
+    if level:
+        rows.append(only("User level", "", "the user count set in the form, and the requests sent under it: the "
+                         "report's step for this level (summary.md's web UI steps)",
+                         f"{level['users']:,} users, set {level['set_s_ago']:,.0f} s ago"))
     if budget is not None:
         planned, sent, ended = budget
-        rows.append(row("Prompt budget", "", f"{sent:,} sent, {ended:,} ended, {max(planned - ended, 0):,} left of "
-                        f"{planned:,}", "the run ends when every planned request has ended (answered, failed or "
-                        "cancelled), at the time cap, or at Stop; Locust's user count does not end it"))
-    rows.append(row("Live charts", "", charts_url, "tokens/s, TTFT and users over time, from the first second: "
-                    "click to open (also under Download Data)"))
+        rows.append(only("Prompt budget", f"{sent:,} sent, {ended:,} ended, {max(planned - ended, 0):,} left of "
+                         f"{planned:,}", "the run ends when every planned request has ended (answered, failed or "
+                         "cancelled), at the time cap, or at Stop; Locust's user count does not end it"))
+    rows.append(only("Live charts", charts_url, "tokens/s, TTFT and users over time, from the first second: "
+                     "click to open (also under Download Data)"))
     return rows
 
 

@@ -51,7 +51,8 @@ QUIT_DELAY_S = 1.0
 """After a test stops: time for the Stop request to be answered and late records to arrive."""
 
 TABLE = [{"key": "figure", "title": "LLM figure"}, {"key": "now", "title": "Last 10 s"},
-         {"key": "run", "title": "Since start"}, {"key": "how", "title": "Definition"}]
+         {"key": "level", "title": "This user level"}, {"key": "run", "title": "Since start"},
+         {"key": "how", "title": "Definition"}]
 """The LLM tab's columns. Keys are single words: Locust's UI camel-cases keys."""
 
 
@@ -161,8 +162,10 @@ def _sample_forever(environment: Environment, stats: LiveStats) -> None:
     while True:
         gevent.sleep(SAMPLE_INTERVAL_S)
         try:
-            stats.sample(users=environment.runner.user_count if environment.runner else None,
-                         spawn_rate=getattr(environment.parsed_options, "spawn_rate", None))  # the form's, as run
+            runner = environment.runner
+            stats.sample(users=runner.user_count if runner else None,
+                         spawn_rate=getattr(environment.parsed_options, "spawn_rate", None),  # the form's, as run
+                         target=llm_run(environment).target_users)
         except Exception:  # a bug here must not end the chart, nor the run
             log.exception("tokenswarm: live chart sample failed")
 

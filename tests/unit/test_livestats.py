@@ -198,7 +198,8 @@ def test_table_rows_read_as_text(four_requests: tuple[LiveStats, Clock]) -> None
     assert rows["Cancelled"]["run"] == "1"
     assert rows["Live charts"]["run"] == "http://127.0.0.1:8089/tokenswarm/charts"
     assert "Download Data" in rows["Live charts"]["how"] and "Prompt budget" not in rows
-    assert all(set(r) == {"figure", "now", "run", "how"} for r in rows.values())
+    assert all(set(r) == {"figure", "now", "level", "run", "how"} for r in rows.values())
+    assert rows["Decode tok/s"]["level"] == "—" and "User level" not in rows  # no level seen by the sampler yet
     budget = {r["figure"]: r for r in table_rows(stats.snapshot(), "", (48, 27, 11))}["Prompt budget"]
     assert budget["run"] == "27 sent, 11 ended, 37 left of 48" and "the run ends when" in budget["how"]
 
@@ -227,3 +228,31 @@ def test_figures_csv_rows(four_requests: tuple[LiveStats, Clock]) -> None:
     assert by_name["in_flight"] == ["", 3]
     assert by_name["seconds"] == [10.0, 12.0]
     assert by_name["errors:http_400:exceed_context_size_error"] == [1, 1]
+
+
+def under(users: int, record: RequestRecord) -> RequestRecord:
+    record.target_users = users
+    return record
+
+
+def test_this_user_level_holds_the_requests_sent_under_the_count_set_now() -> None:
+    """8 users set at t=100, 4 at t=110 (each seen by the sampler): a request sent under 8 that ends after the
+    change stays out of the 4 level; the level's rates run from its own first send, as the report's step."""
+    clock = Clock(100.0)
+    stats = LiveStats(clock=clock, window_s=10.0, in_flight=lambda: 0)
+    stats.sample(users=8, target=8)
+    add_at(stats, clock, 104.0, under(8, ok(100.5, prompt=100, output=10, ttft=50.0, gap=5.0, tpot=5.0)))
+    assert stats.snapshot()["level"]["completed"] == 1 and stats.snapshot()["level"]["users"] == 8
+    clock.t = 110.0
+    stats.sample(users=8, target=4)  # Edit: the count is 4 from now on, the users are still winding down
+    add_at(stats, clock, 111.0, under(8, ok(109.0, prompt=100, output=10, ttft=70.0, gap=5.0, tpot=5.0)))
+    add_at(stats, clock, 112.0, under(4, ok(110.2, prompt=100, output=20, ttft=20.0, gap=5.0, tpot=5.0)))
+    level = stats.snapshot()["level"]
+    assert (level["users"], level["completed"], level["output_tokens"]) == (4, 1, 20)
+    assert level["ttft_ms"]["p50"] == 20.0 and level["set_s_ago"] == 2.0
+    assert level["decode_tok_s"] == pytest.approx(20 / (112.0 - 110.2))  # since its first send
+    stats.sample(users=4, target=4)  # the same count again: the same level
+    assert stats.snapshot()["level"]["completed"] == 1
+    rows = {r["figure"]: r for r in table_rows(stats.snapshot(), "")}
+    assert rows["User level"]["level"] == "4 users, set 2 s ago" and rows["Requests completed"]["level"] == "1"
+    assert rows["Requests completed"]["run"] == "3"

@@ -98,7 +98,7 @@ def seen() -> dict[str, Any]:
 def test_llm_tab_is_registered(seen: dict[str, Any]) -> None:
     template = seen["template"]
     assert template["extended_tabs"] == [{"title": "LLM", "key": "llm"}]
-    assert [c["key"] for c in template["extended_tables"][0]["structure"]] == ["figure", "now", "run", "how"]
+    assert [c["key"] for c in template["extended_tables"][0]["structure"]] == ["figure", "now", "level", "run", "how"]
     assert [f["href"] for f in template["extended_csv_files"]] == [
         "./tokenswarm/llm.csv", "./tokenswarm/llm_history.csv", "./tokenswarm/charts"]
     assert seen["index_has_tab"]  # the page Locust renders carries them
