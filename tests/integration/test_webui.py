@@ -76,8 +76,12 @@ def number(text: str) -> float | None:
         return None
 
 
+NOW, LEVEL, RUN = 0, 1, 2
+"""The LLM tab's columns after the figure's name: last 10 s, this user level, since start (then the definition)."""
+
+
 def llm_rows(page: Any) -> dict[str, list[str]]:
-    """The LLM tab's table: figure → [last 10 s, since start, definition]."""
+    """The LLM tab's table: figure → [last 10 s, this user level, since start, definition]."""
     rows: dict[str, list[str]] = {}
     for row in page.locator("table tbody tr").all():
         cells = [c.strip() for c in row.locator("td").all_inner_texts()]
@@ -137,12 +141,14 @@ def test_web_ui_llm_tab_chart_page_and_stop(tmp_path: Path) -> None:
                 return rows if decode and decode > 0 and number(ttft.split(" / ")[0]) else None
 
             rows = wait_until(figures_in, FIGURES_TIMEOUT_S, "decode tok/s > 0 and TTFT p50 in the LLM tab")
-            assert number(rows["Requests completed"][1]) and number(rows["Prefill tok/s"][1])
-            assert rows["Errors"][1] == "0"
-            assert rows["Live charts"][1] == f"{url}/tokenswarm/charts"
+            assert number(rows["Requests completed"][RUN]) and number(rows["Prefill tok/s"][RUN])
+            assert rows["Errors"][RUN] == "0"
+            assert rows["User level"][LEVEL].startswith(f"{USERS} users, set ")  # the form's count, seen live
+            assert number(rows["Requests completed"][LEVEL])
+            assert rows["Live charts"][RUN] == f"{url}/tokenswarm/charts"
             link = page.locator("td[role=link]")  # Locust's table shows text: tokenswarm's script makes it a link
             assert link.inner_text() == f"{url}/tokenswarm/charts"
-            assert rows["Draft acceptance"][0] == "—"  # no drafter in this scenario
+            assert rows["Draft acceptance"][NOW] == "—"  # no drafter in this scenario
             page.screenshot(path=str(shots / "webui-llm-tab.png"))
 
             with context.expect_page() as opened:
@@ -169,12 +175,15 @@ def test_web_ui_llm_tab_chart_page_and_stop(tmp_path: Path) -> None:
             page.locator("input[name=spawnRate]").fill(str(USERS))
             page.get_by_role("button", name="Update").click()
             time.sleep(HOLD_S)
+            page.get_by_role("tab", name="LLM").click()
+            level = wait_until(lambda: llm_rows(page), 20, "the LLM tab after Edit")
+            assert level["User level"][LEVEL].startswith(f"{USERS // 2} users, set ")  # the Edit's count
             page.get_by_role("button", name="Stop").click()
             # the UI stays up for a look at the stopped test; Ctrl-C in the terminal writes the results
             out.wait_for(r"the test stopped; the web UI stays up", 30, lambda: proc.poll() is None)
             page.reload()
             page.get_by_role("tab", name="LLM").click()
-            assert number(wait_until(lambda: llm_rows(page), 20, "the LLM tab after Stop")["Requests completed"][1])
+            assert number(wait_until(lambda: llm_rows(page), 20, "the LLM tab after Stop")["Requests completed"][RUN])
             proc.send_signal(signal.SIGINT)
             proc.wait(EXIT_TIMEOUT_S)
             context.close()
