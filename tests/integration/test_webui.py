@@ -144,6 +144,7 @@ def test_web_ui_llm_tab_chart_page_and_stop(tmp_path: Path) -> None:
             assert number(rows["Requests completed"][RUN]) and number(rows["Prefill tok/s"][RUN])
             assert rows["Errors"][RUN] == "0"
             assert rows["User level"][LEVEL].startswith(f"{USERS} users, set ")  # the form's count, seen live
+            assert re.fullmatch(r"\d+ sent, \d+ ended, \d+ left of 300", rows["Prompt budget"][RUN])
             assert number(rows["Requests completed"][LEVEL])
             assert rows["Live charts"][RUN] == f"{url}/tokenswarm/charts"
             link = page.locator("td[role=link]")  # Locust's table shows text: tokenswarm's script makes it a link
