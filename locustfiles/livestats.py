@@ -1,8 +1,8 @@
 """Live LLM figures while a run goes on: what the web UI's LLM tab, chart page and CSVs show.
 
 Stage: load (the process that collects the records: the local runner, or the master). ``webui.py`` feeds
-it from ``LlmRun.record_collected`` and serves it; this module counts, and lays the figures out as the
-tab's rows and the CSV's (``table_rows``, ``figures_csv_rows``).
+it from ``LlmRun.record_collected`` and serves it; this module counts (``livetable.py`` lays the figures
+out as the tab's rows and the CSV's).
 
 These are *live* figures for a person ramping users, not the report: ``summary.json`` comes from
 the records file and ``orchestrate/report/aggregates/``. The definitions match the report's where they can:
@@ -15,6 +15,8 @@ the records file and ``orchestrate/report/aggregates/``. The definitions match t
   counting chunk arrivals instead would miss every request still streaming.
 - **Since start**: Σ tokens of completed requests ÷ seconds since the first send (frozen when the
   test stops), as the report's throughput.
+- **This user level**: the requests sent under the user count set now (``UserLevel``), rates from the
+  level's own first send: the report's web UI step, live.
 - Percentiles: nearest rank, as the report's. TTFT, TPOT and output tokens per request are over
   completed requests; ITL pools the gaps between content chunks, each weighted by its request's
   tokens per chunk. Memory is bounded: "since start" percentiles are over the last ``KEEP_VALUES``
@@ -292,106 +294,3 @@ class LiveStats:
                  "tpot_p50_ms": (now["tpot_ms"] or {}).get("p50"), "errors": self.run.errors}
         self.history.append(point)
         return point
-
-
-def _num(value: float | None, digits: int = 1) -> str:
-    return "—" if value is None else f"{value:,.{digits}f}"
-
-
-def _ms(value: float) -> str:
-    return f"{value:,.1f}" if value >= 10 else f"{value:.2f}"
-
-
-def _pcts(p: dict[str, float] | None) -> str:
-    return "—" if not p else " / ".join(_ms(p[k]) for k in ("p50", "p90", "p99"))
-
-
-def _ratio(part: int, whole: int) -> float | None:
-    return part / whole if whole else None
-
-
-def _share(value: float | None) -> str:
-    return "—" if value is None else f"{value:.1%}"
-
-
-def table_rows(snap: dict[str, Any], charts_url: str, budget: tuple[int, int, int] | None = None
-               ) -> list[dict[str, str]]:
-    """The LLM tab: one row per figure over the last 10 s, the current user level and the whole test, all
-    preformatted text.
-
-    :param budget: the run's requests ``(planned, sent, ended)`` (the dispenser's), for the prompt budget row.
-    """
-    now, run, level = snap["now"], snap["run"], snap.get("level")
-
-    def row(figure: str, text: Callable[[dict[str, Any]], str], how: str) -> dict[str, str]:
-        """A figure formatted the same way over each of the three sets of requests."""
-        return {"figure": figure, "now": text(now), "level": text(level) if level else "—", "run": text(run),
-                "how": how}
-
-    def only(figure: str, run_text: str, how: str, level_text: str = "") -> dict[str, str]:
-        return {"figure": figure, "now": "", "level": level_text, "run": run_text, "how": how}
-
-    def tokens(f: dict[str, Any]) -> str:
-        return f"{_num(f['output_tokens_mean'])} / {_num(f['output_tokens_p50'], 0)}"
-
-    drafting = run["acceptance"] is not None
-    rows = [
-        row("Decode tok/s", lambda f: _num(f["decode_tok_s"]),
-            "output tokens of completed requests ÷ seconds (a request counts when it ends)"),
-        row("Prefill tok/s", lambda f: _num(f["prefill_tok_s"]), "prompt tokens of completed requests ÷ seconds"),
-        row("Completed requests/s", lambda f: _num(f["requests_per_s"], 2),
-            "since start (this level): ÷ seconds since its first request was sent"),
-        row("TTFT p50 / p90 / p99 (ms)", lambda f: _pcts(f["ttft_ms"]),
-            f"send → first token of any kind (reasoning or answer); nearest rank, since start = last "
-            f"{KEEP_VALUES:,} requests"),
-        row("TTFO p50 / p90 / p99 (ms)", lambda f: _pcts(f["ttfo_ms"]),
-            "send → first token of the answer, after any reasoning (= TTFT for a model that does not reason)"),
-        row("TPOT p50 / p90 / p99 (ms)", lambda f: _pcts(f["tpot_ms"]), "(E2E − TTFT) ÷ (output tokens − 1)"),
-        row("ITL p50 / p90 / p99 (ms)", lambda f: _pcts(f["itl_ms"]),
-            f"gaps between content chunks, weighted by tokens per chunk; last {KEEP_VALUES:,} gaps"),
-        row("Output tokens per request (mean / p50)", tokens, "completed requests"),
-        row("Reasoning share of output", lambda f: _share(_ratio(f["reasoning_tokens"], f["output_tokens"])),
-            "reasoning tokens ÷ output tokens (reasoning_content or reasoning; the server's count when it gives one)"),
-        row("Draft acceptance", lambda f: _share(f["acceptance"]),
-            "Σ accepted ÷ Σ drafted tokens" if drafting else "no draft model: speculative decoding is off"),
-        row("Requests completed", lambda f: f"{f['completed']:,}", "ended with a complete stream"),
-        only("Requests in flight", "—" if snap["in_flight"] is None else f"{snap['in_flight']:,}",
-             "handed out, not answered yet"),
-        row("Errors", lambda f: f"{f['errors']:,}", "requests that did not end in a complete stream"),
-    ]
-    def errors_of(cls: str) -> Callable[[dict[str, Any]], str]:
-        return lambda f: f"{f['errors_by_class'].get(cls, 0):,}"
-
-    rows += [row(f"    {cls}", errors_of(cls), "error class") for cls in run["errors_by_class"]]
-    if run["cancelled"]:
-        rows.append(row("Cancelled", lambda f: f"{f['cancelled']:,}", "cut off by a stop"))
-    if level:
-        rows.append(only("User level", "", "the user count set in the form, and the requests sent under it: the "
-                         "report's step for this level (summary.md's web UI steps)",
-                         f"{level['users']:,} users, set {level['set_s_ago']:,.0f} s ago"))
-    if budget is not None:
-        planned, sent, ended = budget
-        rows.append(only("Prompt budget", f"{sent:,} sent, {ended:,} ended, {max(planned - ended, 0):,} left of "
-                         f"{planned:,}", "the run ends when every planned request has ended (answered, failed or "
-                         "cancelled), at the time cap, or at Stop; Locust's user count does not end it"))
-    rows.append(only("Live charts", charts_url, "tokens/s, TTFT and users over time, from the first second: "
-                     "click to open (also under Download Data)"))
-    return rows
-
-
-def figures_csv_rows(snap: dict[str, Any]) -> list[list[Any]]:
-    """``figure,last_10s,since_start``: plain numbers (empty = none yet), one figure per row."""
-    now, run = snap["now"], snap["run"]
-    rows: list[list[Any]] = [["figure", "last_10s", "since_start"]]
-    for key in ("decode_tok_s", "prefill_tok_s", "requests_per_s"):
-        rows.append([key, now[key], run[key]])
-    for metric in ("ttft_ms", "ttfo_ms", "tpot_ms", "itl_ms"):
-        for p in ("p50", "p90", "p99"):
-            rows.append([f"{metric}_{p}", (now[metric] or {}).get(p), (run[metric] or {}).get(p)])
-    for key in ("output_tokens_mean", "output_tokens_p50", "acceptance", "completed", "errors", "cancelled",
-                "prompt_tokens", "output_tokens", "reasoning_tokens"):
-        rows.append([key, now[key], run[key]])
-    rows.append(["in_flight", None, snap["in_flight"]])
-    rows.append(["seconds", snap["span_s"], snap["elapsed_s"]])
-    rows += [[f"errors:{cls}", now["errors_by_class"].get(cls, 0), n] for cls, n in run["errors_by_class"].items()]
-    return [["" if v is None else v for v in r] for r in rows]

@@ -5,7 +5,7 @@ Stage: load (the collecting process: the local runner, or the master; workers ha
 ``LlmRun.record_collected``, so the figures are the same on one process and on a master aggregating remote
 workers.
 
-What it adds (the figures are defined in ``livestats.py``):
+What it adds (the figures are defined in ``livestats.py``, laid out as text in ``livetable.py``):
 
 - an **LLM** tab (``extended_tabs``/``extended_tables``), its rows riding in ``/stats/requests``
   under ``extended_stats``, refreshed with Locust's own polling; its chart-page address made a link by a
@@ -31,7 +31,8 @@ import gevent
 from flask import Response, jsonify, request
 from locust.env import Environment
 
-from locustfiles.livestats import LiveStats, figures_csv_rows, table_rows
+from locustfiles.livestats import LiveStats
+from locustfiles.livetable import figures_csv_rows, table_rows
 from locustfiles.resultfiles import LLM_HISTORY_CSV
 from locustfiles.runstate import llm_run
 from locustfiles.webui_page import CHARTS_HTML, LINK_SCRIPT
