@@ -61,6 +61,9 @@ def add_arguments(parser: Any) -> None:
     group.add_argument("--stages", default="",
                        help='ramp stages as JSON, e.g. \'[{"duration_s": 10, "users": 4, "spawn_rate": 4}]\': '
                        "users per stage instead of -u/-r; the run ends with the last stage")
+    group.add_argument("--ui-target-users", type=int, default=0, metavar="N",
+                       help="set by the web UI's form on the master (not by hand): the user count it set, which "
+                       "Locust hands each worker with its share, so a worker's records carry the total")
     group.add_argument("--join-token-file", default="", metavar="FILE",
                        help="distributed runs: the file holding the join token a worker proves to its master "
                        "(default: $TOKENSWARM_JOIN_TOKEN); a master with a token admits only workers that hold it")

@@ -100,8 +100,9 @@ class RequestRecord:
     """Multi-turn replay: the 0-based user turn within the conversation; None for a single request."""
     target_users: int | None = None
     """The user count the run was set to when this request was sent (the web UI's form, a ramp stage's;
-    Locust's ``target_user_count``), so a web UI ramp's steps hold exactly the requests sent under them. None
-    on a worker of a distributed run, which knows only its share."""
+    Locust's ``target_user_count``), so a web UI ramp's steps hold exactly the requests sent under them. On a
+    worker of a distributed run, the total the web UI's form set (``--ui-target-users``); None on a worker of
+    a headless run, which knows only its share."""
 
     def to_json(self) -> str:
         """One line of ``requests.jsonl``; floats in their shortest exact form either way."""

@@ -99,10 +99,16 @@ class LlmRun:
 
     @property
     def target_users(self) -> int | None:
-        """The user count this run is set to now (a ramp to it included), None on a worker (its share only)."""
+        """The user count this run is set to now (a ramp to it included). A worker's own count is only its
+        share, so a worker answers the total the web UI's form set (``--ui-target-users``, handed on by the
+        master with each spawn), and None in a headless run."""
         from locust.runners import WorkerRunner
         runner = self.environment.runner
-        return None if runner is None or isinstance(runner, WorkerRunner) else runner.target_user_count
+        if runner is None:
+            return None
+        if isinstance(runner, WorkerRunner):
+            return getattr(self.environment.parsed_options, "ui_target_users", 0) or None
+        return runner.target_user_count
 
     def next_request_id(self) -> str:
         self._next_id += 1

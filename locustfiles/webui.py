@@ -90,6 +90,15 @@ def install_webui(environment: Environment) -> LiveStats:
             response.set_data(json.dumps(data))
         return response
 
+    @app.before_request
+    def note_the_forms_users() -> None:
+        """Start and Edit post the user count to ``/swarm``: kept as ``--ui-target-users``, which Locust sends
+        each worker with its spawn message (a worker's own count is only its share)."""
+        if request.endpoint == "locust.swarm" and request.method == "POST" and environment.parsed_options:
+            users = request.form.get("user_count", type=int)
+            if users is not None:
+                environment.parsed_options.ui_target_users = users
+
     @app.after_request
     def link_the_charts(response: Response) -> Response:
         """Locust's own page gets the script that makes the LLM tab's chart address a link."""

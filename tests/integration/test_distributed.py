@@ -254,3 +254,47 @@ def test_a_plain_master_ends_the_run_when_its_worker_finds_the_server_lost(
     sent = read_jsonl(records)
     assert 3 <= len(sent) < 200  # what the server answered is kept; the rest was never sent
     assert not any(r["error_class"] == "connection_refused" for r in sent)  # refusals retried, never records
+
+
+def test_a_web_ui_ramp_with_local_workers_places_every_request_by_the_forms_count(tmp_path: Path) -> None:
+    """``--ui --workers 2``: each worker runs only its share of the users, yet its records carry the total the
+    form set (the master hands it on with each spawn), so the steps are the form's counts and hold every request."""
+    import requests
+
+    from orchestrate.server.launchers.base import free_port
+    scenario = write_scenario(tmp_path, load={"users": 4, "num_prompts": 600, "max_tokens": 64,
+                                              "dataset": "synthetic:2000"})
+    results, port = tmp_path / "results", free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "orchestrate.cli", "run", str(scenario), "--results-dir",
+                             str(results), "--ui", "--web-port", str(port), "--workers", "2"],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 90
+        while True:  # the server starts, the prompts are sampled, then both workers join the master
+            try:
+                if requests.get(f"{url}/stats/requests", timeout=1).json().get("worker_count") == 2:
+                    break
+            except (requests.ConnectionError, ValueError):
+                pass
+            assert proc.poll() is None and time.monotonic() < deadline, proc.stdout.read() if proc.stdout else ""
+            time.sleep(0.3)
+        for users in (4, 2):  # Start, then Edit
+            assert requests.post(f"{url}/swarm", data={"user_count": users, "spawn_rate": 4}, timeout=10).json()["success"]
+            time.sleep(6)
+        requests.get(f"{url}/stop", timeout=10)
+        time.sleep(2)
+        proc.send_signal(signal.SIGINT)
+        out, _ = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 0, out
+    (variant,) = results.glob("*/v")
+    summary, records = json.loads((variant / "summary.json").read_text()), read_jsonl(variant / "requests.jsonl")
+    assert len({r["worker"] for r in records}) == 2, out  # both workers sent
+    assert {r["target_users"] for r in records} == {4, 2}  # the form's totals, not a worker's share of 2 or 1
+    steps = summary["ui_steps"]
+    assert steps["placed_by"] == "send" and steps["values"] == [4, 2], steps
+    assert sum(s["sent"] for s in steps["steps"]) == summary["requests"]["sent"] == len(records)

@@ -121,6 +121,8 @@ env = Environment(user_classes=[Idle])
 runner = env.create_local_runner()
 run = LlmRun(env)
 out["ids"] = [run.next_request_id() for _ in range(3)]
+runner.target_user_count = 6
+out["target"] = run.target_users
 out["state_before"] = runner.state
 for _ in range(3):  # the watch's window passes with every connection refused
     run.server_watch.window_s = 0.0
@@ -134,6 +136,10 @@ worker.client_id = "host1_abc"
 worker_env.runner = worker
 worker_run = LlmRun(worker_env)
 out["worker_ids"] = [worker_run.next_request_id(), worker_run.next_request_id()]
+worker.target_user_count = 3  # its share
+out["worker_target_headless"] = worker_run.target_users
+worker_env.parsed_options = type("Options", (), {"ui_target_users": 6})()  # the form's, from the master
+out["worker_target_ui"] = worker_run.target_users
 quit_called = []
 worker.quit = lambda: quit_called.append(True)
 sent = []
@@ -152,6 +158,8 @@ def test_request_ids_name_the_process_and_a_lost_server_stops_the_local_runner_o
     out = json.loads(proc.stdout.strip().splitlines()[-1])
     assert out["ids"] == ["local-1", "local-2", "local-3"]
     assert out["worker_ids"] == ["whost1_abc-1", "whost1_abc-2"]  # unique across workers of one run
+    assert out["target"] == 6  # the count the run is set to
+    assert out["worker_target_headless"] is None and out["worker_target_ui"] == 6  # never a worker's share
     assert out["state_before"] == "ready" and out["state_after"] == "stopped"  # ServerWatch's on_lost quits
     assert out["worker_quit"] is False  # a worker's users stop one by one; the master ends the run
     assert out["worker_sent"] == [["tokenswarm_server_lost", {"refused_s": 5.0}]]  # told to the master

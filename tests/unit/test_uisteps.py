@@ -115,8 +115,8 @@ def test_stamped_records_are_placed_by_the_count_they_were_sent_under() -> None:
     assert "Each user count set in the form is a step" in " ".join(markdown_intro(block))
 
 
-def test_records_of_a_distributed_run_fall_back_to_the_history() -> None:
-    """A worker's records carry no count (it knows only its share): the whole-second history places them."""
+def test_records_without_the_count_fall_back_to_the_history() -> None:
+    """Records of an older version carry no count: the whole-second history places them."""
     levels = [Level(4, T0, T0 + 12)]
     records = pd.DataFrame([record(0, T0 + 1)] + [stamped(1, T0 + 2, 4)])
     block = ui_steps(records, levels, hold_s=10.0)

@@ -3,10 +3,10 @@
 Stage: report. Users ramp by hand (4 → 16 → 32, then Stop) to find where the server saturates, so one
 pooled set of percentiles would describe no load that ever ran. A request belongs to the level it was
 sent under. Each record says which: ``target_users``, the count the form had set when it was sent
-(Locust's ``target_user_count``), so every request is in exactly one step, the ramp to a level
-included, with no clock to round. A distributed run's workers know only their share, so there (and for
-records without the stamp) the levels come from Locust's history (``locust_stats_history.csv``: the user
-count each whole second) and a level held at least ``HOLD_S`` is a step. The step block has the shape of a
+(Locust's ``target_user_count``; a worker's: the form's total, handed on by the master), so every request
+is in exactly one step, the ramp to a level included, with no clock to round. For records without the
+stamp the levels come from Locust's history (``locust_stats_history.csv``: the user count each whole
+second) and a level held at least ``HOLD_S`` is a step. The step block has the shape of a
 sweep's (``orchestrate.report.sweep_report`` draws and tabulates it).
 """
 
