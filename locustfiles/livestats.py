@@ -253,7 +253,7 @@ class LiveStats:
         return {"elapsed_s": elapsed, "window_s": self.window_s, "span_s": span, "in_flight": self.in_flight(),
                 "now": window, "run": self.run.figures(elapsed if elapsed is not None and elapsed > 0 else None),
                 "level": None if level is None else {
-                    "users": level.users, "set_s_ago": (self.stopped_at or now) - level.set_at,
+                    "users": level.users, "set_s_ago": (self.stopped_at or now) - level.set_at, "seconds": level_s,
                     **level.tally.figures(level_s if level_s is not None and level_s > 0 else None)}}
 
     def _window(self, now: float, itl: bool = True) -> tuple[float, dict[str, Any]]:

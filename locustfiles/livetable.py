@@ -76,10 +76,7 @@ def table_rows(snap: dict[str, Any], charts_url: str, budget: tuple[int, int, in
              "handed out, not answered yet"),
         row("Errors", lambda f: f"{f['errors']:,}", "requests that did not end in a complete stream"),
     ]
-    def errors_of(cls: str) -> Callable[[dict[str, Any]], str]:
-        return lambda f: f"{f['errors_by_class'].get(cls, 0):,}"
-
-    rows += [row(f"    {cls}", errors_of(cls), "error class") for cls in run["errors_by_class"]]
+    rows += [row(f"    {cls}", _count(_errors_of(cls)), "error class") for cls in run["errors_by_class"]]
     if run["cancelled"]:
         rows.append(row("Cancelled", lambda f: f"{f['cancelled']:,}", "cut off by a stop"))
     if level:
@@ -96,19 +93,40 @@ def table_rows(snap: dict[str, Any], charts_url: str, budget: tuple[int, int, in
     return rows
 
 
+def _value(key: str) -> Callable[[dict[str, Any]], Any]:
+    return lambda figures: figures[key]
+
+
+def _percentile(metric: str, p: str) -> Callable[[dict[str, Any]], Any]:
+    return lambda figures: (figures[metric] or {}).get(p)
+
+
+def _count(get: Callable[[dict[str, Any]], int]) -> Callable[[dict[str, Any]], str]:
+    return lambda figures: f"{get(figures):,}"
+
+
+def _errors_of(cls: str) -> Callable[[dict[str, Any]], int]:
+    return lambda figures: int(figures["errors_by_class"].get(cls, 0))
+
+
 def figures_csv_rows(snap: dict[str, Any]) -> list[list[Any]]:
-    """``figure,last_10s,since_start``: plain numbers (empty = none yet), one figure per row."""
-    now, run = snap["now"], snap["run"]
-    rows: list[list[Any]] = [["figure", "last_10s", "since_start"]]
+    """``figure,last_10s,this_level,since_start``: plain numbers (empty = none yet), one figure per row."""
+    now, run, level = snap["now"], snap["run"], snap.get("level")
+
+    def across(get: Callable[[dict[str, Any]], Any]) -> list[Any]:
+        return [get(now), get(level) if level else None, get(run)]
+
+    rows: list[list[Any]] = [["figure", "last_10s", "this_level", "since_start"]]
     for key in ("decode_tok_s", "prefill_tok_s", "requests_per_s"):
-        rows.append([key, now[key], run[key]])
+        rows.append([key, *across(_value(key))])
     for metric in ("ttft_ms", "ttfo_ms", "tpot_ms", "itl_ms"):
         for p in ("p50", "p90", "p99"):
-            rows.append([f"{metric}_{p}", (now[metric] or {}).get(p), (run[metric] or {}).get(p)])
+            rows.append([f"{metric}_{p}", *across(_percentile(metric, p))])
     for key in ("output_tokens_mean", "output_tokens_p50", "acceptance", "completed", "errors", "cancelled",
                 "prompt_tokens", "output_tokens", "reasoning_tokens"):
-        rows.append([key, now[key], run[key]])
-    rows.append(["in_flight", None, snap["in_flight"]])
-    rows.append(["seconds", snap["span_s"], snap["elapsed_s"]])
-    rows += [[f"errors:{cls}", now["errors_by_class"].get(cls, 0), n] for cls, n in run["errors_by_class"].items()]
+        rows.append([key, *across(_value(key))])
+    rows.append(["users", None, level["users"] if level else None, None])
+    rows.append(["in_flight", None, None, snap["in_flight"]])
+    rows.append(["seconds", snap["span_s"], level["seconds"] if level else None, snap["elapsed_s"]])
+    rows += [[f"errors:{cls}", *across(_errors_of(cls))] for cls in run["errors_by_class"]]
     return [["" if v is None else v for v in r] for r in rows]

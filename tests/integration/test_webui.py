@@ -165,7 +165,7 @@ def test_web_ui_llm_tab_chart_page_and_stop(tmp_path: Path) -> None:
             assert number(first_figure), f"decode tok/s on the chart page: {first_figure!r}"
             charts.screenshot(path=str(shots / "webui-charts.png"), full_page=True)
             csv = context.request.get(f"{url}/tokenswarm/llm.csv")
-            assert csv.ok and csv.text().startswith("figure,last_10s,since_start\n")
+            assert csv.ok and csv.text().startswith("figure,last_10s,this_level,since_start\n")
             assert elsewhere == [], f"the pages fetched from elsewhere: {elsewhere}"
 
             page.bring_to_front()

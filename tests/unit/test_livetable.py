@@ -49,16 +49,14 @@ def test_figures_csv_rows(four_requests: tuple[LiveStats, Clock]) -> None:
     stats, clock = four_requests
     clock.t = 112.0
     rows = figures_csv_rows(stats.snapshot())
-    assert rows[0] == ["figure", "last_10s", "since_start"]
+    assert rows[0] == ["figure", "last_10s", "this_level", "since_start"]
     by_name = {r[0]: r[1:] for r in rows[1:]}
-    assert by_name["decode_tok_s"] == [2.0, 2.5]
-    assert by_name["ttft_ms_p90"] == [30.0, 50.0]
-    assert by_name["acceptance"] == ["", ""]  # none: no drafter
-    assert by_name["in_flight"] == ["", 3]
-    assert by_name["seconds"] == [10.0, 12.0]
-    assert by_name["errors:http_400:exceed_context_size_error"] == [1, 1]
-
-
+    assert by_name["decode_tok_s"] == [2.0, "", 2.5]  # no user level seen by the sampler: empty
+    assert by_name["ttft_ms_p90"] == [30.0, "", 50.0]
+    assert by_name["acceptance"] == ["", "", ""]  # none: no drafter
+    assert by_name["in_flight"] == ["", "", 3]
+    assert by_name["seconds"] == [10.0, "", 12.0]
+    assert by_name["errors:http_400:exceed_context_size_error"] == [1, "", 1]
 
 
 def test_the_user_level_column_and_row() -> None:
@@ -68,4 +66,7 @@ def test_the_user_level_column_and_row() -> None:
     add_at(stats, clock, 102.0, under(8, ok(100.5, prompt=100, output=10, ttft=50.0, gap=5.0, tpot=5.0)))
     rows = {r["figure"]: r for r in table_rows(stats.snapshot(), "")}
     assert rows["User level"]["level"] == "8 users, set 2 s ago" and rows["Requests completed"]["level"] == "1"
+    by_name = {r[0]: r[1:] for r in figures_csv_rows(stats.snapshot())}
+    assert by_name["users"] == ["", 8, ""] and by_name["completed"] == [1, 1, 1]
+    assert by_name["seconds"][1] == 1.5 and by_name["decode_tok_s"][1] == 10 / 1.5  # since the level's first send
     assert rows["TTFT p50 / p90 / p99 (ms)"]["level"] == "50.0 / 50.0 / 50.0"

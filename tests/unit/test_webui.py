@@ -123,7 +123,7 @@ def test_live_json_and_csvs(seen: dict[str, Any]) -> None:
     status, mimetype, disposition, text = seen["csv"]
     assert (status, mimetype) == (200, "text/csv") and "attachment" in disposition
     lines = text.splitlines()
-    assert lines[0] == "figure,last_10s,since_start" and "ttft_ms_p50,40.0,40.0" in lines
+    assert lines[0] == "figure,last_10s,this_level,since_start" and "ttft_ms_p50,40.0,,40.0" in lines
     header, point = seen["history_lines"]
     assert header.startswith("t,users,spawn_rate,in_flight,decode_tok_s") and point.split(",")[1] == "0"
     assert seen["later_points"] == 0  # ?since= sends only newer points
