@@ -57,7 +57,7 @@ browser:
 	fi
 
 test: $(STAMP) engine browser llama-server
-	$(BIN)/python -m pytest -q tests
+	$(BIN)/python -m pytest -q --durations=15 tests
 
 clean:
 	rm -rf $(VENV) build *.egg-info
