@@ -262,11 +262,11 @@ def test_a_web_ui_ramp_with_local_workers_places_every_request_by_the_forms_coun
     import requests
 
     from orchestrate.server.launchers.base import free_port
-    scenario = write_scenario(tmp_path, load={"users": 4, "num_prompts": 600, "max_tokens": 64,
-                                              "dataset": "synthetic:2000"})
+    scenario = write_scenario(tmp_path, load={"users": 4, "num_prompts": 500, "max_tokens": 256, "ignore_eos": True,
+                                              "dataset": "synthetic:2000"})  # more than 12 s of work: Stop ends it
     results, port = tmp_path / "results", free_port()
     proc = subprocess.Popen([sys.executable, "-m", "orchestrate.cli", "run", str(scenario), "--results-dir",
-                             str(results), "--ui", "--web-port", str(port), "--workers", "2"],
+                             str(results), "--ui", "--ui-quit-on-stop", "--web-port", str(port), "--workers", "2"],
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     url = f"http://127.0.0.1:{port}"
     try:
@@ -282,9 +282,7 @@ def test_a_web_ui_ramp_with_local_workers_places_every_request_by_the_forms_coun
         for users in (4, 2):  # Start, then Edit
             assert requests.post(f"{url}/swarm", data={"user_count": users, "spawn_rate": 4}, timeout=10).json()["success"]
             time.sleep(6)
-        requests.get(f"{url}/stop", timeout=10)
-        time.sleep(2)
-        proc.send_signal(signal.SIGINT)
+        assert requests.post(f"{url}/stop", timeout=10).ok  # the variant ends with the test (--ui-quit-on-stop)
         out, _ = proc.communicate(timeout=120)
     finally:
         if proc.poll() is None:
@@ -293,6 +291,7 @@ def test_a_web_ui_ramp_with_local_workers_places_every_request_by_the_forms_coun
     assert proc.returncode == 0, out
     (variant,) = results.glob("*/v")
     summary, records = json.loads((variant / "summary.json").read_text()), read_jsonl(variant / "requests.jsonl")
+    assert (summary["status"], summary["stopped_by"]) == ("completed", "ui_stop"), out
     assert len({r["worker"] for r in records}) == 2, out  # both workers sent
     assert {r["target_users"] for r in records} == {4, 2}  # the form's totals, not a worker's share of 2 or 1
     steps = summary["ui_steps"]
