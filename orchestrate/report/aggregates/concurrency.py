@@ -10,10 +10,13 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from orchestrate.report.aggregates.stats import numeric_column
+
 
 def request_ends(df: pd.DataFrame) -> pd.Series:
-    """Each request's end, wall clock: its send time plus its E2E (a request without one ends at its send)."""
-    return df["send_ts"] + df["e2e_ms"].fillna(0) / 1000.0
+    """Each request's end, wall clock: its send time plus its E2E (a request without one ends at its send;
+    the columns read as numbers, as records of older versions may lack or mistype them)."""
+    return numeric_column(df, "send_ts") + numeric_column(df, "e2e_ms").fillna(0) / 1000.0
 
 
 def in_flight(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

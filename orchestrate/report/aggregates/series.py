@@ -22,11 +22,6 @@ MAX_POINTS = 400
 """The most points one curve keeps (a distribution's quantiles, a timeline's samples)."""
 
 
-def _ends(records: pd.DataFrame) -> pd.Series:
-    """Each request's end, wall clock (``concurrency.request_ends`` over a numeric E2E column)."""
-    return request_ends(records.assign(e2e_ms=numeric_column(records, "e2e_ms")))
-
-
 def distribution(values: pd.Series, points: int = MAX_POINTS) -> tuple[list[float], list[float]]:
     """The empirical distribution of ``values``: (value, percent of values ≤ it), every value when there
     are at most ``points``, else the values at ``points`` evenly spaced percents (nearest rank, as the
@@ -62,7 +57,7 @@ def bin_width(records: pd.DataFrame) -> float:
     t0 = first_send(records)
     if t0 is None:
         return 1.0
-    span = float(_ends(records).max() - t0)
+    span = float(request_ends(records).max() - t0)
     step = numeric_column(records, "tpot_ms").median()
     least = max(span / MAX_BINS, 0.0 if pd.isna(step) else 2 * float(step) / 1000.0)
     return next((w for w in BIN_WIDTHS if w >= least), BIN_WIDTHS[-1])
@@ -88,7 +83,7 @@ def prefill_per_second(records: pd.DataFrame, width: float = 1.0) -> tuple[list[
     if t0 is None or "prompt_tokens" not in records:
         return [], []
     done = records[records["status"] == "ok"]
-    ends = _ends(done).max()
+    ends = request_ends(done).max()
     if done.empty or pd.isna(ends):
         return [], []
     starts = np.arange(0, max(1, int(np.ceil(round((ends - t0) / width, 9)))), dtype=float) * width
@@ -103,7 +98,7 @@ def in_flight_over_time(records: pd.DataFrame, points: int = MAX_POINTS) -> tupl
     if t0 is None:
         return [], []
     starts = numeric_column(records, "send_ts").to_numpy(dtype=float)
-    ends = _ends(records).to_numpy(dtype=float)
+    ends = request_ends(records).to_numpy(dtype=float)
     times, counts = in_flight(starts, ends)
     times = times - t0
     if times.size <= points:

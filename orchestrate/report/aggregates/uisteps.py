@@ -18,6 +18,7 @@ from typing import Any
 
 import pandas as pd
 
+from orchestrate.report.aggregates.concurrency import request_ends
 from orchestrate.report.aggregates.headline import summarize_records
 from orchestrate.report.aggregates.stats import numeric_column
 from orchestrate.report.formats import summary_numbers
@@ -90,8 +91,8 @@ def ui_steps(records: pd.DataFrame, levels: list[Level], hold_s: float = HOLD_S)
     if records.empty:
         return None
     sent = numeric_column(records, "send_ts")
-    stamped = numeric_column(records, "target_users") if "target_users" in records else None
-    if stamped is not None and stamped.notna().all() and (stamped > 0).all():
+    stamped = numeric_column(records, "target_users")  # all NaN in records written before it existed
+    if stamped.notna().all() and (stamped > 0).all():
         groups = _levels_as_sent(records, sent, stamped)
         placed_by = "send"
     else:
@@ -118,15 +119,11 @@ def _levels_as_sent(records: pd.DataFrame, sent: pd.Series, users: pd.Series) ->
     last: to its last request's end), with its records."""
     order = sent.sort_values(kind="stable").index
     sent, users = sent.loc[order], users.loc[order].astype(int)
-    run = (users != users.shift()).cumsum()
-    firsts = sent.groupby(run).min()
-    ends = (sent + numeric_column(records, "e2e_ms").loc[order].fillna(0.0) / 1000.0).max()
-    out = []
-    for n, (key, start) in enumerate(firsts.items()):
-        end = float(firsts.iloc[n + 1]) if n + 1 < len(firsts) else float(ends)
-        mine = records.loc[run.index[run == key]]
-        out.append((Level(int(users[run == key].iloc[0]), float(start), end), mine))
-    return out
+    runs = [sends for _, sends in sent.groupby((users != users.shift()).cumsum())]
+    starts = [float(sends.iloc[0]) for sends in runs]
+    ends = [*starts[1:], float(request_ends(records).max())]
+    return [(Level(int(users[sends.index[0]]), start, end), records.loc[sends.index])
+            for sends, start, end in zip(runs, starts, ends)]
 
 
 def first_level_from_the_first_send(levels: list[Level], first_send: float) -> list[Level]:
