@@ -136,6 +136,14 @@ def test_flash_attention_on_and_off_load_and_every_count_agrees(real_run, varian
     assert summary["sampling"]["token_counter"] == "server_tokenize"
     assert [r["prompt_tokens"] for r in records] == [r["expected_prompt_tokens"] for r in records]
     assert all(r["prompt_ms"] is not None and r["predicted_ms"] is not None for r in records)  # real timings
+    # the server's own speeds, named apart from the throughput: llama.cpp's per-slot timings, and /metrics
+    ok = [r for r in records if r["status"] == "ok"]
+    timings = summary["server_timings"]
+    assert timings["per_slot_decode_tok_s"] == pytest.approx(
+        1000 * sum(r["output_tokens"] for r in ok) / sum(r["predicted_ms"] for r in ok))
+    assert timings["per_slot_prefill_tok_s"] == pytest.approx(
+        1000 * sum(r["prefill_tokens"] for r in ok) / sum(r["prompt_ms"] for r in ok))
+    assert server["busy_decode_tok_s"] > 0 and server["busy_prefill_tok_s"] > 0, server
     # replies that are only EOS (about 2 % with this model) are counted apart, and agree with Locust's rows
     no_content = sum(r["ttft_ms"] is None for r in records)
     assert summary["requests"]["no_content"] == no_content == summary["locust_crosscheck"]["no_content"]
