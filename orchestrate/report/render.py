@@ -137,8 +137,10 @@ def host_line(summary: dict[str, Any]) -> str | None:
 
 
 def console_lines(summary: dict[str, Any]) -> list[str]:
-    """What ``tokenswarm run`` and ``report`` print of a variant: conditions, headline, latencies."""
-    return condition_lines(summary) + headline(summary) + latency_table(summary)
+    """What ``tokenswarm run`` and ``report`` print of a variant: conditions, headline, the server's peak memory
+    (the reference study's last figure; ``summary.md`` has it among its diagnostics), latencies."""
+    memory = memory_line(summary)
+    return condition_lines(summary) + headline(summary) + ([memory] if memory else []) + latency_table(summary)
 
 
 def reasoning_text(reasoning: dict[str, Any] | None) -> str:

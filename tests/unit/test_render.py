@@ -61,6 +61,14 @@ def failed_to_load_summary() -> dict:
     return summary
 
 
+def test_the_console_gives_the_servers_peak_memory_after_the_headline():
+    summary = {**reference_summary(), "memory": {"peak_bytes": 17_700_000_000, "source": "container"}}
+    lines = console_lines(summary)
+    at = lines.index(headline(summary)[-1]) + 1
+    assert lines[at] == "memory: server peak 16.48 GiB (the container's own memory)"
+    assert not any(line.startswith("memory:") for line in console_lines(reference_summary()))  # none measured
+
+
 def test_headline_reference_phrasing():
     assert headline(reference_summary()) == [
         "980/1000 done, 20 errors in 883.0 s",
