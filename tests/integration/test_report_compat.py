@@ -1,0 +1,58 @@
+"""``tokenswarm report`` on result folders written by an older main (``tests/fixtures/runs-be12832``): every
+``summary.json`` and ``compare.json`` comes out with the values the run wrote."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytestmark = pytest.mark.integration
+
+KEPT = Path(__file__).resolve().parents[1] / "fixtures" / "runs-be12832"
+RUNS = sorted(p.name for p in KEPT.iterdir() if p.is_dir())
+
+
+def differences(before: Any, after: Any, at: str = "") -> list[str]:
+    """Every path whose value differs (a key missing on either side included)."""
+    if isinstance(before, dict) and isinstance(after, dict):
+        return [d for key in sorted(set(before) | set(after), key=str)
+                for d in differences(before.get(key, "(missing)"), after.get(key, "(missing)"), f"{at}.{key}")]
+    if isinstance(before, list) and isinstance(after, list) and len(before) == len(after):
+        return [d for i, (x, y) in enumerate(zip(before, after)) for d in differences(x, y, f"{at}[{i}]")]
+    return [] if before == after else [f"{at}: {str(before)[:80]} -> {str(after)[:80]}"]
+
+
+def without_run_paths(data: Any, runs: set[str]) -> Any:
+    """``compare.json`` names its runs by the path they were compared at: by their folder name here."""
+    if isinstance(data, dict):
+        return {k: without_run_paths(v, runs) for k, v in data.items()}
+    if isinstance(data, list):
+        return [without_run_paths(v, runs) for v in data]
+    if isinstance(data, str) and Path(data).name in runs:
+        return Path(data).name
+    return data
+
+
+@pytest.mark.parametrize("run", RUNS)
+def test_report_gives_the_summaries_an_older_main_wrote(tmp_path: Path, run: str) -> None:
+    copy = tmp_path / run
+    shutil.copytree(KEPT / run, copy)
+    proc = subprocess.run([sys.executable, "-m", "orchestrate.cli", "report", str(copy)], capture_output=True,
+                          text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    summaries = sorted((KEPT / run).rglob("summary.json"))
+    assert len(summaries) >= 4
+    for kept in summaries:
+        where = kept.relative_to(KEPT / run)
+        before, after = json.loads(kept.read_text()), json.loads((copy / where).read_text())
+        assert differences(before, after) == [], where
+    before, after = (without_run_paths(json.loads((root / "compare.json").read_text()), set(RUNS))
+                     for root in (KEPT / run, copy))
+    assert differences(before, after) == []
+    assert (copy / "report.html").is_file()
