@@ -12,10 +12,12 @@ LOCUSTFILE = Path(__file__).parent / "locustfile.py"
 """What ``locust -f`` loads."""
 
 
-def headless_command(users: int, spawn_rate: float, url: str, prompts: Path, num_prompts: int, max_tokens: int,
-                     records: Path, locustfile: Path = LOCUSTFILE) -> list[str]:
+def headless_command(users: int, spawn_rate: float, url: str, prompts: Path, num_prompts: int, records: Path,
+                     locustfile: Path = LOCUSTFILE) -> list[str]:
     """The core of every headless ``locust`` run of a prompts file: the users, the server, the prompts and
-    where the records go (``tokenswarm run`` and ``tokenswarm calibrate`` add their own flags)."""
+    where the records go (``tokenswarm run`` and ``tokenswarm calibrate`` add their own flags). Each prompt
+    carries its own ``max_tokens``, so ``--max-tokens`` (which caps a ``--dataset`` sampled at start) is not
+    passed."""
     return [sys.executable, "-m", "locust", "-f", str(locustfile), "--headless", "-u", str(users),
             "-r", f"{spawn_rate:g}", "--host", url, "--prompts-file", str(prompts), "--num-prompts", str(num_prompts),
-            "--max-tokens", str(max_tokens), "--records-file", str(records)]
+            "--records-file", str(records)]

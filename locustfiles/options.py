@@ -22,7 +22,8 @@ def add_arguments(parser: Any) -> None:
                        "(token lengths from the server's /tokenize, else estimated)")
     group.add_argument("--num-prompts", type=int, default=0,
                        help="send exactly this many requests in total, then stop (0 = every prompt)")
-    group.add_argument("--max-tokens", type=int, default=256, help="cap on each request's max_tokens")
+    group.add_argument("--max-tokens", type=int, default=256, help="--dataset: cap on each sampled request's max_tokens "
+                       "(a --prompts-file carries each prompt's own)")
     group.add_argument("--seed", type=int, default=0, help="sampling seed for --dataset")
     group.add_argument("--allow-truncated", action="store_true", default=False,
                        help="a --dataset file cut short (an interrupted download): use its complete "

@@ -12,9 +12,7 @@ experiment may be resumed: the scenario after the command line's overrides must 
 
 from __future__ import annotations
 
-import json
 import shutil
-from itertools import takewhile
 from pathlib import Path
 from typing import Any
 
@@ -65,21 +63,13 @@ def set_aside(run: Path, variant_dir: Path) -> Path:
     return target
 
 
-def carry_steps(aside: Path, fresh: VariantPaths, search: bool) -> list[str]:
-    """Copy the finished steps of a variant set aside into its new folder and return their labels, in the
-    order they ran: every finished sweep step; or a search's probes up to its first unfinished one (each
-    later probe was chosen from it), listed in a new ``search.json``. A step is read from its own summary
-    (its ``step`` block), so a run killed before it listed its last probe loses nothing."""
+def carry_steps(aside: Path, fresh: VariantPaths) -> list[str]:
+    """Copy the finished steps of a variant set aside (a sweep's, a search's probes) into its new folder and
+    return their labels. The run loop then reads each as its plan comes to it (a search chooses its probes
+    again from the verdicts of those kept, so the same ones come up in the same order) instead of running it."""
     steps = aside / "steps"
-    done = {p.name: read_json(p / "summary.json") for p in sorted(steps.iterdir())
-            if p.is_dir() and p.name != "warmup" and finished(p)} if steps.is_dir() else {}
-    labels = list(done)
-    if search:
-        ordered = sorted(done, key=lambda label: done[label]["step"]["probe"])
-        labels = [label for n, label in takewhile(lambda x: done[x[1]]["step"]["probe"] == x[0], enumerate(ordered, 1))]
-        probes = [{"n": done[label]["step"]["probe"], "value": done[label]["step"]["value"], "label": label,
-                   "prompts": done[label]["planned_prompts"]} for label in labels]
-        fresh.search_json.write_text(json.dumps({"probes": probes}, indent=1) + "\n")
+    labels = [p.name for p in sorted(steps.iterdir()) if p.is_dir() and p.name != "warmup" and finished(p)] \
+        if steps.is_dir() else []
     for label in labels:
         shutil.copytree(steps / label, fresh.dir / "steps" / label)
     return labels

@@ -1,51 +1,48 @@
-"""One scenario, variant after variant: launch → ready → pre-flight → load → stop (always) → report.
+"""One scenario, variant after variant: launch → ready → pre-flight → the plan's steps → stop (always) → report.
 
-Stage: the pipeline itself; one call per stage, no arithmetic (that is ``report/aggregates/``).
+Stage: the pipeline itself; one call per stage, no arithmetic (that is ``report/aggregates/``). Every kind of
+run is a step plan (``orchestrate.plans``), and ``run_steps`` runs any plan the same way: nothing here asks
+which kind a variant is.
 """
 
 from __future__ import annotations
 
 import json
 import time
-from dataclasses import asdict, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-import requests
 import yaml
 
 from locustfiles.conversations import planned_requests
-from locustfiles.dataset import Prompt
 from orchestrate.errors import ServerError, ServerExitedError, TokenswarmError
 from orchestrate.load.host_probe import machine
-from orchestrate.load.locust_run import GAVE_UP_ON_WORKERS, LoadOutcome, LoadPlan, Swarm, WebUi, run_load
-from orchestrate.load.probewatch import ProbeWatch
-from orchestrate.load.prompts import PromptPool, check_datasets, prepare_prompts
+from orchestrate.load.locust_run import GAVE_UP_ON_WORKERS, LoadOutcome, Swarm, WebUi
+from orchestrate.load.prompts import PromptSource, check_datasets
 from orchestrate.load.sampler import MetricsSampler
 from orchestrate.load.status import load_status
-from orchestrate.load.steps import Stepper, ends_the_steps, merge_step_records, run_sweep, step_labels, sweep_steps
-from orchestrate.report.aggregates.capacity import UNITS, judge, write_record
+from orchestrate.load.steps import Step, Stepper, ends_the_steps, merge_step_records
+from orchestrate.plans.base import StepDone, StepPlan
+from orchestrate.plans.kinds import plan_for
 from orchestrate.report.compare_report import comparable, write_comparison
 from orchestrate.report.htmlreport import write_html_report
 from orchestrate.report.render import console_lines
 from orchestrate.report.repeats import Repeat, interleaved, keep_host_floor
 from orchestrate.report.runfacts import RunFacts
 from orchestrate.report.summary import build_summary
-from orchestrate.report.sweep_report import sweep_block
 from orchestrate.results import VariantPaths, read_json, repeat_dir, run_dir, scenario_copy
 from orchestrate.resume import carry_steps, check_same, finished, set_aside
 from orchestrate.scenario.matrix import factor_record
-from orchestrate.scenario.search import first_pool_size, next_probe, probe_load
 from orchestrate.scenario.settings import retry_description, variant_settings
-from orchestrate.scenario.spec import LoadSpec, Scenario, Variant
-from orchestrate.scenario.sweep import sampling_load as sweep_sampling
+from orchestrate.scenario.spec import Scenario, Variant
 from orchestrate.server.diagnose import diagnose
 from orchestrate.server.launchers import check_launchers, make_launcher
 from orchestrate.server.launchers.base import Launcher
 from orchestrate.server.liveness import DIED, ServerWatch
 from orchestrate.server.preflight import fetch_facts, model_file
 from orchestrate.server.preflight import session as preflight_session
-from orchestrate.variantrun import Context, Resumed, VariantRun
+from orchestrate.variantrun import Context, Ending, Resumed, VariantRun
 
 
 def run_scenario(scenario: Scenario, results_root: Path, swarm: Swarm = Swarm(), ui: WebUi | None = None,
@@ -80,19 +77,20 @@ def run_scenario(scenario: Scenario, results_root: Path, swarm: Swarm = Swarm(),
         aside = set_aside(run, earlier) if earlier is not None else None
         paths = VariantPaths.create(folder, variant.name)
         if aside is not None:
-            kept = carry_steps(aside, paths, variant.search is not None) if variant.sweep or variant.search else []
+            kept = carry_steps(aside, paths)
             print(f"[{variant.name}] cut short before: set aside in {aside}, "
                   + (f"its {len(kept)} finished step(s) kept ({', '.join(kept)}), the rest run again" if kept
                      else "run again whole"), flush=True)
             context = replace(context, resumed=Resumed(str(aside.relative_to(run)), tuple(kept)))
         result = run_variant(context, variant, paths, swarm=swarm, ui=ui)
-        if result.status == "failed_to_load" and variant.retry_with:
-            print(f"[{variant.name}] failed to load ({result.cause}); retrying with {retry_description(variant)}", flush=True)
+        if result.ending.status == "failed_to_load" and variant.retry_with:
+            print(f"[{variant.name}] failed to load ({result.ending.cause}); retrying with "
+                  f"{retry_description(variant)}", flush=True)
             if paths.server_log.exists():
                 paths.server_log.replace(paths.first_attempt_log)
             result = run_variant(context, variant.with_retry(), paths, first_attempt=result, swarm=swarm, ui=ui)
         print(f"\n== {scenario.name} / {variant.name}" + (f" (repeat {index} of {k})" if k > 1 else "")
-              + f": {result.status}", flush=True)
+              + f": {result.ending.status}", flush=True)
         summary = json.loads(result.paths.summary_json.read_text())
         for line in console_lines(summary):
             print(f"   {line}")
@@ -107,44 +105,46 @@ def run_scenario(scenario: Scenario, results_root: Path, swarm: Swarm = Swarm(),
     return run
 
 
-def run_variant(context: Context, variant: Variant, paths: VariantPaths,
-                first_attempt: VariantRun | None = None, swarm: Swarm = Swarm(),
-                ui: WebUi | None = None) -> VariantRun:
+def run_variant(context: Context, variant: Variant, paths: VariantPaths, first_attempt: VariantRun | None = None,
+                swarm: Swarm = Swarm(), ui: WebUi | None = None, plan: StepPlan | None = None) -> VariantRun:
     """Launch, measure and stop one variant, a call per stage; always writes ``server.json`` and the summary.
 
     :param first_attempt: the failed run this one retries (``on_load_failure.retry_with``).
+    :param plan: its steps; by default the kind of run the variant declares (``plans.kinds.plan_for``).
     """
-    result = VariantRun(context, variant, paths, first_attempt=first_attempt,
-                        ui=ui is not None and variant.sweep is None and variant.search is None)
+    plan, asked_ui = plan or plan_for(variant), ui is not None
+    ui = ui if plan.interactive else None  # a plan of several steps runs headless, step by step
+    result = VariantRun(context, variant, paths, plan, first_attempt, ui=ui is not None)
     try:
         result.launcher = make_launcher(variant.server, paths.server_log)
         with result.launcher as launcher, preflight_session() as session:
-            url = start_server(result, launcher)
-            result.facts = fetch_facts(url, session)
-            sample_prompts(result, url, session, ui)
-            run_warmup(result, url, swarm)  # before the sampler: the server's counters then match the measured load
-            down = measure(result, url, swarm, ui)
-            judge_load(result, down, swarm)
+            url = start_server(variant, launcher)
+            result.facts = facts = fetch_facts(url, session)
+            sample_prompts(plan, PromptSource(facts, url, paths.prompts, session), asked_ui)
+            stepper = Stepper(url, swarm, facts.model_id, variant.name, paths, lambda: exited(launcher), ui=ui)
+            run_warmup(result.plan, stepper)  # before the sampler: the server's counters then match the load
+            down = measure(result, launcher, stepper)
+            result.ending = judge_load(variant, paths, launcher, down, swarm)
     except ServerExitedError as exc:
-        result.status = "failed_to_load" if result.outcome is None else "crashed"
-        result.error, result.cause, result.hint, result.exit_code = str(exc), exc.cause, exc.hint, exc.returncode
+        result.ending = Ending("failed_to_load" if result.outcome is None else "crashed", str(exc), exc.cause,
+                               exc.hint, exc.returncode)
     except ServerError as exc:
-        result.status, result.error = "failed_to_load", str(exc)
+        result.ending = Ending("failed_to_load", str(exc))
     except TokenswarmError as exc:
-        result.status, result.error = "error", str(exc)
+        result.ending = Ending("error", str(exc))
     except KeyboardInterrupt:
-        result.status = "interrupted"
+        result.ending = Ending("interrupted")
         finish_variant(result)
         raise
-    if result.status == "crashed" and result.launcher is not None and result.cause is None:
-        result.cause, result.hint = diagnose(result.launcher.log_tail(200), result.exit_code)
+    if result.ending.status == "crashed" and result.launcher is not None and result.ending.cause is None:
+        cause, hint = diagnose(result.launcher.log_tail(200), result.ending.exit_code)
+        result.ending = replace(result.ending, cause=cause, hint=hint)
     finish_variant(result)
     return result
 
 
-def start_server(result: VariantRun, launcher: Launcher) -> str:
+def start_server(variant: Variant, launcher: Launcher) -> str:
     """Start the variant's server (or find the one already running) and wait until it is ready; its URL."""
-    variant = result.variant
     what = (f"using the server at {variant.server.url} (not started by tokenswarm)"
             if not launcher.owns_server else f"starting {launcher.kind} server ...")
     print(f"[{variant.name}] {what}", flush=True)
@@ -154,150 +154,110 @@ def start_server(result: VariantRun, launcher: Launcher) -> str:
     return url
 
 
-def sample_prompts(result: VariantRun, url: str, session: requests.Session, ui: WebUi | None) -> None:
-    """Sample the variant's prompts and measure them with the server's tokenizer (a search: its first pool,
-    more as probes need them); ``prompts.jsonl``."""
-    variant, paths, facts = result.variant, result.paths, result.facts
-    assert facts is not None
-    wanted = first_pool_size(variant.search, variant.load) if variant.search else variant.load.num_prompts
-    print(f"[{variant.name}] sampling {wanted} prompts from {variant.load.dataset} "
-          f"(lengths from {'the server' if facts.has_tokenize else 'an estimate'}) ...", flush=True)
-    if variant.search is not None:
-        result.pool = PromptPool(variant.load, facts, url, paths.prompts, session, wanted)
-        result.prompts = result.pool.prepared
-    else:
-        result.prompts = prepare_prompts(sweep_sampling(variant) if variant.sweep else variant.load,
-                                         facts, url, paths.prompts, session)
-    sample = result.prompts.sample
-    print(f"[{variant.name}] {len(sample.prompts)} prompts ({sample.examined} examined, "
-          f"{sample.examined - len(sample.prompts)} dropped)" + ("; more are sampled as probes need them"
-          if variant.search else f"; {variant.load.users} users"), flush=True)
-    if (variant.sweep is not None or variant.search is not None) and ui is not None:
-        print(f"[{variant.name}] a sweep or a search runs headless, step by step: --ui is not used for it", flush=True)
+def exited(launcher: Launcher) -> str | None:
+    """``DIED`` once the server's process has exited: how a step ends before the liveness watch runs."""
+    return DIED if launcher.exit_status() is not None else None
 
 
-def measure(result: VariantRun, url: str, swarm: Swarm, ui: WebUi | None) -> str | None:
-    """The load (one, a sweep's steps or a search's probes) with the server watched and sampled; returns how
-    the server ended if it went down (``liveness.DIED`` or ``LOST``)."""
-    variant, paths, launcher = result.variant, result.paths, result.launcher
-    assert launcher is not None and result.prompts is not None and result.facts is not None
-    result.watch = watch = ServerWatch(url, launcher, variant.load.server_lost_after_s)
-    with MetricsSampler(url, launcher, paths.metrics, session_factory=preflight_session,
+def sample_prompts(plan: StepPlan, source: PromptSource, asked_ui: bool) -> None:
+    """Sample the plan's prompts and measure them with the server's tokenizer (``prompts.jsonl``)."""
+    name = plan.variant.name
+    print(f"[{name}] sampling {plan.wanted} prompts from {plan.variant.load.dataset} "
+          f"(lengths from {'the server' if source.facts.has_tokenize else 'an estimate'}) ...", flush=True)
+    sample = plan.sample(source).sample
+    print(f"[{name}] {len(sample.prompts)} prompts ({sample.examined} examined, "
+          f"{sample.examined - len(sample.prompts)} dropped){plan.sample_note()}", flush=True)
+    if asked_ui and not plan.interactive:
+        print(f"[{name}] a sweep or a search runs headless, step by step: --ui is not used for it", flush=True)
+
+
+def run_warmup(plan: StepPlan, stepper: Stepper) -> None:
+    """The plan's warm-up, sent and recorded in ``steps/warmup`` and left out of every figure; then its settle."""
+    warmup = plan.warmup()
+    if warmup is not None:
+        stepper.run(warmup)
+        time.sleep(plan.settle_s)
+
+
+def measure(result: VariantRun, launcher: Launcher, stepper: Stepper) -> str | None:
+    """The plan's steps with the server watched and sampled; returns how the server ended if it went down
+    (``liveness.DIED`` or ``LOST``)."""
+    result.watch = watch = ServerWatch(stepper.url, launcher, result.variant.load.server_lost_after_s)
+    with MetricsSampler(stepper.url, launcher, result.paths.metrics, session_factory=preflight_session,
                         server_gone=lambda: watch.down() is not None) as sampler, watch:
-        steps = stepper(result, url, swarm, sampler)
-        if variant.sweep is not None:
-            result.outcome = run_sweep(steps, variant, result.prompts.sample.prompts, result.context.resumed.kept,
-                                       lambda *step: _step_summary(result, *step)["status"])
-        elif variant.search is not None:
-            result.outcome = run_search(result, steps)
-        else:
-            plan = LoadPlan.for_load(variant.load, url, planned_requests(result.prompts.sample.prompts),
-                                     result.facts.model_id, swarm, ui)
-            result.outcome = run_load(plan, paths, variant.name, stop_when=watch.down)
-        if variant.sweep is not None or variant.search is not None:
-            merge_step_records(paths, step_labels(variant, paths))  # the variant's records: its steps'
+        run_steps(result, launcher, replace(stepper, down=watch.down, sampler=sampler))
         return watch.settle()
 
 
-def judge_load(result: VariantRun, down: str | None, swarm: Swarm) -> None:
+def run_steps(result: VariantRun, launcher: Launcher, stepper: Stepper) -> None:
+    """Every step of the plan against the running server, ``settle_s`` apart, each in its folder with its own
+    summary and verdict, the plan's ledger after each; a step ``--resume`` kept is read, not run (until a step
+    runs anew: what the run it resumes did after that was chosen without it); no step after
+    one the server did not survive. The variant's records are then its steps' (for steps in folders of their
+    own), even when the run stops mid-step."""
+    plan, kept = result.plan, set(result.context.resumed.kept)
+    try:
+        while (step := plan.next_step(result.done)) is not None:
+            result.steps.append(step)
+            if step.label in kept and result.outcome is None:  # only while no step ran anew: later ones followed it
+                result.done.append(kept_step(plan, step, stepper.folder(step)))
+                print(f"[{result.variant.name}] {plan.name(step)}: finished before: kept", flush=True)
+                plan.ledger(result.paths, result.done)
+                continue
+            if result.outcome is not None:
+                time.sleep(plan.settle_s)
+            result.outcome = outcome = stepper.run(step, plan.stop_early(step, stepper.folder(step)))
+            result.done.append(done := step_done(result, launcher, step, stepper.folder(step), outcome))
+            plan.ledger(result.paths, result.done)
+            if (said := plan.said(done)) is not None:
+                print(f"[{result.variant.name}] {said}", flush=True)
+            if ends_the_steps(done.status, outcome):
+                break
+        plan.ledger(result.paths, result.done, ended=True)
+    finally:
+        labels = [step.label for step in result.steps if step.label is not None]
+        if labels:
+            merge_step_records(result.paths, labels)
+
+
+def kept_step(plan: StepPlan, step: Step, folder: VariantPaths) -> StepDone:
+    """A step finished by the run this one resumes, read from its folder."""
+    summary = read_json(folder.summary_json) or {}
+    return StepDone(step, summary.get("status", "completed"), summary.get("stopped_by"), plan.judge(summary),
+                    kept=True)
+
+
+def step_done(result: VariantRun, launcher: Launcher, step: Step, folder: VariantPaths,
+              outcome: LoadOutcome) -> StepDone:
+    """How a step ended, and, for a step in a folder of its own, its summary (written) and verdict."""
+    if step.label is None:  # the variant's own load: its summary is the variant's (``finish_variant``)
+        return StepDone(step, "completed", outcome.stopped_by)
+    status, error = load_status(launcher.exit_status() is not None, outcome.stopped_by, folder.records,
+                                folder.locust_log)
+    variant = result.variant
+    summary = build_summary(folder, result.context.scenario, variant.name, RunFacts(
+        status=status, error=error, stopped_by=outcome.stopped_by,
+        step=step.point.as_dict() if step.point else None, planned_prompts=planned_requests(list(step.prompts)),
+        settings=variant_settings(replace(variant, load=step.load, sweep=None, steps=(), search=None)),
+        factors=factor_record(variant.factors), slo=variant.slo.as_dict() if variant.slo else None),
+        result.context.host_limits)
+    return StepDone(step, status, outcome.stopped_by, result.plan.judge(summary))
+
+
+def judge_load(variant: Variant, paths: VariantPaths, launcher: Launcher, down: str | None, swarm: Swarm) -> Ending:
     """The variant's status from how its load ended (``load_status``), with the cause of a lost server and of
     a load no worker joined."""
-    paths, launcher = result.paths, result.launcher
-    assert launcher is not None
-    result.exit_code = launcher.exit_status()
-    result.status, result.error = load_status(result.exit_code is not None, down, paths.records, paths.locust_log)
-    if result.status == "server_lost":
-        result.cause = (f"the server stopped answering (no connection accepted, no /health answer) for "
-                        f"{result.variant.load.server_lost_after_s:g} s")
-    if result.status == "error" and swarm.remote_workers and \
+    exit_code = launcher.exit_status()
+    status, error = load_status(exit_code is not None, down, paths.records, paths.locust_log)
+    cause = None
+    if status == "server_lost":
+        cause = (f"the server stopped answering (no connection accepted, no /health answer) for "
+                 f"{variant.load.server_lost_after_s:g} s")
+    if status == "error" and swarm.remote_workers and \
             GAVE_UP_ON_WORKERS in paths.locust_log.read_text(errors="replace"):
-        result.error = (f"no worker joined within {swarm.workers_wait_s:g} s (--expect-workers-max-wait); "
-                        "start `tokenswarm worker --master-host <this host>` on each load host")
-
-
-def _step_summary(result: VariantRun, paths: VariantPaths, outcome: LoadOutcome, load: LoadSpec,
-                  prompts: list[Prompt], step: dict[str, Any]) -> dict[str, Any]:
-    """A step's summary, as any variant's: its status from how its load ended."""
-    assert result.launcher is not None
-    status, error = load_status(result.launcher.exit_status() is not None, outcome.stopped_by, paths.records,
-                                paths.locust_log)
-    return build_summary(paths, result.context.scenario, result.variant.name, RunFacts(
-        status=status, error=error, stopped_by=outcome.stopped_by, step=step, planned_prompts=planned_requests(prompts),
-        settings=variant_settings(replace(result.variant, load=load, sweep=None, steps=(), search=None)),
-        factors=factor_record(result.variant.factors),
-        slo=result.variant.slo.as_dict() if result.variant.slo else None), result.context.host_limits)
-
-
-def stepper(result: VariantRun, url: str, swarm: Swarm, sampler: MetricsSampler | None = None) -> Stepper:
-    """Runs the variant's steps against its server; before the watch starts (the warm-up), a step stops when
-    the server process exits."""
-    launcher, facts, watch = result.launcher, result.facts, result.watch
-    assert launcher is not None and facts is not None
-    down = watch.down if watch else (lambda: DIED if launcher.exit_status() is not None else None)
-    return Stepper(url, swarm, facts.model_id, result.variant.name, result.paths, down, sampler)
-
-
-def run_warmup(result: VariantRun, url: str, swarm: Swarm) -> None:
-    """The warm-up (a sweep's, or a variant's ``warmup_prompts``): sent and recorded in ``steps/warmup``,
-    left out of every figure; a search's comes first from its prompt pool, each of its prompts a user (at
-    most the scenario's users)."""
-    variant, prompts = result.variant, result.prompts
-    assert prompts is not None
-    if variant.sweep is not None:
-        sweep, warmup, _ = sweep_steps(variant, prompts.sample.prompts)
-        settle_s = sweep.settle_s
-    elif variant.search is not None and result.pool is not None:
-        search = variant.search
-        load = replace(variant.load, users=min(variant.load.users, max(1, search.warmup_prompts)), max_seconds=None,
-                       rate=None)
-        warmup, settle_s = ("warmup", load, result.pool.take(search.warmup_prompts)), search.settle_s
-    else:
-        warmup, settle_s = ("warmup", replace(variant.load, max_seconds=None), list(prompts.warmup)), 0.0
-    if warmup[2]:
-        stepper(result, url, swarm).run(warmup)
-        time.sleep(settle_s)
-
-
-def run_search(result: VariantRun, steps: Stepper) -> LoadOutcome:
-    """A capacity search: probe after probe against the running server (``scenario.search.next_probe`` picks
-    each from the verdicts so far), ``settle_s`` apart, each a full result folder (``steps/probe-NN-...``);
-    ``search.json`` lists them as they run. A probe that can no longer pass is stopped early."""
-    variant, search, pool = result.variant, result.variant.search, result.pool
-    assert search is not None and pool is not None and variant.slo is not None
-    limits = variant.slo.as_dict()
-    record: dict[str, Any] = {"search": asdict(search), "slo": limits, "probes": [], "started_ts": time.time(),
-                              "ended_ts": None}
-    history: list[tuple[float, bool]] = []
-    for probe in (read_json(result.paths.search_json) or {}).get("probes") or []:  # kept from the run resumed
-        summary = read_json(result.paths.dir / "steps" / probe["label"] / "summary.json")
-        history.append((probe["value"], judge(summary, search)["passed"]))
-        pool.take(probe["prompts"])  # the prompts it was dealt: later probes are dealt the same as before
-        record["probes"].append(probe)
-        print(f"[{variant.name}] probe {probe['n']}: {probe['value']:g} {UNITS[search.over]}: finished before: kept",
-              flush=True)
-    outcome, started, ran = LoadOutcome(0, 0.0, "num_prompts"), time.monotonic(), False
-    while (value := next_probe(search, history)) is not None:
-        if ran:
-            time.sleep(search.settle_s)
-        ran = True
-        n, load = len(history) + 1, probe_load(search, variant.load, value)
-        label, prompts = search.label(n, value), pool.take(load.num_prompts)
-        watch = ProbeWatch(result.paths.step(label).records, limits, search.attainment, len(prompts),
-                           load.users if search.over == "users" else 0)
-        paths, outcome = steps.run((label, load, prompts), watch.cannot_pass)
-        summary = _step_summary(result, paths, outcome, load, prompts,
-                                {"key": search.over, "value": value, "probe": n})
-        verdict = judge(summary, search)
-        history.append((value, verdict["passed"]))
-        record["probes"].append({"n": n, "value": value, "label": label, "prompts": planned_requests(prompts)})
-        write_record(result.paths, record)
-        print(f"[{variant.name}] probe {n}: {value:g} {UNITS[search.over]} "
-              + ("passes" if verdict["passed"] else f"fails: {verdict['why']}"), flush=True)
-        if ends_the_steps(summary["status"], outcome):
-            break
-    record["ended_ts"] = time.time()
-    write_record(result.paths, record)
-    return replace(outcome, wall_s=round(time.monotonic() - started, 3))
+        error = (f"no worker joined within {swarm.workers_wait_s:g} s (--expect-workers-max-wait); "
+                 "start `tokenswarm worker --master-host <this host>` on each load host")
+    return Ending(status, error, cause, exit_code=exit_code)
 
 
 def finish_variant(result: VariantRun) -> dict[str, Any]:
@@ -306,31 +266,24 @@ def finish_variant(result: VariantRun) -> dict[str, Any]:
     settings = variant_settings(result.variant)
     if result.launcher is not None and not result.launcher.owns_server and result.facts is not None:
         settings.update(result.facts.reported())  # a server tokenswarm did not start: what it says it is
-    first, context, variant, prompts = result.first_attempt, result.context, result.variant, result.prompts
-    warmup = len(prompts.warmup) if prompts else 0
-    if result.pool is not None and variant.search is not None:
-        warmup = min(variant.search.warmup_prompts, result.pool.dealt)
-    planned = None
-    if prompts:
-        planned = planned_requests(prompts.sample.prompts[variant.sweep.warmup_prompts if variant.sweep else 0:])
-        if variant.search is not None:  # the prompts dealt to its probes, not the whole pool
-            planned = sum(probe["prompts"] for probe in (read_json(result.paths.search_json) or {}).get("probes") or [])
-    if variant.sweep is not None or variant.search is not None:  # its records are its steps' (not the warm-up's)
-        merge_step_records(result.paths, step_labels(variant, result.paths))  # again: a run stopped mid-way never reached the first
+    first, context, variant, plan, ending = (result.first_attempt, result.context, result.variant, result.plan,
+                                             result.ending)
+    warmup = plan.warmup_sent()
+    prepared = plan.prepared
     facts = RunFacts(
-        status=result.status, error=result.error, machine=machine(),
+        status=ending.status, error=ending.error, machine=machine(),
         model=model_file(result.facts, variant.server.model), settings=settings,
         factors=factor_record(variant.factors), retried=first is not None,
         first_attempt=None if first is None else {
-            "status": first.status, "cause": first.cause, "hint": first.hint, "exit_code": first.exit_code,
-            "settings": variant_settings(first.variant), "log": result.paths.first_attempt_log.name},
+            "status": first.ending.status, "cause": first.ending.cause, "hint": first.ending.hint,
+            "exit_code": first.ending.exit_code, "settings": variant_settings(first.variant),
+            "log": result.paths.first_attempt_log.name},
         stopped_by=result.outcome.stopped_by if result.outcome else None, ui=result.ui,
         repeat=context.repeat.as_dict() if context.repeat is not None else None,
-        resumed={"set_aside": context.resumed.set_aside, "kept_steps": list(context.resumed.kept)}
-        if context.resumed.set_aside else None,
+        resumed={"set_aside": context.resumed.set_aside,
+                 "kept_steps": [d.step.label for d in result.done if d.kept]} if context.resumed.set_aside else None,
         warmup={"prompts": warmup, "records": "steps/warmup"} if warmup else None,
         slo=variant.slo.as_dict() if variant.slo is not None else None,  # `tokenswarm report` judges goodput again
-        planned_prompts=planned, sampling=prompts.sampling_block() if prompts else None,
-        sweep=sweep_block(result.paths, variant.sweep) if variant.sweep is not None else None)
+        planned_prompts=plan.planned_prompts(result.done),
+        sampling=prepared.sampling_block() if prepared else None, **plan.run_facts(result.paths))
     return build_summary(result.paths, context.scenario, variant.name, facts, context.host_limits)
-

@@ -1,16 +1,20 @@
-"""What the run loop knows of one variant while it runs: the run it belongs to (``Context``) and what it
-learned (``VariantRun``), which becomes ``server.json`` and, through ``report.runfacts.RunFacts``, the summary.
+"""What the run loop knows of one variant as it runs: the run it belongs to (``Context``), its plan, what it
+got to (``VariantRun``) and how it ended (``Ending``), which become ``server.json`` and, through
+``report.runfacts.RunFacts``, the summary.
 
-Stage: the pipeline's own record (beside ``runloop``, which fills it one stage at a time).
+Stage: the pipeline's own record (beside ``runloop``, which fills it one stage at a time). Each stage's
+function takes what it needs as arguments; this record is what ``finish_variant`` reads, whatever stage a
+failure stopped at.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from orchestrate.load.locust_run import LoadOutcome
-from orchestrate.load.prompts import PreparedPrompts, PromptPool
+from orchestrate.load.steps import Step
+from orchestrate.plans.base import StepDone, StepPlan
 from orchestrate.report.repeats import Repeat
 from orchestrate.results import VariantPaths
 from orchestrate.scenario.host_limits import HostLimits
@@ -27,7 +31,7 @@ class Resumed:
     set_aside: str = ""
     """Its earlier folder, under ``partial/`` (relative to the run)."""
     kept: tuple[str, ...] = ()
-    """The labels of its sweep steps or search probes finished before, carried into its new folder."""
+    """The labels of its steps (a sweep's, a search's probes) finished before, carried into its new folder."""
 
 
 @dataclass(frozen=True)
@@ -40,38 +44,49 @@ class Context:
     resumed: Resumed = Resumed()
 
 
-@dataclass
-class VariantRun:
-    """What the run loop learned about one variant; becomes ``server.json`` and ``summary.json``."""
+@dataclass(frozen=True)
+class Ending:
+    """How a variant ended."""
 
-    context: Context
-    variant: Variant
-    paths: VariantPaths
-    status: str = "pending"
-    """``completed``, ``failed_to_load``, ``crashed``, ``server_lost``, ``error`` or ``interrupted``."""
-    launcher: Launcher | None = None
-    watch: ServerWatch | None = None
-    """The server's liveness while the load ran: when it died or was lost (``liveness.py``)."""
-    facts: ServerFacts | None = None
-    prompts: PreparedPrompts | None = None
-    pool: PromptPool | None = None
-    """A capacity search's prompts, dealt to each probe as it is chosen."""
-    outcome: LoadOutcome | None = None
+    status: str
+    """``completed``, ``failed_to_load``, ``crashed``, ``server_lost``, ``error`` or ``interrupted``
+    (``pending`` until it ends)."""
     error: str | None = None
     cause: str | None = None
     hint: str | None = None
     exit_code: int | None = None
+
+
+@dataclass
+class VariantRun:
+    """What the run loop got to for one variant; becomes ``server.json`` and ``summary.json``."""
+
+    context: Context
+    variant: Variant
+    paths: VariantPaths
+    plan: StepPlan
     first_attempt: "VariantRun | None" = None
     ui: bool = False
     """Locust's web UI ran the load: a person set the users."""
+    launcher: Launcher | None = None
+    facts: ServerFacts | None = None
+    watch: ServerWatch | None = None
+    """The server's liveness while the load ran: when it died or was lost (``liveness.py``)."""
+    steps: list[Step] = field(default_factory=list)
+    """The plan's steps so far, in order: those run (or running) and those kept by ``--resume``."""
+    done: list[StepDone] = field(default_factory=list)
+    outcome: LoadOutcome | None = None
+    """How the last step's load ended; None while no load has run."""
+    ending: Ending = Ending("pending")
 
     def server_info(self) -> dict[str, Any]:
-        info: dict[str, Any] = {"status": self.status, "facts": self.facts.to_dict() if self.facts else None,
+        ending = self.ending
+        info: dict[str, Any] = {"status": ending.status, "facts": self.facts.to_dict() if self.facts else None,
                                 "ready_s": self.launcher.ready_s if self.launcher else None,
-                                "exit_code": self.exit_code, "cause": self.cause, "hint": self.hint,
+                                "exit_code": ending.exit_code, "cause": ending.cause, "hint": ending.hint,
                                 "down_at": self.watch.down_at if self.watch else None}
         if self.launcher:
             info["launcher"] = self.launcher.describe()
-            if self.status in ("failed_to_load", "crashed", "server_lost"):
+            if ending.status in ("failed_to_load", "crashed", "server_lost"):
                 info["log_tail"] = self.launcher.log_tail(30)
         return info

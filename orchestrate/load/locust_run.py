@@ -20,7 +20,6 @@ from typing import IO
 import requests
 
 from locustfiles.command import LOCUSTFILE, headless_command
-from locustfiles.serverwatch import DEFAULT_LOST_AFTER_S
 from orchestrate.errors import LoadRunError
 from orchestrate.load import jointoken
 from orchestrate.processes import stop_process
@@ -87,34 +86,20 @@ class WebUi:
 
 @dataclass(frozen=True)
 class LoadPlan:
-    """Everything the Locust process needs for one variant."""
+    """Everything the Locust process needs for one load: the scenario's load section, where it goes, and the
+    prompts file's count."""
 
     url: str
-    users: int
-    spawn_rate: float
+    load: LoadSpec
+    """The load section as run (users, spawn rate, time cap, request shape, rate or stages, replay mode)."""
     num_prompts: int
-    max_tokens: int
-    max_seconds: float | None
-    read_timeout_s: float
-    cache_prompt: bool
+    """The requests the prompts file plans (every turn of a multi-turn conversation)."""
     model: str | None
     swarm: Swarm = Swarm()
     ui: WebUi | None = None
     """Locust's web UI (``-u``/``-r`` then only prefill its form), and ``--quit-on-stop``."""
-    load: LoadSpec | None = None
-    """The scenario's load section: its request rate or ramp stages (``pacing.py``), when it has one."""
-    server_lost_after_s: float = DEFAULT_LOST_AFTER_S
     request_id_prefix: str = ""
     """Before every request id: a step's label, so the steps of one server start never share an id."""
-
-    @classmethod
-    def for_load(cls, load: LoadSpec, url: str, num_prompts: int, model: str | None, swarm: Swarm = Swarm(),
-                 ui: WebUi | None = None) -> "LoadPlan":
-        """The plan for a scenario's load section, once its ``num_prompts`` prompts are written."""
-        return cls(url=url, users=load.users, spawn_rate=load.spawn_rate, num_prompts=num_prompts,
-                   max_tokens=load.max_tokens, max_seconds=load.max_seconds, read_timeout_s=load.read_timeout_s,
-                   cache_prompt=load.cache_prompt, model=model, swarm=swarm, ui=ui, load=load,
-                   server_lost_after_s=load.server_lost_after_s)
 
 
 @dataclass(frozen=True)
@@ -130,22 +115,21 @@ class LoadOutcome:
 
 def locust_command(plan: LoadPlan, paths: VariantPaths) -> list[str]:
     """The exact ``locust`` command line (also shown in ``server.json``/docs)."""
-    cmd = headless_command(plan.users, plan.spawn_rate, plan.url, paths.prompts, plan.num_prompts, plan.max_tokens,
-                           paths.records)
-    cmd += ["--read-timeout", f"{plan.read_timeout_s:g}", "--server-lost-after", f"{plan.server_lost_after_s:g}",
+    load = plan.load
+    cmd = headless_command(load.users, load.spawn_rate, plan.url, paths.prompts, plan.num_prompts, paths.records)
+    cmd += ["--read-timeout", f"{load.read_timeout_s:g}", "--server-lost-after", f"{load.server_lost_after_s:g}",
             "--csv", str(paths.locust_prefix), "--csv-full-history", "--json-file", str(paths.locust_json_stem),
             "--only-summary", "--loglevel", "INFO", "--exit-with-parent", str(os.getpid())]
-    if plan.max_seconds:
-        cmd += ["--run-time", f"{int(plan.max_seconds)}s"]
-    if not plan.cache_prompt:
+    if load.max_seconds:
+        cmd += ["--run-time", f"{int(load.max_seconds)}s"]
+    if not load.cache_prompt:
         cmd.append("--no-cache-prompt")
-    if plan.load is not None and plan.load.ignores_eos:
+    if load.ignores_eos:
         cmd.append("--ignore-eos")
     if plan.request_id_prefix:
         cmd += ["--request-id-prefix", plan.request_id_prefix]
-    cmd += pacing.locust_args(plan.load)  # --rate ... or --stages ...
-    if plan.load is not None:
-        cmd += replay.locust_args(plan.load)  # --mode multi_turn --history ... --think-time ...
+    cmd += pacing.locust_args(load)  # --rate ... or --stages ...
+    cmd += replay.locust_args(load)  # --mode multi_turn --history ... --think-time ...
     if plan.model:
         cmd += ["--model", plan.model]
     swarm = plan.swarm
@@ -290,7 +274,7 @@ def run_load(plan: LoadPlan, paths: VariantPaths, label: str,
                 if p.poll() is None:
                     _stop(p)
     wall = time.monotonic() - started
-    if stopped_by == "num_prompts" and plan.max_seconds and wall >= plan.max_seconds:
+    if stopped_by == "num_prompts" and plan.load.max_seconds and wall >= plan.load.max_seconds:
         stopped_by = "time_cap"
     if plan.ui is not None and stopped_by in ("num_prompts", "time_cap"):  # the wall clock includes idle UI time
         stopped_by = "num_prompts" if _count_lines(paths.records) >= plan.num_prompts else "ui_stop"

@@ -171,6 +171,25 @@ def _prepare_conversations(load: LoadSpec, facts: ServerFacts, url: str, out: Pa
                            truncated=data.truncation is not None)
 
 
+@dataclass(frozen=True)
+class PromptSource:
+    """Where a variant's prompts are sampled and measured: its server (pre-flight facts, URL, session) and
+    the ``prompts.jsonl`` that holds the sample."""
+
+    facts: ServerFacts
+    url: str
+    out: Path
+    session: requests.Session
+
+    def prepare(self, load: LoadSpec) -> PreparedPrompts:
+        """``load.num_prompts`` prompts (and its warm-up's), sampled once (``prepare_prompts``)."""
+        return prepare_prompts(load, self.facts, self.url, self.out, self.session)
+
+    def pool(self, load: LoadSpec, size: int) -> "PromptPool":
+        """A pool dealt out as steps are chosen, its first sample ``size`` prompts (``PromptPool``)."""
+        return PromptPool(load, self.facts, self.url, self.out, self.session, size)
+
+
 class PromptPool:
     """Prompts dealt out in sampling order, as many as asked for, for loads chosen as the run goes (a
     capacity search's probes): no two takes share a prompt, so the prompt cache flatters no later probe.

@@ -106,10 +106,8 @@ def stages_duration_s(load: LoadSpec) -> float:
     return sum(s.duration_s for s in load.stages)
 
 
-def locust_args(load: LoadSpec | None) -> list[str]:
+def locust_args(load: LoadSpec) -> list[str]:
     """The Locust flags of the load's mode (none for plain closed-loop users)."""
-    if load is None:
-        return []
     if load.rate is not None:
         return ["--rate", f"{load.rate:g}", "--arrival", load.arrival, "--burstiness", f"{load.burstiness:g}",
                 "--late-ms", f"{load.late_ms:g}", "--seed", str(load.seed)]
@@ -128,10 +126,10 @@ def settings(load: LoadSpec) -> dict[str, Any]:
     return {}
 
 
-def stopped_by(load: LoadSpec | None, stopped: str, all_sent: Callable[[], bool]) -> str:
+def stopped_by(load: LoadSpec, stopped: str, all_sent: Callable[[], bool]) -> str:
     """With stages, a run that ends before every prompt was sent ended with its last stage (``stages_end``)
     unless the time cap came first (the wall clock also counts Locust's start, so it cannot tell)."""
-    if load is None or not load.stages or stopped not in ("num_prompts", "time_cap") or all_sent():
+    if not load.stages or stopped not in ("num_prompts", "time_cap") or all_sent():
         return stopped
     capped = load.max_seconds is not None and load.max_seconds < stages_duration_s(load)
     return "time_cap" if capped else "stages_end"

@@ -193,7 +193,7 @@ def run_step(out: Path, users: int, itl_ms: float, rounds: int, server_core: int
     truth, records = d / "truth.csv", d / RECORDS_FILE
     server, url = start_server(truth, itl_ms, output_tokens, server_core, d / "server.log", ttft_ms)
     try:
-        cmd = headless_command(users, max(users, 100), url, prompts, step.prompts, output_tokens, records, locustfile)
+        cmd = headless_command(users, max(users, 100), url, prompts, step.prompts, records, locustfile)
         cmd += ["--run-time", f"{int(STEP_TIMEOUT_S)}s", "--loglevel", "WARNING",
                "--only-summary"]
         with open(d / "locust.log", "w") as log:

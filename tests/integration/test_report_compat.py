@@ -19,10 +19,12 @@ RUNS = sorted(p.name for p in KEPT.iterdir() if p.is_dir())
 
 
 def differences(before: Any, after: Any, at: str = "") -> list[str]:
-    """Every path whose value differs (a key missing on either side included)."""
+    """Every path whose value differs; a key one side lacks differs unless the other side's value is null (a
+    reader's ``.get`` sees None either way: the typed summary writes some keys the old files left out)."""
     if isinstance(before, dict) and isinstance(after, dict):
         return [d for key in sorted(set(before) | set(after), key=str)
-                for d in differences(before.get(key, "(missing)"), after.get(key, "(missing)"), f"{at}.{key}")]
+                for d in differences(before.get(key), after.get(key), f"{at}.{key}")
+                if key in before and key in after or before.get(key, after.get(key)) is not None]
     if isinstance(before, list) and isinstance(after, list) and len(before) == len(after):
         return [d for i, (x, y) in enumerate(zip(before, after)) for d in differences(x, y, f"{at}[{i}]")]
     return [] if before == after else [f"{at}: {str(before)[:80]} -> {str(after)[:80]}"]

@@ -51,11 +51,11 @@ def summary(share: float | None = 0.95, *, found: bool = True, status: str = "co
 
 def test_judge_pass_keeps_the_window_figures() -> None:
     verdict = judge(summary(0.95), USERS)
-    assert verdict["passed"] is True and verdict["why"] is None and verdict["stopped_early"] is False
-    assert verdict["attainment"] == 0.95
-    assert verdict["steady_state"] == {"found": True, "decode_tok_s": 100.0, "requests_per_s": 2.0,
-                                       "ttft_p99_ms": 300.0, "tpot_p99_ms": 40.0, "requests": 40}
-    assert judge(summary(0.9), USERS)["passed"] is True  # exactly at the attainment passes
+    assert verdict.passed is True and verdict.why is None and verdict.stopped_early is False
+    assert verdict.attainment == 0.95
+    assert asdict(verdict.steady_state) == {"found": True, "decode_tok_s": 100.0, "requests_per_s": 2.0,
+                                            "ttft_p99_ms": 300.0, "tpot_p99_ms": 40.0, "requests": 40}
+    assert judge(summary(0.9), USERS).passed is True  # exactly at the attainment passes
 
 
 @pytest.mark.parametrize(("probe", "search", "why"), [
@@ -69,15 +69,15 @@ def test_judge_pass_keeps_the_window_figures() -> None:
 ])
 def test_judge_failures_say_why(probe: dict[str, Any], search: Search, why: str) -> None:
     verdict = judge(probe, search)
-    assert verdict["passed"] is False and verdict["why"] == why
-    assert verdict["stopped_early"] is (probe.get("stopped_by") == CANNOT_PASS)
+    assert verdict.passed is False and verdict.why == why
+    assert verdict.stopped_early is (probe.get("stopped_by") == CANNOT_PASS)
 
 
 def test_judge_kept_up_matters_only_in_an_open_loop_and_no_window_has_no_attainment() -> None:
-    assert judge(summary(1.0, kept_up=False), USERS)["passed"] is True
-    assert judge(summary(1.0, kept_up=True), RATE)["passed"] is True
+    assert judge(summary(1.0, kept_up=False), USERS).passed is True
+    assert judge(summary(1.0, kept_up=True), RATE).passed is True
     lost = judge(summary(found=False), USERS)
-    assert lost["attainment"] is None and lost["steady_state"]["found"] is False
+    assert lost.attainment is None and lost.steady_state.found is False
 
 
 def test_a_probe_stopped_before_its_window_is_judged_by_what_all_its_requests_missed() -> None:
@@ -86,8 +86,8 @@ def test_a_probe_stopped_before_its_window_is_judged_by_what_all_its_requests_mi
     probe = {**summary(found=False, stopped_by=CANNOT_PASS),
              "goodput": {"missed_by": {"ttft_ms": 1, "tpot_ms": 6, "error": 0, "cancelled": 3}}}
     verdict = judge(probe, USERS)
-    assert verdict["missed_by"] == probe["goodput"]["missed_by"] and limited_by([verdict]) == "tpot_ms"
-    assert judge(summary(0.5, missed_by={"ttft_ms": 2}), USERS)["missed_by"] == {"ttft_ms": 2}  # the window's first
+    assert verdict.missed_by == probe["goodput"]["missed_by"] and limited_by([asdict(verdict)]) == "tpot_ms"
+    assert judge(summary(0.5, missed_by={"ttft_ms": 2}), USERS).missed_by == {"ttft_ms": 2}  # the window's first
 
 
 def test_limited_by_sums_the_failing_loads_probes() -> None:

@@ -24,7 +24,7 @@ options.add_arguments(parser)
 conversations.add_arguments(parser)
 opts = parser.parse_args(json.loads(sys.argv[1]))
 print(json.dumps({k: getattr(opts, k) for k in ("locustfile", "headless", "num_users", "spawn_rate", "host",
-                                                "prompts_file", "num_prompts", "max_tokens", "records_file")}))
+                                                "prompts_file", "num_prompts", "records_file")}))
 """
 
 
@@ -38,16 +38,17 @@ def locust_parses(argv: list[str]) -> dict[str, object]:
 
 def test_locust_reads_the_line_back_as_given(tmp_path: Path) -> None:
     cmd = headless_command(users=12, spawn_rate=0.5, url="http://127.0.0.1:8080", prompts=tmp_path / "prompts.jsonl",
-                           num_prompts=300, max_tokens=64, records=tmp_path / "out" / "requests.jsonl")
+                           num_prompts=300, records=tmp_path / "out" / "requests.jsonl")
     assert cmd[:3] == [sys.executable, "-m", "locust"]  # this interpreter: the venv that has Locust
     assert locust_parses(cmd[3:]) == {
         "locustfile": str(LOCUSTFILE), "headless": True, "num_users": 12, "spawn_rate": 0.5,
         "host": "http://127.0.0.1:8080", "prompts_file": str(tmp_path / "prompts.jsonl"), "num_prompts": 300,
-        "max_tokens": 64, "records_file": str(tmp_path / "out" / "requests.jsonl")}
+        "records_file": str(tmp_path / "out" / "requests.jsonl")}
+    assert "--max-tokens" not in cmd, "each prompt carries its own max_tokens: the flag would do nothing"
 
 
 def test_a_whole_spawn_rate_is_written_without_a_fraction(tmp_path: Path) -> None:
-    cmd = headless_command(4, 4.0, "http://h:1", tmp_path / "p", 1, 1, tmp_path / "r",
+    cmd = headless_command(4, 4.0, "http://h:1", tmp_path / "p", 1, tmp_path / "r",
                            locustfile=tmp_path / "mine.py")
     assert cmd[cmd.index("-r") + 1] == "4" and cmd[cmd.index("-f") + 1] == str(tmp_path / "mine.py")
 

@@ -13,6 +13,7 @@ from orchestrate.errors import ScenarioError
 from orchestrate.load import jointoken
 from orchestrate.load.locust_run import LoadPlan, Swarm, locust_command, worker_command
 from orchestrate.results import VariantPaths
+from orchestrate.scenario.spec import LoadSpec
 
 
 def test_a_given_token_file_is_used_and_checked_first(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -57,9 +58,8 @@ def test_local_workers_without_a_token_get_one_made_for_the_run(tmp_path: Path,
 
 def test_locust_gets_the_token_file_by_path_and_workers_are_told_where_it_is(tmp_path: Path) -> None:
     path = tmp_path / "join-token"
-    plan = LoadPlan(url="http://127.0.0.1:8080", users=4, spawn_rate=4, num_prompts=10, max_tokens=16,
-                    max_seconds=None, read_timeout_s=60, cache_prompt=True, model=None,
-                    swarm=Swarm(remote_workers=2, master_bind_host="0.0.0.0", join_token_file=path))
+    plan = LoadPlan(url="http://127.0.0.1:8080", load=LoadSpec(users=4, spawn_rate=4, max_tokens=16, read_timeout_s=60),
+                    num_prompts=10, model=None, swarm=Swarm(remote_workers=2, master_bind_host="0.0.0.0", join_token_file=path))
     master = locust_command(plan, VariantPaths.create(tmp_path, "v"))
     assert master[master.index("--join-token-file") + 1] == str(path)
     assert worker_command("10.0.0.5", 5557, path)[-2:] == ["--join-token-file", str(path)]

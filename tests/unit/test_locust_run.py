@@ -28,8 +28,13 @@ from orchestrate.load.locust_run import (
 from orchestrate.results import VariantPaths
 from orchestrate.scenario.spec import LoadSpec
 
-PLAN = LoadPlan(url="http://127.0.0.1:8080", users=32, spawn_rate=32, num_prompts=300, max_tokens=256,
-                max_seconds=300, read_timeout_s=600, cache_prompt=True, model=None)
+LOAD = LoadSpec(users=32, spawn_rate=32, max_tokens=256, max_seconds=300, read_timeout_s=600, cache_prompt=True)
+PLAN = LoadPlan(url="http://127.0.0.1:8080", load=LOAD, num_prompts=300, model=None)
+
+
+def with_load(plan: LoadPlan, **load: Any) -> LoadPlan:
+    """``plan`` with its load section changed."""
+    return replace(plan, load=replace(plan.load, **load))
 
 
 def value(cmd: list[str], flag: str) -> str:
@@ -40,10 +45,10 @@ def value(cmd: list[str], flag: str) -> str:
 def test_the_plan_becomes_locusts_flags(tmp_path: Path) -> None:
     """Users, rate, server, prompts and where every output goes: the files ``report`` reads later."""
     paths = VariantPaths.create(tmp_path, "v")
-    cmd = locust_command(replace(PLAN, read_timeout_s=12.5, server_lost_after_s=7), paths)
+    cmd = locust_command(with_load(PLAN, read_timeout_s=12.5, server_lost_after_s=7), paths)
     assert cmd[:3] == [sys.executable, "-m", "locust"] and "--headless" in cmd
     assert (value(cmd, "-u"), value(cmd, "-r"), value(cmd, "--host")) == ("32", "32", "http://127.0.0.1:8080")
-    assert value(cmd, "--num-prompts") == "300" and value(cmd, "--max-tokens") == "256"
+    assert value(cmd, "--num-prompts") == "300" and "--max-tokens" not in cmd  # each prompt carries its own
     assert value(cmd, "--prompts-file") == str(paths.prompts) and value(cmd, "--records-file") == str(paths.records)
     assert value(cmd, "--read-timeout") == "12.5" and value(cmd, "--server-lost-after") == "7"
     assert value(cmd, "--csv") == str(paths.locust_prefix) and "--csv-full-history" in cmd
@@ -54,22 +59,21 @@ def test_the_plan_becomes_locusts_flags(tmp_path: Path) -> None:
 
 def test_optional_flags_follow_the_plan(tmp_path: Path) -> None:
     paths = VariantPaths.create(tmp_path, "v")
-    cmd = locust_command(replace(PLAN, max_seconds=None, cache_prompt=False, model="gemma"), paths)
+    cmd = locust_command(replace(with_load(PLAN, max_seconds=None, cache_prompt=False), model="gemma"), paths)
     assert "--run-time" not in cmd, "no time cap: Locust runs until every prompt is sent"
     assert "--no-cache-prompt" in cmd and value(cmd, "--model") == "gemma"
     assert "--ignore-eos" not in cmd
-    ignoring = LoadPlan.for_load(LoadSpec(dataset="random", num_prompts=4), "http://h:1", 4, None)
+    ignoring = LoadPlan("http://h:1", LoadSpec(dataset="random", num_prompts=4), 4, None)
     assert "--ignore-eos" in locust_command(ignoring, paths), "dataset random sends ignore_eos by default"
-    assert value(locust_command(replace(PLAN, max_seconds=90.7), paths), "--run-time") == "90s"
+    assert value(locust_command(with_load(PLAN, max_seconds=90.7), paths), "--run-time") == "90s"
 
 
 def test_a_load_sections_mode_reaches_locust(tmp_path: Path) -> None:
-    """``for_load`` keeps the load section: its rate and its multi-turn replay become flags."""
+    """The plan holds the load section: its users, its rate and its multi-turn replay become flags."""
     load = LoadSpec(users=4, spawn_rate=2, num_prompts=50, max_tokens=9, rate=3.0, mode="multi_turn", seed=5,
                     server_lost_after_s=9)
-    plan = LoadPlan.for_load(load, "http://h:1", 40, "m")
-    assert (plan.users, plan.spawn_rate, plan.num_prompts, plan.max_tokens, plan.server_lost_after_s) == (4, 2, 40, 9, 9)
-    cmd = locust_command(plan, VariantPaths.create(tmp_path, "v"))
+    cmd = locust_command(LoadPlan("http://h:1", load, 40, "m"), VariantPaths.create(tmp_path, "v"))
+    assert (value(cmd, "-u"), value(cmd, "-r")) == ("4", "2")
     assert value(cmd, "--num-prompts") == "40", "the prompts written, not the section's num_prompts"
     assert value(cmd, "--rate") == "3" and value(cmd, "--mode") == "multi_turn"
     assert value(cmd, "--server-lost-after") == "9" and value(cmd, "--model") == "m"
@@ -151,20 +155,21 @@ WRITE_3 = "import sys, time; open(sys.argv[1], 'w').write('{}\\n' * 3); time.sle
 
 
 def small_plan(**changes: Any) -> LoadPlan:
-    return replace(LoadPlan(url="http://127.0.0.1:1", users=1, spawn_rate=1, num_prompts=3, max_tokens=4,
-                            max_seconds=None, read_timeout_s=5, cache_prompt=True, model=None), **changes)
+    return replace(LoadPlan(url="http://127.0.0.1:1", load=LoadSpec(users=1, spawn_rate=1, max_tokens=4, max_seconds=None,
+                                                                 read_timeout_s=5, cache_prompt=True),
+                            num_prompts=3, model=None), **changes)
 
 
 def test_a_load_that_sends_every_prompt_ends_by_num_prompts(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Exit 1 (some request failed) is a result, not an error."""
     fake_locust(monkeypatch, WRITE_3.replace("{sleep}", "0").replace("{code}", "1"))
-    outcome = run_load(small_plan(max_seconds=60), VariantPaths.create(tmp_path, "v"), "v")
+    outcome = run_load(with_load(small_plan(), max_seconds=60), VariantPaths.create(tmp_path, "v"), "v")
     assert (outcome.exit_code, outcome.stopped_by) == (1, "num_prompts") and outcome.wall_s < 60
 
 
 def test_a_load_that_ran_to_its_time_cap_says_so(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     fake_locust(monkeypatch, WRITE_3.replace("{sleep}", "1.2").replace("{code}", "0"))
-    outcome = run_load(small_plan(max_seconds=1), VariantPaths.create(tmp_path, "v"), "v")
+    outcome = run_load(with_load(small_plan(), max_seconds=1), VariantPaths.create(tmp_path, "v"), "v")
     assert outcome.stopped_by == "time_cap" and outcome.wall_s >= 1
 
 

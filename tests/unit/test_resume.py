@@ -80,18 +80,18 @@ def test_a_sweeps_finished_steps_are_carried_and_the_rest_left(tmp_path: Path) -
                           ("users-4", None), ("users-8", "interrupted")):
         _step(aside, label, status)
     fresh = VariantPaths.create(tmp_path, "v")
-    assert carry_steps(aside, fresh, search=False) == ["users-1", "users-2"]
+    assert carry_steps(aside, fresh) == ["users-1", "users-2"]
     assert sorted(p.name for p in (fresh.dir / "steps").iterdir()) == ["users-1", "users-2"]
     assert (fresh.dir / "steps" / "users-1" / "requests.jsonl").read_text() == "{}\n"
 
 
-def test_a_searchs_probes_are_carried_up_to_the_first_unfinished_and_listed(tmp_path: Path) -> None:
+def test_a_searchs_finished_probes_are_carried_and_its_ledger_left_to_the_run_loop(tmp_path: Path) -> None:
+    """Every finished probe is carried; the run loop reads them as its plan asks for them again, in order, up
+    to the first that must run (``test_runloop``), and writes ``search.json`` itself."""
     aside = tmp_path / "partial" / "v-1"
     for n, value, status in ((1, 8, "completed"), (2, 16, "completed"), (3, 12, None), (4, 10, "completed")):
         _step(aside, f"probe-0{n}-users-{value}", status, step={"key": "users", "value": value, "probe": n},
               planned_prompts=4 * value)
     fresh = VariantPaths.create(tmp_path, "v")
-    assert carry_steps(aside, fresh, search=True) == ["probe-01-users-8", "probe-02-users-16"]
-    assert json.loads(fresh.search_json.read_text())["probes"] == [
-        {"n": 1, "value": 8, "label": "probe-01-users-8", "prompts": 32},
-        {"n": 2, "value": 16, "label": "probe-02-users-16", "prompts": 64}]
+    assert carry_steps(aside, fresh) == ["probe-01-users-8", "probe-02-users-16", "probe-04-users-10"]
+    assert not fresh.search_json.exists()

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -19,17 +19,22 @@ from locustfiles.dataset import Prompt, SampleResult
 from locustfiles.records import RequestRecord
 from orchestrate import runloop
 from orchestrate.errors import LoadRunError, ServerExitedError, ServerNotReadyError
+from orchestrate.load import prompts as prompts_module
 from orchestrate.load import steps
 from orchestrate.load.host_probe import machine
-from orchestrate.load.locust_run import GAVE_UP_ON_WORKERS, LoadOutcome, LoadPlan, Swarm
-from orchestrate.load.prompts import PreparedPrompts
+from orchestrate.load.locust_run import GAVE_UP_ON_WORKERS, LoadOutcome, LoadPlan, Swarm, WebUi
+from orchestrate.load.prompts import PreparedPrompts, PromptSource
+from orchestrate.load.steps import Step, StepPoint
+from orchestrate.plans.base import StepDone, StepPlan
 from orchestrate.results import VariantPaths
+from orchestrate.resume import carry_steps
 from orchestrate.runloop import run_scenario, run_variant
-from orchestrate.scenario.spec import LoadSpec, Scenario, ServerSpec, Sweep, Variant
+from orchestrate.scenario.slo import Slo
+from orchestrate.scenario.spec import LoadSpec, Scenario, Search, ServerSpec, Sweep, Variant
 from orchestrate.server.launchers.base import Launcher
 from orchestrate.server.liveness import DIED, LOST
 from orchestrate.server.preflight import ServerFacts, model_file
-from orchestrate.variantrun import Context, VariantRun
+from orchestrate.variantrun import Context, Resumed, VariantRun
 
 URL = "http://127.0.0.1:9"
 
@@ -159,11 +164,10 @@ def pipeline(monkeypatch: pytest.MonkeyPatch) -> Pipeline:
     monkeypatch.setattr(runloop, "make_launcher", make_launcher)
     monkeypatch.setattr(runloop, "fetch_facts", lambda url, session: ServerFacts(
         model_id="tiny-model", has_tokenize=True, total_slots=4, model_path="/nowhere/m.gguf"))
-    monkeypatch.setattr(runloop, "prepare_prompts", prepare)
+    monkeypatch.setattr(prompts_module, "prepare_prompts", prepare)
     monkeypatch.setattr(runloop, "ServerWatch", FakeWatch)
     monkeypatch.setattr(runloop, "MetricsSampler", NoSampler)
-    monkeypatch.setattr(runloop, "run_load", run_load)
-    monkeypatch.setattr(steps, "run_load", run_load)  # a sweep's steps and a search's probes
+    monkeypatch.setattr(steps, "run_load", run_load)  # every step of every plan
     return script
 
 
@@ -183,13 +187,13 @@ def run(tmp_path: Path, pipeline: Pipeline, *attempts: Attempt, v: Variant | Non
 
 def test_a_load_the_server_survives_is_completed(tmp_path: Path, pipeline: Pipeline) -> None:
     result, server, summary = run(tmp_path, pipeline, Attempt())
-    assert result.status == server["status"] == summary["status"] == "completed"
-    assert result.error is None and server["exit_code"] is None and server["down_at"] is None
+    assert result.ending.status == server["status"] == summary["status"] == "completed"
+    assert result.ending.error is None and server["exit_code"] is None and server["down_at"] is None
     assert server["ready_s"] == 0.25 and server["launcher"] == {"kind": "fake", "flags": {"parallel": 4}}
     assert server["facts"]["model_id"] == "tiny-model" and "log_tail" not in server
     assert pipeline.launchers[0].stops == 1, "the server is stopped after the load"
     plan, = pipeline.plans
-    assert (plan.url, plan.model, plan.num_prompts, plan.users) == (URL, "tiny-model", 3, 2)
+    assert (plan.url, plan.model, plan.num_prompts, plan.load.users) == (URL, "tiny-model", 3, 2)
     assert summary["stopped_by"] == "num_prompts" and summary["planned_prompts"] == 3 and not summary["retried"]
     assert summary["sampling"]["examined"] == 4 and summary["sampling"]["dropped"] == {"too_long": 1}
     assert summary["sampling"]["complete_conversations"] == 9
@@ -206,17 +210,17 @@ def test_how_the_server_ended_names_the_status(tmp_path: Path, pipeline: Pipelin
                                                status: str) -> None:
     """What was measured until then is summarized all the same; the log tail goes into ``server.json``."""
     result, server, summary = run(tmp_path, pipeline, attempt)
-    assert result.status == server["status"] == summary["status"] == status
+    assert result.ending.status == server["status"] == summary["status"] == status
     assert server["log_tail"] == ["0.00.000.001 I server is listening"]
     assert server["exit_code"] == attempt.exit_code
     assert summary["requests"]["sent"] == 3, "what was measured before the end is summarized"
     if status == "server_lost":
-        assert result.cause is not None and "for 7 s" in result.cause and server["down_at"] == 1234.5
+        assert result.ending.cause is not None and "for 7 s" in result.ending.cause and server["down_at"] == 1234.5
 
 
 def test_a_crash_is_diagnosed_from_the_log(tmp_path: Path, pipeline: Pipeline) -> None:
     result, server, _ = run(tmp_path, pipeline, Attempt(exit_code=-6, log="0.00.000.002 E cudaMalloc failed: out of memory\n"))
-    assert result.status == "crashed" and result.cause is not None and "out of memory" in result.cause
+    assert result.ending.status == "crashed" and result.ending.cause is not None and "out of memory" in result.ending.cause
     assert server["hint"] is not None and "lower ctx-size" in server["hint"]
 
 
@@ -224,7 +228,7 @@ def test_a_server_that_exits_while_loading_failed_to_load(tmp_path: Path, pipeli
     """Nothing after readiness runs; the exit's cause, hint and code are kept."""
     exited = ServerExitedError("server exited with code 1 while loading", returncode=1, cause="bad flag", hint="fix it")
     result, server, summary = run(tmp_path, pipeline, Attempt(ready_error=exited))
-    assert result.status == server["status"] == summary["status"] == "failed_to_load"
+    assert result.ending.status == server["status"] == summary["status"] == "failed_to_load"
     assert (server["exit_code"], server["cause"], server["hint"]) == (1, "bad flag", "fix it")
     assert summary["error"] == "server exited with code 1 while loading"
     assert not pipeline.plans and result.facts is None and pipeline.launchers[0].stops == 1
@@ -233,20 +237,20 @@ def test_a_server_that_exits_while_loading_failed_to_load(tmp_path: Path, pipeli
 
 def test_a_server_never_ready_failed_to_load(tmp_path: Path, pipeline: Pipeline) -> None:
     result, _, summary = run(tmp_path, pipeline, Attempt(ready_error=ServerNotReadyError("not ready after 5 s")))
-    assert result.status == "failed_to_load" and summary["error"] == "not ready after 5 s" and not pipeline.plans
+    assert result.ending.status == "failed_to_load" and summary["error"] == "not ready after 5 s" and not pipeline.plans
 
 
 def test_a_load_that_breaks_is_an_error_and_the_server_is_still_stopped(tmp_path: Path, pipeline: Pipeline) -> None:
     result, server, summary = run(tmp_path, pipeline, Attempt(load_error=LoadRunError("locust exited with code 2")))
-    assert result.status == server["status"] == summary["status"] == "error"
+    assert result.ending.status == server["status"] == summary["status"] == "error"
     assert summary["error"] == "locust exited with code 2" and "log_tail" not in server
     assert pipeline.launchers[0].stops == 1
 
 
 def test_a_load_that_sent_nothing_is_an_error(tmp_path: Path, pipeline: Pipeline) -> None:
     result, _, summary = run(tmp_path, pipeline, Attempt(records=0))
-    assert result.status == summary["status"] == "error"
-    assert result.error is not None and result.error.startswith("locust sent no request; see ")
+    assert result.ending.status == summary["status"] == "error"
+    assert result.ending.error is not None and result.ending.error.startswith("locust sent no request; see ")
 
 
 def test_no_remote_worker_joining_is_said_so(tmp_path: Path, pipeline: Pipeline) -> None:
@@ -254,8 +258,8 @@ def test_no_remote_worker_joining_is_said_so(tmp_path: Path, pipeline: Pipeline)
     (tmp_path / "v").mkdir()
     (tmp_path / "v" / "locust.log").write_text(f"... {GAVE_UP_ON_WORKERS} ...\n")
     result, _, _ = run(tmp_path, pipeline, Attempt(records=0), swarm=Swarm(remote_workers=2, workers_wait_s=30))
-    assert result.status == "error" and result.error is not None
-    assert result.error.startswith("no worker joined within 30 s") and "tokenswarm worker" in result.error
+    assert result.ending.status == "error" and result.ending.error is not None
+    assert result.ending.error.startswith("no worker joined within 30 s") and "tokenswarm worker" in result.ending.error
 
 
 def test_ctrl_c_keeps_what_was_measured_and_goes_on_up(tmp_path: Path, pipeline: Pipeline) -> None:
@@ -288,8 +292,8 @@ def test_a_sweep_runs_a_warm_up_then_every_step_against_one_server(tmp_path: Pat
     """The warm-up at the highest concurrency, counted nowhere; each step a result folder; the variant's
     records are its steps'."""
     result, _, summary = run(tmp_path, pipeline, Attempt(), v=sweep_variant())
-    assert result.status == "completed" and len(pipeline.launchers) == 1
-    assert [(p.users, p.num_prompts) for p in pipeline.plans] == [(4, 2), (1, 3), (2, 3), (4, 3)]
+    assert result.ending.status == "completed" and len(pipeline.launchers) == 1
+    assert [(p.load.users, p.num_prompts) for p in pipeline.plans] == [(4, 2), (1, 3), (2, 3), (4, 3)]
     steps = tmp_path / "v" / "steps"
     assert sorted(p.name for p in steps.iterdir()) == ["users-1", "users-2", "users-4", "warmup"]
     assert [json.loads((steps / f"users-{u}" / "summary.json").read_text())["step"] for u in (1, 2, 4)] == \
@@ -303,12 +307,85 @@ def test_a_sweep_runs_a_warm_up_then_every_step_against_one_server(tmp_path: Pat
 def test_a_sweep_stops_at_the_first_step_the_server_does_not_survive(tmp_path: Path, pipeline: Pipeline) -> None:
     """The step it was lost in says so; the steps after it are listed as not run."""
     result, _, summary = run(tmp_path, pipeline, Attempt(watch=LOST, down_from_load=3), v=sweep_variant())
-    assert result.status == "server_lost" and len(pipeline.plans) == 3  # warm-up, users-1, users-2
+    assert result.ending.status == "server_lost" and len(pipeline.plans) == 3  # warm-up, users-1, users-2
     steps = tmp_path / "v" / "steps"
     assert json.loads((steps / "users-1" / "summary.json").read_text())["status"] == "completed"
     assert json.loads((steps / "users-2" / "summary.json").read_text())["status"] == "server_lost"
     assert [s["status"] for s in summary["sweep"]["steps"]] == ["completed", "server_lost", "not_run"]
     assert summary["requests"]["sent"] == 6
+
+
+class TwoFixedSteps(StepPlan):
+    """A kind of run the loop has never heard of: two fixed loads, 1 then 2 users, three prompts each."""
+
+    def __init__(self, variant: Variant) -> None:
+        super().__init__(variant)
+        self.steps: list[Step] = []
+
+    @property
+    def wanted(self) -> int:
+        return 6
+
+    def sample(self, source: PromptSource) -> PreparedPrompts:
+        self.prepared = source.prepare(replace(self.variant.load, num_prompts=6))
+        prompts = self.prepared.sample.prompts
+        self.steps = [Step(f"fixed-{users}", replace(self.variant.load, users=users), tuple(prompts[i:i + 3]),
+                           StepPoint("users", users)) for i, users in ((0, 1), (3, 2))]
+        return self.prepared
+
+    def next_step(self, done: Sequence[StepDone]) -> Step | None:
+        return self.steps[len(done)] if len(done) < len(self.steps) else None
+
+    def planned_prompts(self, done: Sequence[StepDone]) -> int | None:
+        return 6
+
+
+def test_a_plan_of_another_kind_runs_through_the_same_loop(tmp_path: Path, pipeline: Pipeline) -> None:
+    """Two fixed steps: each in its folder with its own summary, the variant's records are both steps'."""
+    pipeline.attempts.append(Attempt())
+    paths = VariantPaths.create(tmp_path, "v")
+    result = run_variant(Context("s"), variant(), paths, plan=TwoFixedSteps(variant()))
+    summary = json.loads(paths.summary_json.read_text())
+    assert result.ending.status == summary["status"] == "completed" and len(pipeline.launchers) == 1
+    assert [(p.load.users, p.request_id_prefix) for p in pipeline.plans] == [(1, "fixed-1/"), (2, "fixed-2/")]
+    assert [json.loads((paths.dir / "steps" / f"fixed-{u}" / "summary.json").read_text())["step"]
+            for u in (1, 2)] == [{"key": "users", "value": u} for u in (1, 2)]
+    assert [d.step.label for d in result.done] == ["fixed-1", "fixed-2"]
+    assert summary["requests"]["sent"] == 6 and summary["planned_prompts"] == 6
+
+
+def test_the_web_ui_runs_a_single_load_and_never_a_plan_of_steps(tmp_path: Path, pipeline: Pipeline) -> None:
+    pipeline.attempts += [Attempt(), Attempt()]
+    ui = WebUi("127.0.0.1", 8099)
+    single = run_variant(Context("s"), variant(), VariantPaths.create(tmp_path / "a", "v"), ui=ui)
+    swept = run_variant(Context("s"), sweep_variant(), VariantPaths.create(tmp_path / "b", "v"), ui=ui)
+    assert single.ui and pipeline.plans[0].ui == ui
+    assert not swept.ui and all(p.ui is None for p in pipeline.plans[1:])
+    assert json.loads((tmp_path / "a" / "v" / "summary.json").read_text())["ui"] is True
+
+
+def search_variant() -> Variant:
+    return replace(variant(), slo=Slo(ttft_ms=100.0),
+                   search=Search("users", 1, 8, prompts_per_user=2, warmup_prompts=0, settle_s=0.0, max_probes=3))
+
+
+def test_a_resumed_search_reads_its_kept_probes_and_runs_only_the_next(tmp_path: Path, pipeline: Pipeline) -> None:
+    """The plan chooses its probes again from the kept ones' verdicts: the first is read from its folder (the
+    server is not loaded for it), the next two run; ``search.json`` lists all three in order."""
+    first = run(tmp_path / "first", pipeline, Attempt(), v=search_variant())[0]
+    labels = [d.step.label for d in first.done]
+    assert len(labels) == 3 and all(not d.kept for d in first.done)
+    aside = tmp_path / "first" / "v"
+    pipeline.attempts.append(Attempt())
+    paths = VariantPaths.create(tmp_path / "again", "v")
+    assert carry_steps(aside, paths) == sorted(labels)
+    before = len(pipeline.plans)
+    context = Context("s", resumed=Resumed("partial/v-1", (labels[0],)))
+    result = run_variant(context, search_variant(), paths)
+    assert [d.step.label for d in result.done] == labels and [d.kept for d in result.done] == [True, False, False]
+    assert len(pipeline.plans) - before == 2, "the kept probe is read, not run"
+    assert [p["label"] for p in json.loads(paths.search_json.read_text())["probes"]] == labels
+    assert json.loads(paths.summary_json.read_text())["resumed"]["kept_steps"] == labels[:1]
 
 
 def scenario(*variants: Variant) -> Scenario:

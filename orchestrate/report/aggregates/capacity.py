@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import statistics
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +32,31 @@ CLIFF_DROP = 0.10
 UNITS = {"users": "users", "rate": "req/s"}
 
 
-def judge(summary: dict[str, Any], search: Search) -> dict[str, Any]:
+@dataclass(frozen=True)
+class ProbeFigures:
+    """A probe's steady-state figures beside its verdict."""
+
+    found: bool
+    decode_tok_s: float | None
+    requests_per_s: float | None
+    ttft_p99_ms: float | None
+    tpot_p99_ms: float | None
+    requests: int | None
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """Whether a probe passed, and why not: what the search chooses its next load from."""
+
+    attainment: float | None
+    passed: bool
+    stopped_early: bool
+    why: str | None
+    missed_by: dict[str, int] | None
+    steady_state: ProbeFigures
+
+
+def judge(summary: dict[str, Any], search: Search) -> Verdict:
     """One probe's verdict and figures, from its summary alone."""
     steady = summary.get("steady_state") or {}
     good = steady.get("goodput") or {}
@@ -52,11 +77,9 @@ def judge(summary: dict[str, Any], search: Search) -> dict[str, Any]:
     ttft, tpot = steady.get("ttft_ms") or {}, steady.get("tpot_ms") or {}
     # a probe stopped early often has no steady window: what its requests missed is then read over all of them
     missed = good.get("missed_by") if steady.get("found") else (summary.get("goodput") or {}).get("missed_by")
-    return {"attainment": share, "passed": why is None, "stopped_early": stopped_early, "why": why,
-            "missed_by": missed,
-            "steady_state": {"found": bool(steady.get("found")), "decode_tok_s": steady.get("decode_tok_s"),
-                             "requests_per_s": steady.get("requests_per_s"), "ttft_p99_ms": ttft.get("p99"),
-                             "tpot_p99_ms": tpot.get("p99"), "requests": steady.get("requests")}}
+    return Verdict(share, why is None, stopped_early, why, missed, ProbeFigures(
+        bool(steady.get("found")), steady.get("decode_tok_s"), steady.get("requests_per_s"), ttft.get("p99"),
+        tpot.get("p99"), steady.get("requests")))
 
 
 def search_of(record: dict[str, Any]) -> Search:
@@ -73,7 +96,7 @@ def capacity_block(paths: VariantPaths) -> dict[str, Any] | None:
     probes = []
     for probe in record.get("probes") or []:
         summary = read_json(VariantPaths(paths.dir / "steps" / probe["label"]).summary_json) or {"status": "not_run"}
-        probes.append({"n": probe["n"], "value": probe["value"], "label": probe["label"], **judge(summary, search)})
+        probes.append({"n": probe["n"], "value": probe["value"], "label": probe["label"], **asdict(judge(summary, search))})
     history = [(p["value"], p["passed"]) for p in probes]
     max_passing, min_failing = boundary(history)
     slo = record.get("slo") or {}
