@@ -1,0 +1,58 @@
+"""Shapes shared by many blocks of ``summary.json``: percentiles and their spreads.
+
+Stage: report. ``Stats`` is what ``aggregates/stats.py:weighted_stats`` (and ``pooled_stats``) returns: exact
+nearest-rank percentiles of the per-request values, with their mean, min and max. The other shapes are picks
+of it: ``Percentiles`` (the steady state's ``ttft_ms``/``tpot_ms``), ``PercentilesMeanMax`` (an open loop's
+send delay, ``aggregates/pacing_figures.py``) and ``MedianMeanMax`` (the host's load, ``aggregates/host.py``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Percentiles:
+    """p50/p90/p99 (nearest rank) of exact per-request values, in the unit the key names."""
+
+    p50: float | None = None
+    """The median (nearest rank)."""
+    p90: float | None = None
+    """The 90th percentile (nearest rank)."""
+    p99: float | None = None
+    """The 99th percentile (nearest rank)."""
+
+
+@dataclass(frozen=True)
+class Stats(Percentiles):
+    """The distribution of exact values (``weighted_stats``): percentiles, mean, min and max; a weight
+    repeats a value (ITL: a gap counts once per token of its chunk)."""
+
+    mean: float | None = None
+    """The (weighted) mean."""
+    min: float | None = None
+    """The smallest value."""
+    max: float | None = None
+    """The largest value."""
+
+
+@dataclass(frozen=True)
+class PercentilesMeanMax(Percentiles):
+    """Percentiles with the mean and the largest value, no min (an open loop's ``send_delay_ms``)."""
+
+    mean: float | None = None
+    """The mean."""
+    max: float | None = None
+    """The largest value."""
+
+
+@dataclass(frozen=True)
+class MedianMeanMax:
+    """The median, mean (rounded to 2 decimals) and largest of the host's readings, one a second."""
+
+    p50: float | None = None
+    """The median reading."""
+    mean: float | None = None
+    """The mean reading, rounded to 2 decimals."""
+    max: float | None = None
+    """The largest reading."""

@@ -1,0 +1,163 @@
+"""``summary.json`` whole: ``Summary``, its keys in the order the file has them.
+
+Stage: report. ``report/summary.py:build_summary`` writes it: the names, then the run loop's facts
+(``report/runfacts.py:RunFacts``, in its order), then the blocks the aggregates compute, in the order it adds
+them. A key only some runs have is absent from the others (``omitted``); ``tokenswarm report`` rebuilds the
+same file from the variant's files and ``run.json``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from orchestrate.report.jsontypes import mapping, omitted
+from orchestrate.report.schema.capacity import Capacity
+from orchestrate.report.schema.headline import (
+    Connections,
+    LatencyMs,
+    Reasoning,
+    Requests,
+    ServerDown,
+    ServerTimings,
+    Speculative,
+    Throughput,
+    Tokens,
+    TokenSources,
+)
+from orchestrate.report.schema.machine import Client, Energy, Host, LocustCrosscheck, Workers
+from orchestrate.report.schema.pacing import Arrivals, Stage
+from orchestrate.report.schema.runfacts import (
+    Factor,
+    FirstAttempt,
+    Machine,
+    ModelFile,
+    Repeat,
+    Resumed,
+    Sampling,
+    Step,
+    Warmup,
+)
+from orchestrate.report.schema.server import Memory, Server, ServerMetrics
+from orchestrate.report.schema.steady import Goodput, SteadyState
+from orchestrate.report.schema.sweep import Sweep
+from orchestrate.report.schema.turns import Conversations, TurnRow
+from orchestrate.report.schema.ui import UiSteps, UsersOverTime
+
+
+@dataclass(frozen=True)
+class Summary:
+    """``summary.json``: one variant's (or one sweep step's or search probe's) result."""
+
+    scenario: str = ""
+    """The scenario's name."""
+    variant: str = ""
+    """The variant's name."""
+    status: str | None = None
+    """``completed``, ``failed_to_load``, ``crashed``, ``server_lost``, ``error`` or ``interrupted``; None for a
+    folder no run loop wrote (a plain Locust run's, rebuilt by ``tokenswarm report``)."""
+    error: str | None = None
+    """What went wrong, in one line; None when nothing did."""
+    stopped_by: str | None = omitted()
+    """What ended the load: ``num_prompts``, ``time_cap``, ``ui_stop``, ``server_lost``, ``interrupted``,
+    ``cannot_pass`` (a probe that could no longer pass), ...; absent when no load ran."""
+    planned_prompts: int | None = omitted()
+    """Requests planned (every turn of a conversation; a search's: those dealt to its probes); absent when unknown."""
+    sampling: Sampling | None = omitted()
+    """How the prompts were sampled; absent in a step's summary and when none were."""
+    settings: dict[str, Any] = mapping("setting", omit=True)
+    """The variant's flat settings as run (``settings.variant_settings``; ``server.reported.*`` for a server
+    tokenswarm did not start): dotted keys, values scalars or lists."""
+    factors: dict[str, Factor] = mapping("axis")
+    """A matrix's factor levels, by axis (empty without factors)."""
+    retried: bool = False
+    """This result is the retry of a failed load (``on_load_failure.retry_with``)."""
+    first_attempt: FirstAttempt | None = omitted()
+    """The failed load before the retry; absent without one."""
+    slo: dict[str, float] = mapping("limit", omit=True)
+    """The ``slo:`` limits, ms (``ttft_ms``, ``tpot_ms``, ``e2e_ms``: those set); absent without an SLO."""
+    repeat: Repeat | None = omitted()
+    """Which repeat this is; absent without repeats."""
+    warmup: Warmup | None = omitted()
+    """The warm-up sent before the load; absent without one."""
+    machine: Machine | None = omitted()
+    """The host measured on; absent in a step's summary."""
+    model: ModelFile | None = omitted()
+    """The model file; absent in a step's summary."""
+    step: Step | None = omitted()
+    """A sweep step's or probe's key and value; absent in a variant's summary."""
+    ui: bool = omitted(False)
+    """Locust's web UI ran the load: a person set the users; absent otherwise."""
+    sweep: Sweep | None = omitted()
+    """A sweep's steps; absent without a sweep."""
+    resumed: Resumed | None = omitted()
+    """``--resume`` ran this variant again; absent otherwise."""
+    requests: Requests = field(default_factory=Requests)
+    """What became of every request sent, and of those never sent."""
+    duration_s: float = 0.0
+    """First request sent to last response ended, s (0 without requests)."""
+    tokens: Tokens = field(default_factory=Tokens)
+    """Token totals of the completed requests."""
+    throughput: Throughput = field(default_factory=Throughput)
+    """The headline rates over ``duration_s``."""
+    latency_ms: LatencyMs = field(default_factory=LatencyMs)
+    """Latencies of the completed requests, ms."""
+    reasoning: Reasoning | None = None
+    """A reasoning model's thinking apart from its answer; None when no reply reasoned."""
+    tokens_per_chunk: float | None = None
+    """Σ output tokens ÷ Σ content events of the completed requests (1.00 for llama.cpp); None without chunks."""
+    output_tokens_source: tuple[str, ...] = ()
+    """Where the output counts came from, sorted (``usage``, ``timings``, ``chunks``); ``token_sources.output``."""
+    token_sources: TokenSources = field(default_factory=TokenSources)
+    """Where each kind of token count came from."""
+    server_timings: ServerTimings | None = None
+    """llama.cpp's per-slot speeds from the replies' ``timings``; None without timings."""
+    speculative: Speculative | None = None
+    """The drafter's acceptance; None without a drafter."""
+    completed_prompts: tuple[int, ...] = ()
+    """The prompt indices of the completed requests, sorted (compare's common prompts)."""
+    goodput: Goodput | None = None
+    """Requests within every ``slo:`` limit, over ``duration_s``; None without an SLO."""
+    locust_crosscheck: LocustCrosscheck | None = None
+    """Locust's own counts; None without its ``--json-file`` output."""
+    crosscheck_agrees: bool | None = None
+    """Locust's counts equal the records'; None without them."""
+    connections: Connections | None = None
+    """The connections opened; None for records that do not say."""
+    memory: Memory = field(default_factory=Memory)
+    """Memory peaks of the server and the GPUs."""
+    host: Host | None = None
+    """How busy the host was; None without host readings."""
+    server_metrics: ServerMetrics = field(default_factory=ServerMetrics)
+    """The server's own ``/metrics`` counters against the records."""
+    server: Server = field(default_factory=Server)
+    """``server.json``: how the server ran (empty in a step's summary)."""
+    server_down: ServerDown | None = omitted()
+    """When the server went down (``crashed``, ``server_lost`` only); absent otherwise."""
+    workers: Workers | None = None
+    """``workers.json``, the master's ledger of its workers; None without distributed workers."""
+    client: Client | None = None
+    """The load generators' self-check; None without ``client.json``."""
+    workers_lost: int = 0
+    """Workers that went missing (``workers.workers_lost``; 0 without workers)."""
+    arrivals: Arrivals | None = omitted()
+    """An open loop's schedule asked, kept and missed; absent without a ``rate``."""
+    stages: tuple[Stage, ...] = omitted(())
+    """A ramp's stages; absent without ``stages``."""
+    users_over_time: UsersOverTime | None = omitted()
+    """A web UI run's user levels; absent otherwise (and without Locust's history)."""
+    ui_steps: UiSteps | None = omitted()
+    """A web UI run's levels as steps; absent otherwise (and without a level to show)."""
+    turns: tuple[TurnRow, ...] = omitted(())
+    """Multi-turn: figures by turn index; absent for single requests."""
+    conversations: Conversations | None = omitted()
+    """Multi-turn: the conversations planned, completed and cut; absent for single requests and in a sweep's
+    own summary."""
+    steady_state: SteadyState | None = None
+    """The steady-state window and its figures, or why there is none; None for a run that sent nothing."""
+    energy: Energy = field(default_factory=Energy)
+    """The serving machine's energy over ``duration_s``."""
+    capacity: Capacity | None = omitted()
+    """A capacity search's answer; absent without a search."""
+    notes: tuple[str, ...] = ()
+    """Plain-language caveats a reader must see next to the numbers."""
