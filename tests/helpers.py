@@ -16,6 +16,9 @@ from orchestrate.errors import ScenarioError
 from orchestrate.scenario.parse import parse_scenario
 from orchestrate.scenario.spec import Scenario
 
+ROOT = Path(__file__).resolve().parents[1]
+"""The repository's root."""
+FIXTURES = ROOT / "tests" / "fixtures"
 SCENARIO_PATH = Path("study.yaml")
 """The file name parsed test scenarios pretend to come from (errors start ``study.yaml:LINE``)."""
 

@@ -6,7 +6,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.helpers import ROOT
+
 FORBIDDEN_ON_WORKERS = ("orchestrate", "pandas", "yaml", "docker", "numpy", "xllamacpp", "gguf")
 
 

@@ -1,0 +1,72 @@
+"""locustfiles/livetable.py: the LLM tab's rows and the figures CSV, as text, from ``LiveStats`` fed by hand."""
+
+from __future__ import annotations
+
+from locustfiles.livestats import LiveStats
+from locustfiles.livetable import figures_csv_rows, table_rows
+from tests.unit.locustfiles.test_livestats import Clock, add_at, four_requests, ok, under
+
+__all__ = ["four_requests"]  # the fixture, shared with test_livestats
+
+
+def test_table_rows_read_as_text(four_requests: tuple[LiveStats, Clock]) -> None:
+    stats, clock = four_requests
+    clock.t = 112.0
+    rows = {r["figure"]: r for r in table_rows(stats.snapshot(), "http://127.0.0.1:8089/tokenswarm/charts")}
+    assert (rows["Decode tok/s"]["now"], rows["Decode tok/s"]["run"]) == ("2.0", "2.5")
+    assert rows["TTFT p50 / p90 / p99 (ms)"]["run"] == "30.0 / 50.0 / 50.0"
+    assert rows["TPOT p50 / p90 / p99 (ms)"]["run"] == "2.00 / 5.00 / 5.00"
+    assert rows["Output tokens per request (mean / p50)"]["run"] == "15.0 / 10"
+    assert rows["TTFO p50 / p90 / p99 (ms)"]["run"] == "—" and "first token of the answer" in rows[
+        "TTFO p50 / p90 / p99 (ms)"]["how"]
+    assert rows["Reasoning share of output"]["run"] == "0.0%"
+    assert rows["Draft acceptance"]["run"] == "—" and "no draft model" in rows["Draft acceptance"]["how"]
+    assert rows["Requests in flight"]["run"] == "3"
+    assert (rows["Errors"]["now"], rows["Errors"]["run"]) == ("1", "1")
+    assert rows["    http_400:exceed_context_size_error"]["run"] == "1"
+    assert rows["Cancelled"]["run"] == "1"
+    assert rows["Live charts"]["run"] == "http://127.0.0.1:8089/tokenswarm/charts"
+    assert "Download Data" in rows["Live charts"]["how"] and "Prompt budget" not in rows
+    assert all(set(r) == {"figure", "now", "level", "run", "how"} for r in rows.values())
+    assert rows["Decode tok/s"]["level"] == "—" and "User level" not in rows  # no level seen by the sampler yet
+    budget = {r["figure"]: r for r in table_rows(stats.snapshot(), "", (48, 27, 11))}["Prompt budget"]
+    assert budget["run"] == "27 sent, 11 ended, 37 left of 48" and "the run ends when" in budget["how"]
+
+
+def test_a_reasoning_reply_shows_its_ttfo_and_thinking_share() -> None:
+    clock = Clock()
+    stats = LiveStats(clock=clock, window_s=10.0, in_flight=lambda: 0)
+    thinking = ok(100.0, prompt=10, output=20, ttft=40.0, gap=2.0)
+    thinking.ttfo_ms, thinking.reasoning_tokens = 70.0, 15
+    add_at(stats, clock, 101.0, thinking)
+    rows = {r["figure"]: r for r in table_rows(stats.snapshot(), "")}
+    assert rows["TTFO p50 / p90 / p99 (ms)"]["run"] == "70.0 / 70.0 / 70.0"
+    assert rows["TTFT p50 / p90 / p99 (ms)"]["run"] == "40.0 / 40.0 / 40.0"
+    assert rows["Reasoning share of output"]["run"] == "75.0%"
+
+
+def test_figures_csv_rows(four_requests: tuple[LiveStats, Clock]) -> None:
+    stats, clock = four_requests
+    clock.t = 112.0
+    rows = figures_csv_rows(stats.snapshot())
+    assert rows[0] == ["figure", "last_10s", "this_level", "since_start"]
+    by_name = {r[0]: r[1:] for r in rows[1:]}
+    assert by_name["decode_tok_s"] == [2.0, "", 2.5]  # no user level seen by the sampler: empty
+    assert by_name["ttft_ms_p90"] == [30.0, "", 50.0]
+    assert by_name["acceptance"] == ["", "", ""]  # none: no drafter
+    assert by_name["in_flight"] == ["", "", 3]
+    assert by_name["seconds"] == [10.0, "", 12.0]
+    assert by_name["errors:http_400:exceed_context_size_error"] == [1, "", 1]
+
+
+def test_the_user_level_column_and_row() -> None:
+    clock = Clock(100.0)
+    stats = LiveStats(clock=clock, window_s=10.0, in_flight=lambda: 0)
+    stats.sample(users=8, target=8)
+    add_at(stats, clock, 102.0, under(8, ok(100.5, prompt=100, output=10, ttft=50.0, gap=5.0, tpot=5.0)))
+    rows = {r["figure"]: r for r in table_rows(stats.snapshot(), "")}
+    assert rows["User level"]["level"] == "8 users, set 2 s ago" and rows["Requests completed"]["level"] == "1"
+    by_name = {r[0]: r[1:] for r in figures_csv_rows(stats.snapshot())}
+    assert by_name["users"] == ["", 8, ""] and by_name["completed"] == [1, 1, 1]
+    assert by_name["seconds"][1] == 1.5 and by_name["decode_tok_s"][1] == 10 / 1.5  # since the level's first send
+    assert rows["TTFT p50 / p90 / p99 (ms)"]["level"] == "50.0 / 50.0 / 50.0"
