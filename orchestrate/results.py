@@ -152,6 +152,14 @@ def read_json(path: Path) -> Any:
         return None
 
 
+def write_json(path: Path, data: Any) -> None:
+    """A result file written whole, then moved into place: a reader never sees half of it (a run stopped
+    mid-write keeps the last complete one)."""
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(data, indent=1) + "\n")
+    tmp.replace(path)
+
+
 def variant_dirs(run: Path) -> list[VariantPaths]:
     """The variants of a run in the scenario's order: every folder with a ``server.json``, or with
     records only (an orchestrator killed mid-run writes no ``server.json``); a run with repeats lists

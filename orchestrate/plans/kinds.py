@@ -15,9 +15,9 @@ from orchestrate.load.probewatch import ProbeWatch
 from orchestrate.load.prompts import PreparedPrompts, PromptPool, PromptSource
 from orchestrate.load.steps import Step, StepPoint
 from orchestrate.plans.base import StepDone, StepPlan, planned
-from orchestrate.report.aggregates.capacity import UNITS, Verdict, judge, write_record
+from orchestrate.report.aggregates.capacity import UNITS, Verdict, judge
 from orchestrate.report.sweep_report import sweep_block
-from orchestrate.results import VariantPaths
+from orchestrate.results import VariantPaths, write_json
 from orchestrate.scenario.search import first_pool_size, next_probe, probe_load
 from orchestrate.scenario.spec import Search, Sweep, Variant
 from orchestrate.scenario.sweep import deal_prompts, sampling_load, warmup_load
@@ -151,8 +151,8 @@ class SearchPlan(StepPlan):
         """``search.json``: the search, its SLO and every probe in the order run, written after each."""
         probes = [{"n": d.step.point.probe, "value": d.step.point.value, "label": d.step.label,
                    "prompts": planned([d.step])} for d in done if d.step.point is not None]
-        write_record(paths, {"search": asdict(self.search), "slo": self.limits, "probes": probes,
-                             "started_ts": self.started_ts, "ended_ts": time.time() if ended else None})
+        write_json(paths.search_json, {"search": asdict(self.search), "slo": self.limits, "probes": probes,
+                                       "started_ts": self.started_ts, "ended_ts": time.time() if ended else None})
 
     def name(self, step: Step) -> str:
         point = step.point

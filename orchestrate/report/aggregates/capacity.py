@@ -14,7 +14,6 @@ the sends kept up with the schedule. A probe the run stopped early because it co
 
 from __future__ import annotations
 
-import json
 import statistics
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -228,10 +227,3 @@ def plot(block: dict[str, Any], path: Path) -> Path | None:
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return path
-
-
-def write_record(paths: VariantPaths, record: dict[str, Any]) -> None:
-    """``search.json``, written whole after every probe (a stopped run keeps the probes it ran)."""
-    tmp = paths.search_json.with_suffix(".tmp")
-    tmp.write_text(json.dumps(record, indent=1) + "\n")
-    tmp.replace(paths.search_json)

@@ -18,9 +18,8 @@ from orchestrate.report.aggregates.capacity import (
     markdown,
     plot,
     sentence,
-    write_record,
 )
-from orchestrate.results import VariantPaths, read_json
+from orchestrate.results import VariantPaths, read_json, write_json
 from orchestrate.scenario.search import CANNOT_PASS
 from orchestrate.scenario.spec import Search
 
@@ -147,7 +146,7 @@ def write_probe(paths: VariantPaths, search: Search, n: int, value: float, probe
     if probe_summary is not None:
         paths.step(label).summary_json.write_text(json.dumps(probe_summary))
     record["probes"].append({"n": n, "value": value, "label": label, "prompts": 4 * int(value)})
-    write_record(paths, record)
+    write_json(paths.search_json, record)
 
 
 def users_search(tmp_path: Path) -> VariantPaths:
@@ -163,7 +162,7 @@ def users_search(tmp_path: Path) -> VariantPaths:
     for n, (value, probe_summary) in enumerate(runs, start=1):
         write_probe(paths, USERS, n, value, probe_summary, record)
     record["ended_ts"] = 112.0
-    write_record(paths, record)
+    write_json(paths.search_json, record)
     return paths
 
 
