@@ -56,8 +56,17 @@ browser:
 	    || echo "could not install chromium (see /tmp/tokenswarm-browser-install.log); the browser test will skip"; \
 	fi
 
+# The unit tests run on 2 processes (pytest-xdist); then the integration tests, serially in one process
+# (they start real servers and time them: never two at once). Both run even if the unit tests fail (not if
+# they were interrupted: pytest's exit 2); either failing fails the target.
 test: $(STAMP) engine browser llama-server
-	$(BIN)/python -m pytest -q --durations=15 tests
+	unit=0; integration=0; \
+	$(BIN)/python -m pytest -q -n 2 --durations=15 tests/unit || unit=$$?; \
+	[ $$unit != 2 ] || exit 2; \
+	$(BIN)/python -m pytest -q -n 0 --durations=15 tests/integration || integration=$$?; \
+	if [ $$unit != 0 ] || [ $$integration != 0 ]; then \
+	  echo "make test: unit tests exit $$unit, integration tests exit $$integration"; exit 1; \
+	fi
 
 clean:
 	rm -rf $(VENV) build *.egg-info

@@ -3,7 +3,7 @@
     .venv/bin/python benchmarks/dataset_memory.py --gb 1
 
 Not part of the test suite. Writes a ~1 GB ShareGPT-format file in a temporary folder from
-`orchestrate.generated.sharegpt_synth` (20,000 generated conversations, repeated with fresh ids: generating
+`orchestrate.standins.sharegpt_synth` (20,000 generated conversations, repeated with fresh ids: generating
 1 GB outright takes minutes), then runs each way in its own interpreter and reads that
 interpreter's peak RSS (`ru_maxrss`; `VmHWM` as a cross-check). The file is written by a child
 process too: on Linux a child's `ru_maxrss` starts at its parent's size. `baseline` imports
@@ -62,7 +62,7 @@ def write_file(path: Path, target_bytes: int, base_conversations: int, seeds: in
                ) -> dict[str, Any]:
     """Write generated conversations, repeated with fresh ids, laid out like ``write_sharegpt``."""
     sys.path.insert(0, str(ROOT))
-    from orchestrate.generated.sharegpt_synth import generate_sharegpt
+    from orchestrate.standins.sharegpt_synth import generate_sharegpt
 
     started = time.perf_counter()
     base = [c for seed in range(seeds) for c in generate_sharegpt(base_conversations, seed=seed)]

@@ -1,7 +1,7 @@
 """Where a Locust process's prompts come from: ``--prompts-file``, else ``--dataset``, read at init.
 
 Stage: load. It imports stdlib, ``locustfiles.dataset``, ``locustfiles.conversations``; the project's
-``orchestrate.generated.datasets`` only when it is installed here (to generate ``synthetic:N``). ``tokenswarm
+``orchestrate.standins.datasets`` only when it is installed here (to generate ``synthetic:N``). ``tokenswarm
 run`` hands Locust an exact ``prompts.jsonl``; with plain Locust (``locust -f
 locustfiles/locustfile.py --dataset FILE``) the dataset is read and sampled when Locust starts, so a
 bad or unknown one is one line and exit 2 before any user is spawned, not a traceback at test start
@@ -37,7 +37,7 @@ def dataset_path(name: str) -> Path:
         return packaged
     if name.partition(":")[0] in SYNTHETIC_PREFIXES:
         try:
-            from orchestrate.generated.datasets import resolve_dataset
+            from orchestrate.standins.datasets import resolve_dataset
         except ImportError:
             raise DataFileError(f"--dataset {name}: generated datasets are made by the tokenswarm project, which "
                                "is not installed on this host; give a ShareGPT V3 file") from None

@@ -22,10 +22,10 @@ import docker
 import pytest
 import requests
 
-from orchestrate.generated.tinymodel import tiny_draft_spec, tiny_model_path
 from orchestrate.report.repeats import NOISE_FLOOR_ENV
 from orchestrate.server.launchers.base import Launcher
 from orchestrate.server.launchers.embedded import EmbeddedConfig, EmbeddedLauncher
+from orchestrate.standins.tinymodel import tiny_draft_spec, tiny_model_path
 from tests.fixtures.fault_proxy import FaultProxy
 
 if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:

@@ -79,7 +79,7 @@ class ConversationText:
             self.name, self.entries = SHAREGPT, lambda i: data[i]["conversations"]
             size = len(data)
         else:
-            from orchestrate.generated.sharegpt_synth import generate_sharegpt
+            from orchestrate.standins.sharegpt_synth import generate_sharegpt
             generated = generate_sharegpt(2000, seed=seed)
             self.name, self.entries = GENERATED, lambda i: generated[i]["conversations"]
             size = len(generated)

@@ -27,12 +27,12 @@ from locustfiles.dataset import (
 )
 from locustfiles.sharegpt_file import ShareGPTFile, TruncatedError
 from orchestrate.errors import DatasetError, ServerError
-from orchestrate.generated.datasets import is_generated, resolve_dataset
 from orchestrate.load.fixedprompts import Counters, fixed_length_prompts
 from orchestrate.results import VariantPaths
 from orchestrate.scenario.datasets import TRUNCATED_HINT
 from orchestrate.scenario.spec import RANDOM_DATASET, LoadSpec
 from orchestrate.server.preflight import ServerFacts, one_message_counter, prompt_token_counter, text_counter
+from orchestrate.standins.datasets import is_generated, resolve_dataset
 
 
 @dataclass(frozen=True)

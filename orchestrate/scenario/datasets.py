@@ -9,9 +9,9 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from locustfiles.dataset import PACKAGED
-from orchestrate.generated.sharegpt_synth import parse_synthetic
 from orchestrate.scenario.spec import RANDOM_DATASET
 from orchestrate.scenario.yamlsource import Checker
+from orchestrate.standins.sharegpt_synth import parse_synthetic
 
 DATASET_KEYS = ("dataset", "allow_truncated")
 TRUNCATED_HINT = "pass --allow-truncated (load.allow_truncated: true) to use them"

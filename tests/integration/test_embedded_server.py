@@ -13,9 +13,9 @@ import pytest
 import requests
 
 from orchestrate.errors import ServerExitedError
-from orchestrate.generated.lexicon import pseudo_words
 from orchestrate.server.diagnose import failure_cause
 from orchestrate.server.launchers.embedded import EmbeddedConfig, EmbeddedLauncher
+from orchestrate.standins.lexicon import pseudo_words
 
 pytestmark = pytest.mark.integration
 

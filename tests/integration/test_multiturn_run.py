@@ -19,8 +19,8 @@ from typing import Any
 import pytest
 import requests
 
-from orchestrate.generated.sharegpt_synth import write_sharegpt
 from orchestrate.server.launchers.base import free_port
+from orchestrate.standins.sharegpt_synth import write_sharegpt
 from tests.helpers import read_jsonl, tokenswarm_run, write_scenario
 
 pytestmark = pytest.mark.integration

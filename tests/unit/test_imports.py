@@ -146,12 +146,12 @@ def test_no_stage_imports_a_later_one() -> None:
 
 
 GROUND = ("orchestrate.results", "orchestrate.errors", "orchestrate.cache", "orchestrate.processes")
-"""The ground floor, with ``orchestrate.generated`` (the tiny models and synthetic data): every stage may
-import these, so they import no stage (nor ``tools``, nor the top)."""
+"""The ground floor, with ``orchestrate.standins`` (the tiny models and synthetic datasets made instead of
+downloaded): every stage may import these, so they import no stage (nor ``tools``, nor the top)."""
 
 
 def on_the_ground(module: str) -> bool:
-    return module in GROUND or module.startswith("orchestrate.generated")
+    return module in GROUND or module.startswith("orchestrate.standins")
 
 
 def test_the_ground_floor_imports_no_stage() -> None:
@@ -172,7 +172,7 @@ def test_every_module_lives_in_a_stage_or_is_named_at_the_top() -> None:
     top = {"orchestrate", "orchestrate.cli", "orchestrate.run_options", "orchestrate.runloop", "orchestrate.variantrun", "orchestrate.resume",
            "orchestrate.results", "orchestrate.errors", "orchestrate.cache", "orchestrate.processes"}
     loose = sorted(m for m in MODULES if m.startswith("orchestrate") and m not in top
-                   and m.split(".")[1] not in (*STAGES, "plans", "tools", "generated"))
+                   and m.split(".")[1] not in (*STAGES, "plans", "tools", "standins"))
     assert loose == []
 
 

@@ -25,8 +25,8 @@ def resolve_model(name: str, build: bool = True) -> str:
     """``tiny``, ``tiny-draft``, ``tiny-deep``, ``tiny-deep-draft`` → the generated GGUF;
     ``gemma-3-270m`` → the packaged real model (``orchestrate.server.packaged_models``); each built once and
     cached, unless ``build`` is False; anything else is a path."""
-    from orchestrate.generated.tinymodel import MODELS, tiny_model_path
     from orchestrate.server.packaged_models import PACKAGED_MODELS, packaged_model_path
+    from orchestrate.standins.tinymodel import MODELS, tiny_model_path
     if name in PACKAGED_MODELS:
         return str(packaged_model_path(name, build))
     return str(tiny_model_path(MODELS[name], build=build)) if name in MODELS else name

@@ -19,7 +19,7 @@ from locustfiles.conversations import (
     turn_prompt,
 )
 from locustfiles.dataset import DataFileError, Prompt, SamplingConfig, estimate_tokens, sample_prompts
-from orchestrate.generated.sharegpt_synth import generate_sharegpt
+from orchestrate.standins.sharegpt_synth import generate_sharegpt
 
 
 def words(texts: list[str]) -> list[int]:

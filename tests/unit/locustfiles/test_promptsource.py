@@ -2,7 +2,7 @@
 
 The options are parsed by the flags Locust registers (``options.add_arguments`` and
 ``conversations.add_arguments`` on a plain argparse parser), so the names checked here are the real
-ones. Datasets are generated ShareGPT files (``orchestrate.generated.sharegpt_synth``) in ``tmp_path``.
+ones. Datasets are generated ShareGPT files (``orchestrate.standins.sharegpt_synth``) in ``tmp_path``.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import pytest
 from locustfiles import conversations, options
 from locustfiles.dataset import DataFileError, Prompt
 from locustfiles.promptsource import dataset_path, load_prompts
-from orchestrate.generated.sharegpt_synth import write_sharegpt
+from orchestrate.standins.sharegpt_synth import write_sharegpt
 
 
 def parse(*args: str) -> argparse.Namespace:
@@ -130,7 +130,7 @@ def test_a_generated_dataset_is_made_through_the_project(tmp_path: Path, monkeyp
 
 def test_a_generated_dataset_without_the_project_says_so(monkeypatch: pytest.MonkeyPatch) -> None:
     """A worker host with only ``locustfiles/`` cannot generate ``synthetic:N``: one line, not an ImportError."""
-    monkeypatch.setitem(sys.modules, "orchestrate.generated.datasets", None)  # importing it now raises ImportError
+    monkeypatch.setitem(sys.modules, "orchestrate.standins.datasets", None)  # importing it now raises ImportError
     with pytest.raises(DataFileError) as exc:
         dataset_path("synthetic:7")
     assert "not installed on this host" in one_line(exc)

@@ -18,7 +18,7 @@ import pytest
 
 from locustfiles.dataset import DataFileError, SamplingConfig, estimate_tokens, load_sharegpt, sample_prompts
 from locustfiles.sharegpt_file import ShareGPTFile, TruncatedError, Truncation, _Window
-from orchestrate.generated.sharegpt_synth import generate_sharegpt
+from orchestrate.standins.sharegpt_synth import generate_sharegpt
 from tests.helpers import write_file as write
 
 TINY_BLOCKS = (1, 2, 3, 4, 5, 7, 13, 64)

@@ -9,11 +9,11 @@ import pytest
 import requests
 
 from locustfiles.dataset import Prompt
-from orchestrate.generated.datasets import resolve_dataset
 from orchestrate.load.prompts import prepare_prompts
 from orchestrate.report.summary import notes
 from orchestrate.scenario.spec import LoadSpec
 from orchestrate.server.preflight import ServerFacts
+from orchestrate.standins.datasets import resolve_dataset
 
 
 def test_synthetic_dataset_is_generated_once_and_cached(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

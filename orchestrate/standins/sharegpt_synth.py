@@ -1,7 +1,8 @@
 """Seeded ShareGPT-format files for the demo and tests (no text is copied from anywhere).
 
-Stage: tools (demo and test data; the scenario's ``synthetic`` datasets and the load's prompts call it). Allowed imports: the standard library and
-``orchestrate.generated.lexicon`` (the same pseudo-words the demo model's vocabulary is built from).
+Ground floor (imports no stage; the scenario's ``synthetic`` datasets and the load's prompts call it).
+Allowed imports: the standard library and ``orchestrate.standins.lexicon`` (the same pseudo-words the demo
+model's vocabulary is built from).
 
 Shape of the data (per conversation, drawn from one ``random.Random(seed)``):
 
@@ -31,7 +32,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from orchestrate.generated.lexicon import pseudo_words
+from orchestrate.standins.lexicon import pseudo_words
 
 VOCAB_SIZE = 2000
 PROMPT_MEDIAN, PROMPT_SIGMA, PROMPT_CLIP = 60, 0.95, 900
@@ -190,8 +191,8 @@ def write_sharegpt(path: Path, n_conversations: int, seed: int = 0, multi_turn_r
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m orchestrate.generated.sharegpt_synth OUT.json --conversations N --seed S``."""
-    parser = argparse.ArgumentParser(prog="python -m orchestrate.generated.sharegpt_synth",
+    """``python -m orchestrate.standins.sharegpt_synth OUT.json --conversations N --seed S``."""
+    parser = argparse.ArgumentParser(prog="python -m orchestrate.standins.sharegpt_synth",
                                      description="Write a seeded synthetic ShareGPT-format file.")
     parser.add_argument("out", type=Path, help="output JSON path")
     parser.add_argument("--conversations", type=int, default=2000, help="how many (default 2000)")

@@ -1,6 +1,6 @@
 """Seeded pseudo-English words, shared by the tiny model's vocabulary and the synthetic dataset.
 
-Stage: tools (the demo's generators).
+Ground floor (imports no stage; the tiny model and the synthetic datasets are built from it).
 Nothing here is copied text: words are built from syllables, so the demo model and the demo
 dataset agree on what a "word" is (most synthetic words tokenize to one whole-word piece).
 """

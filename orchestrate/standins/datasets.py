@@ -14,7 +14,7 @@ from pathlib import Path
 from locustfiles.dataset import DataFileError, packaged_dataset
 from orchestrate import cache
 from orchestrate.errors import DatasetError
-from orchestrate.generated.sharegpt_synth import parse_synthetic, write_sharegpt
+from orchestrate.standins.sharegpt_synth import parse_synthetic, write_sharegpt
 
 
 def resolve_dataset(name: str, cache_dir: Path | None = None) -> Path:

@@ -8,9 +8,9 @@ import gguf
 import numpy as np
 import pytest
 
-from orchestrate.generated import tinymodel
-from orchestrate.generated.lexicon import pseudo_words
-from orchestrate.generated.tinymodel import (
+from orchestrate.standins import tinymodel
+from orchestrate.standins.lexicon import pseudo_words
+from orchestrate.standins.tinymodel import (
     SPACE,
     TinyModelSpec,
     build_tiny_model,

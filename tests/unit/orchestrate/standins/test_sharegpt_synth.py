@@ -1,4 +1,4 @@
-"""Unit tests for orchestrate.generated.sharegpt_synth: determinism, length spread, sampler coverage."""
+"""Unit tests for orchestrate.standins.sharegpt_synth: determinism, length spread, sampler coverage."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from locustfiles.dataset import DROP_RULES, SamplingConfig, load_sharegpt, sample_prompts
-from orchestrate.generated.lexicon import pseudo_words
-from orchestrate.generated.sharegpt_synth import generate_sharegpt, main, write_sharegpt
+from orchestrate.standins.lexicon import pseudo_words
+from orchestrate.standins.sharegpt_synth import generate_sharegpt, main, write_sharegpt
 from tests.helpers import ROOT
 
 VOCAB = set(pseudo_words(2000, seed=0))
@@ -63,7 +63,7 @@ def test_cli_entry_point(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> 
     assert main([str(out), "--conversations", "40", "--seed", "5"]) == 0
     assert "40 conversations" in capsys.readouterr().out
     assert out.read_bytes() == write_sharegpt(tmp_path / "api.json", 40, seed=5).read_bytes()
-    cmd = [sys.executable, "-m", "orchestrate.generated.sharegpt_synth", str(tmp_path / "m.json"),
+    cmd = [sys.executable, "-m", "orchestrate.standins.sharegpt_synth", str(tmp_path / "m.json"),
            "--conversations", "3"]
     proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr

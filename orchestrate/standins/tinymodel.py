@@ -1,10 +1,10 @@
 """A tiny, generated llama-architecture GGUF for zero-setup runs and tests.
 
-Stage: tools (the embedded launcher's ``tiny`` model is made here).
+Ground floor (imports no stage; the server stage's launchers make their ``tiny`` models here).
 No model can be downloaded here, and tests need output that is exact, fast and never stops early.
 So this module writes its own model with the ``gguf`` package: a 2-layer, 128-wide llama with
 random weights (seeded, byte-for-byte reproducible), an SPM vocabulary of byte tokens plus
-whole-word pieces for :func:`orchestrate.generated.lexicon.pseudo_words` (and every "▁"-prefix of them, so
+whole-word pieces for :func:`orchestrate.standins.lexicon.pseudo_words` (and every "▁"-prefix of them, so
 llama.cpp's SPM bigram merges reach the whole word), and a ChatML template.
 
 The output layer is rigged: every embedding carries a constant in dimension 0 that survives
@@ -27,7 +27,7 @@ import gguf
 import numpy as np
 
 from orchestrate import cache
-from orchestrate.generated.lexicon import pseudo_words
+from orchestrate.standins.lexicon import pseudo_words
 
 FORMAT_VERSION = 1
 """Bump when the generator changes, so cached files are rebuilt."""

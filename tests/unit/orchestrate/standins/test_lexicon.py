@@ -1,4 +1,4 @@
-"""orchestrate/generated/lexicon.py: seeded pseudo-words shared by the tiny model's vocabulary and the dataset."""
+"""orchestrate/standins/lexicon.py: seeded pseudo-words shared by the tiny model's vocabulary and the dataset."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from orchestrate.generated.lexicon import pseudo_words
+from orchestrate.standins.lexicon import pseudo_words
 
 
 def test_exact_count_of_distinct_lowercase_words() -> None:
