@@ -11,7 +11,6 @@ import json
 import time
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
 import yaml
 
@@ -27,13 +26,24 @@ from orchestrate.plans.base import StepDone, StepPlan
 from orchestrate.plans.kinds import plan_for
 from orchestrate.report.compare_report import comparable, write_comparison
 from orchestrate.report.htmlreport import write_html_report
+from orchestrate.report.jsontypes import to_json
 from orchestrate.report.render import console_lines
-from orchestrate.report.repeats import Repeat, interleaved, keep_host_floor
-from orchestrate.report.runfacts import RunFacts
-from orchestrate.report.summary import build_summary
-from orchestrate.results import VariantPaths, read_json, repeat_dir, run_dir, scenario_copy
+from orchestrate.report.repeats import interleaved, keep_host_floor
+from orchestrate.report.schema.runfacts import (
+    Factor,
+    FirstAttempt,
+    Machine,
+    ModelFile,
+    Repeat,
+    Resumed,
+    Sampling,
+    Warmup,
+)
+from orchestrate.report.schema.runfacts import Step as StepFact
+from orchestrate.report.schema.summary import RunFacts, Summary
+from orchestrate.report.summary import build_summary, read_summary
+from orchestrate.results import VariantPaths, repeat_dir, run_dir, scenario_copy
 from orchestrate.resume import carry_steps, check_same, finished, set_aside
-from orchestrate.scenario.matrix import factor_record
 from orchestrate.scenario.settings import retry_description, variant_settings
 from orchestrate.scenario.spec import Scenario, Variant
 from orchestrate.server.diagnose import diagnose
@@ -42,7 +52,7 @@ from orchestrate.server.launchers.base import Launcher
 from orchestrate.server.liveness import DIED, ServerWatch
 from orchestrate.server.preflight import fetch_facts, model_file
 from orchestrate.server.preflight import session as preflight_session
-from orchestrate.variantrun import Context, Ending, Resumed, VariantRun
+from orchestrate.variantrun import Carried, Context, Ending, VariantRun
 
 
 def run_scenario(scenario: Scenario, results_root: Path, swarm: Swarm = Swarm(), ui: WebUi | None = None,
@@ -81,7 +91,7 @@ def run_scenario(scenario: Scenario, results_root: Path, swarm: Swarm = Swarm(),
             print(f"[{variant.name}] cut short before: set aside in {aside}, "
                   + (f"its {len(kept)} finished step(s) kept ({', '.join(kept)}), the rest run again" if kept
                      else "run again whole"), flush=True)
-            context = replace(context, resumed=Resumed(str(aside.relative_to(run)), tuple(kept)))
+            context = replace(context, resumed=Carried(str(aside.relative_to(run)), tuple(kept)))
         result = run_variant(context, variant, paths, swarm=swarm, ui=ui)
         if result.ending.status == "failed_to_load" and variant.retry_with:
             print(f"[{variant.name}] failed to load ({result.ending.cause}); retrying with "
@@ -91,8 +101,7 @@ def run_scenario(scenario: Scenario, results_root: Path, swarm: Swarm = Swarm(),
             result = run_variant(context, variant.with_retry(), paths, first_attempt=result, swarm=swarm, ui=ui)
         print(f"\n== {scenario.name} / {variant.name}" + (f" (repeat {index} of {k})" if k > 1 else "")
               + f": {result.ending.status}", flush=True)
-        summary = json.loads(result.paths.summary_json.read_text())
-        for line in console_lines(summary):
+        for line in console_lines(to_json(result.summary or Summary())):
             print(f"   {line}")
         print(f"   results: {result.paths.dir}", flush=True)
         if order < k * n:  # a study of hours: its page grows with every variant done (the last: below)
@@ -134,12 +143,12 @@ def run_variant(context: Context, variant: Variant, paths: VariantPaths, first_a
         result.ending = Ending("error", str(exc))
     except KeyboardInterrupt:
         result.ending = Ending("interrupted")
-        finish_variant(result)
+        result.summary = finish_variant(result)
         raise
     if result.ending.status == "crashed" and result.launcher is not None and result.ending.cause is None:
         cause, hint = diagnose(result.launcher.log_tail(200), result.ending.exit_code)
         result.ending = replace(result.ending, cause=cause, hint=hint)
-    finish_variant(result)
+    result.summary = finish_variant(result)
     return result
 
 
@@ -222,9 +231,8 @@ def run_steps(result: VariantRun, launcher: Launcher, stepper: Stepper) -> None:
 
 def kept_step(plan: StepPlan, step: Step, folder: VariantPaths) -> StepDone:
     """A step finished by the run this one resumes, read from its folder."""
-    summary = read_json(folder.summary_json) or {}
-    return StepDone(step, summary.get("status", "completed"), summary.get("stopped_by"), plan.judge(summary),
-                    kept=True)
+    summary = read_summary(folder) or Summary()
+    return StepDone(step, summary.status or "completed", summary.stopped_by, plan.judge(summary), kept=True)
 
 
 def step_done(result: VariantRun, launcher: Launcher, step: Step, folder: VariantPaths,
@@ -235,11 +243,13 @@ def step_done(result: VariantRun, launcher: Launcher, step: Step, folder: Varian
     status, error = load_status(launcher.exit_status() is not None, outcome.stopped_by, folder.records,
                                 folder.locust_log)
     variant = result.variant
+    point = step.point
     summary = build_summary(folder, result.context.scenario, variant.name, RunFacts(
         status=status, error=error, stopped_by=outcome.stopped_by,
-        step=step.point.as_dict() if step.point else None, planned_prompts=planned_requests(list(step.prompts)),
+        step=StepFact(point.key, point.value, point.probe) if point else None,
+        planned_prompts=planned_requests(list(step.prompts)),
         settings=variant_settings(replace(variant, load=step.load, sweep=None, steps=(), search=None)),
-        factors=factor_record(variant.factors), slo=variant.slo.as_dict() if variant.slo else None),
+        factors=factors(variant), slo=variant.slo.as_dict() if variant.slo else {}),
         result.context.host_limits)
     return StepDone(step, status, outcome.stopped_by, result.plan.judge(summary))
 
@@ -260,30 +270,36 @@ def judge_load(variant: Variant, paths: VariantPaths, launcher: Launcher, down: 
     return Ending(status, error, cause, exit_code=exit_code)
 
 
-def finish_variant(result: VariantRun) -> dict[str, Any]:
+def finish_variant(result: VariantRun) -> Summary:
     """Write ``server.json``, then summarize whatever was measured, even after a failure."""
     result.paths.server_json.write_text(json.dumps(result.server_info(), indent=2, default=str) + "\n")
+    context, variant = result.context, result.variant
+    return build_summary(result.paths, context.scenario, variant.name, variant_facts(result), context.host_limits)
+
+
+def variant_facts(result: VariantRun) -> RunFacts:
+    """What the run knew of the variant that its files do not say (``RunFacts``)."""
     settings = variant_settings(result.variant)
     if result.launcher is not None and not result.launcher.owns_server and result.facts is not None:
         settings.update(result.facts.reported())  # a server tokenswarm did not start: what it says it is
     first, context, variant, plan, ending = (result.first_attempt, result.context, result.variant, result.plan,
                                              result.ending)
-    warmup = plan.warmup_sent()
-    prepared = plan.prepared
-    facts = RunFacts(
-        status=ending.status, error=ending.error, machine=machine(),
-        model=model_file(result.facts, variant.server.model), settings=settings,
-        factors=factor_record(variant.factors), retried=first is not None,
-        first_attempt=None if first is None else {
-            "status": first.ending.status, "cause": first.ending.cause, "hint": first.ending.hint,
-            "exit_code": first.ending.exit_code, "settings": variant_settings(first.variant),
-            "log": result.paths.first_attempt_log.name},
-        stopped_by=result.outcome.stopped_by if result.outcome else None, ui=result.ui,
-        repeat=context.repeat.as_dict() if context.repeat is not None else None,
-        resumed={"set_aside": context.resumed.set_aside,
-                 "kept_steps": [d.step.label for d in result.done if d.kept]} if context.resumed.set_aside else None,
-        warmup={"prompts": warmup, "records": "steps/warmup"} if warmup else None,
-        slo=variant.slo.as_dict() if variant.slo is not None else None,  # `tokenswarm report` judges goodput again
+    warmup, prepared, model = plan.warmup_sent(), plan.prepared, model_file(result.facts, variant.server.model)
+    return RunFacts(
+        status=ending.status, error=ending.error, machine=Machine(**machine()), model=ModelFile(**model),
+        settings=settings, factors=factors(variant), retried=first is not None,
+        first_attempt=None if first is None else FirstAttempt(
+            first.ending.status, first.ending.cause, first.ending.hint, first.ending.exit_code,
+            variant_settings(first.variant), result.paths.first_attempt_log.name),
+        stopped_by=result.outcome.stopped_by if result.outcome else None, ui=result.ui, repeat=context.repeat,
+        resumed=Resumed(context.resumed.set_aside, tuple(d.step.label for d in result.done if d.kept and d.step.label))
+        if context.resumed.set_aside else None,
+        warmup=Warmup(warmup, "steps/warmup") if warmup else None,
+        slo=variant.slo.as_dict() if variant.slo is not None else {},  # `tokenswarm report` judges goodput again
         planned_prompts=plan.planned_prompts(result.done),
-        sampling=prepared.sampling_block() if prepared else None, **plan.run_facts(result.paths))
-    return build_summary(result.paths, context.scenario, variant.name, facts, context.host_limits)
+        sampling=Sampling(**prepared.sampling_block()) if prepared else None, **plan.run_facts(result.paths))
+
+
+def factors(variant: Variant) -> dict[str, Factor]:
+    """The variant's matrix factors as its summary records them: each axis's level and the settings it covers."""
+    return {axis: Factor(f.value, f.covers) for axis, f in variant.factors.items()}

@@ -15,7 +15,8 @@ from typing import Any
 from orchestrate.load.locust_run import LoadOutcome
 from orchestrate.load.steps import Step
 from orchestrate.plans.base import StepDone, StepPlan
-from orchestrate.report.repeats import Repeat
+from orchestrate.report.schema.runfacts import Repeat
+from orchestrate.report.schema.summary import Summary
 from orchestrate.results import VariantPaths
 from orchestrate.scenario.host_limits import HostLimits
 from orchestrate.scenario.spec import Variant
@@ -25,13 +26,14 @@ from orchestrate.server.preflight import ServerFacts
 
 
 @dataclass(frozen=True)
-class Resumed:
-    """A variant run again by ``--resume``: where its cut-short folder went, and the steps kept from it."""
+class Carried:
+    """A variant run again by ``--resume``: where its cut-short folder went, and the finished steps carried
+    from it into its new folder (the run loop reads those its plan comes to: the summary's ``resumed``)."""
 
     set_aside: str = ""
     """Its earlier folder, under ``partial/`` (relative to the run)."""
     kept: tuple[str, ...] = ()
-    """The labels of its steps (a sweep's, a search's probes) finished before, carried into its new folder."""
+    """The labels of its steps (a sweep's, a search's probes) finished before."""
 
 
 @dataclass(frozen=True)
@@ -41,7 +43,7 @@ class Context:
     scenario: str
     repeat: Repeat | None = None
     host_limits: HostLimits = HostLimits()
-    resumed: Resumed = Resumed()
+    resumed: Carried = Carried()
 
 
 @dataclass(frozen=True)
@@ -78,6 +80,8 @@ class VariantRun:
     outcome: LoadOutcome | None = None
     """How the last step's load ended; None while no load has run."""
     ending: Ending = Ending("pending")
+    summary: Summary | None = None
+    """Its ``summary.json``, once written (``runloop.finish_variant``)."""
 
     def server_info(self) -> dict[str, Any]:
         ending = self.ending

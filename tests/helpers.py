@@ -88,8 +88,10 @@ def assert_report_rebuilds_every_key(run: Path, copy: Path) -> list[Path]:
     """``tokenswarm report`` on a copy of ``run`` gives every summary (variants, steps, probes) the same keys and
     the same facts and figures; returns the summaries compared."""
     import shutil
+    from dataclasses import fields
 
-    from orchestrate.report.runfacts import KEPT
+    from orchestrate.report.schema.summary import RunFacts
+    kept = tuple(f.name for f in fields(RunFacts))
     shutil.copytree(run, copy)
     proc = subprocess.run([sys.executable, "-m", "orchestrate.cli", "report", str(copy)], capture_output=True,
                           text=True, timeout=300)
@@ -102,7 +104,7 @@ def assert_report_rebuilds_every_key(run: Path, copy: Path) -> list[Path]:
         where = before_path.relative_to(run)
         assert set(after) == set(before), (where, set(before) ^ set(after))
         assert undocumented_keys(before) == [], where
-        for key in KEPT + REBUILT_BLOCKS:
+        for key in kept + REBUILT_BLOCKS:
             assert after.get(key) == before.get(key), (where, key)
         compared.append(where)
     return compared

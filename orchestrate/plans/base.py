@@ -16,7 +16,8 @@ from typing import Any
 from locustfiles.conversations import planned_requests
 from orchestrate.load.prompts import PreparedPrompts, PromptSource
 from orchestrate.load.steps import Step
-from orchestrate.report.aggregates.capacity import Verdict
+from orchestrate.report.schema.capacity import Verdict
+from orchestrate.report.schema.summary import Summary
 from orchestrate.results import VariantPaths
 from orchestrate.scenario.spec import Variant
 
@@ -69,7 +70,7 @@ class StepPlan(ABC):
     def next_step(self, done: Sequence[StepDone]) -> Step | None:
         """The next step given those done so far, in order; None when the plan is complete."""
 
-    def judge(self, summary: dict[str, Any]) -> Verdict | None:
+    def judge(self, summary: Summary) -> Verdict | None:
         """A step's verdict from its summary, when later steps depend on it."""
         return None
 
@@ -101,7 +102,7 @@ class StepPlan(ABC):
         return 0
 
     def run_facts(self, paths: VariantPaths) -> dict[str, Any]:
-        """What the variant's summary adds for this kind of run (``RunFacts`` fields), from its folder ``paths``."""
+        """What the variant's summary adds for this kind of run (typed ``RunFacts`` fields), from its folder."""
         return {}
 
 

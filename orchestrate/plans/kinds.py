@@ -15,7 +15,11 @@ from orchestrate.load.probewatch import ProbeWatch
 from orchestrate.load.prompts import PreparedPrompts, PromptPool, PromptSource
 from orchestrate.load.steps import Step, StepPoint
 from orchestrate.plans.base import StepDone, StepPlan, planned
-from orchestrate.report.aggregates.capacity import UNITS, Verdict, judge
+from orchestrate.report.aggregates.capacity import UNITS, judge
+from orchestrate.report.jsontypes import from_json
+from orchestrate.report.schema.capacity import Verdict
+from orchestrate.report.schema.summary import Summary
+from orchestrate.report.schema.sweep import Sweep as SweepBlock
 from orchestrate.report.sweep_report import sweep_block
 from orchestrate.results import VariantPaths, write_json
 from orchestrate.scenario.search import first_pool_size, next_probe, probe_load
@@ -91,7 +95,7 @@ class SweepPlan(StepPlan):
         return len(self._warmup.prompts) if self._warmup is not None else 0
 
     def run_facts(self, paths: VariantPaths) -> dict[str, Any]:
-        return {"sweep": sweep_block(paths, self.sweep)}
+        return {"sweep": from_json(SweepBlock, sweep_block(paths, self.sweep))}
 
 
 class SearchPlan(StepPlan):
@@ -140,7 +144,7 @@ class SearchPlan(StepPlan):
         self.prepared = self.pool.prepared  # grown when the probe needed more
         return Step(self.search.label(n, value), load, prompts, StepPoint(self.search.over, value, n))
 
-    def judge(self, summary: dict[str, Any]) -> Verdict | None:
+    def judge(self, summary: Summary) -> Verdict | None:
         return judge(summary, self.search)
 
     def stop_early(self, step: Step, paths: VariantPaths) -> Callable[[], str | None]:

@@ -15,7 +15,9 @@ from orchestrate.report.aggregates import capacity, energy, goodput, steadystate
 from orchestrate.report.aggregates.chunks import output_tokens_per_second
 from orchestrate.report.aggregates.servermetrics import metrics_timeline
 from orchestrate.report.formats import GIB, MIB, fmt_bytes, fmt_ms, fmt_num, summary_numbers  # noqa: F401 (re-exported)
+from orchestrate.report.jsontypes import to_json
 from orchestrate.report.provenance import condition_lines
+from orchestrate.report.schema import Summary
 from orchestrate.report.vllm_format import write_vllm_bench
 from orchestrate.results import VariantPaths
 
@@ -332,8 +334,9 @@ def plot_throughput(summary: dict[str, Any], metrics_path: Path, path: Path) -> 
     return path
 
 
-def write_reports(summary: dict[str, Any], paths: VariantPaths, records: Any = None) -> None:
+def write_reports(typed: Summary, paths: VariantPaths, records: Any = None) -> None:
     """Write ``summary.json`` (machine), the plots, then ``summary.md`` (person) linking them."""
+    summary = to_json(typed)
     paths.summary_json.write_text(json.dumps(summary, indent=2, default=str) + "\n")
     sweep, steps, name = summary.get("sweep"), summary.get("ui_steps"), summary.get("variant", "")
     found = summary.get("capacity")

@@ -15,23 +15,8 @@ import os
 import shutil
 import socket
 import statistics
-from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
-
-
-@dataclass(frozen=True)
-class Repeat:
-    """Which repeat a variant's result is: ``summary.json``'s ``repeat`` block."""
-
-    index: int
-    """1 … ``of``."""
-    of: int
-    order: int
-    """Its place in the run's interleaved order: the server start it was (1-based)."""
-
-    def as_dict(self) -> dict[str, int]:
-        return asdict(self)
 
 
 def interleaved(variants: int, repeats: int) -> list[tuple[int, int]]:

@@ -11,6 +11,7 @@ import json
 from dataclasses import asdict, replace
 from typing import Any
 
+from orchestrate.errors import ResultsError
 from orchestrate.report.aggregates.accounting import connections, server_down, unsent
 from orchestrate.report.aggregates.capacity import capacity_block
 from orchestrate.report.aggregates.client import crosscheck_agrees, locust_crosscheck, summarize_client
@@ -25,9 +26,11 @@ from orchestrate.report.aggregates.steadystate import steady_state
 from orchestrate.report.aggregates.turns import summarize_turns
 from orchestrate.report.aggregates.uisteps import form_spawn_rate, ui_steps, user_levels, users_over_time
 from orchestrate.report.host_report import host_note
+from orchestrate.report.jsontypes import from_json, to_json, undeclared
 from orchestrate.report.pacing_report import notes as load_mode_notes
 from orchestrate.report.render import write_reports
-from orchestrate.report.runfacts import RunFacts
+from orchestrate.report.schema.summary import RunFacts, Summary
+from orchestrate.report.schema.sweep import Sweep as SweepBlock
 from orchestrate.report.sweep_report import sweep_block
 from orchestrate.results import VariantPaths, read_json
 from orchestrate.scenario.host_limits import HostLimits
@@ -45,10 +48,10 @@ TOKEN_COUNTERS = {
 
 
 def build_summary(paths: VariantPaths, scenario: str, variant: str, facts: RunFacts,
-                  host_limits: HostLimits = HostLimits()) -> dict[str, Any]:
+                  host_limits: HostLimits = HostLimits()) -> Summary:
     """Summarize a variant's files and what the run knew of it (also used by ``tokenswarm report`` without
     a server, with the facts ``run.json`` kept)."""
-    known = facts.as_dict()
+    known = to_json(facts)
     paths.run_json.write_text(json.dumps({"scenario": scenario, "variant": variant, "host_limits": asdict(host_limits),
                                           "known": known}, indent=1, default=str) + "\n")
     records = read_records(paths.records)
@@ -94,31 +97,48 @@ def build_summary(paths: VariantPaths, scenario: str, variant: str, facts: RunFa
     if found is not None:
         summary["capacity"] = found
     summary["notes"] = notes(summary)
-    write_reports(summary, paths, records)
-    return summary
+    typed = checked(summary)
+    write_reports(typed, paths, records)
+    return typed
 
 
-def rebuild_summary(paths: VariantPaths, scenario: str) -> dict[str, Any]:
+def read_summary(paths: VariantPaths) -> Summary | None:
+    """A result folder's ``summary.json`` as the typed ``Summary``; None when it has none (or half of one)."""
+    data = read_json(paths.summary_json)
+    return from_json(Summary, data, str(paths.summary_json)) if isinstance(data, dict) else None
+
+
+def checked(data: dict[str, Any]) -> Summary:
+    """The assembled blocks as the typed ``Summary``; a key its type does not declare is a bug, named here
+    rather than dropped from the file."""
+    extra = undeclared(Summary, data)
+    if extra:
+        raise ResultsError(f"summary.json: {', '.join(extra)}: not declared by orchestrate/report/schema")
+    return from_json(Summary, data, "summary.json")
+
+
+def rebuild_summary(paths: VariantPaths, scenario: str) -> Summary:
     """``tokenswarm report``: a variant's summary rebuilt from its files and ``run.json`` (what the run knew);
     a sweep's steps and a search's probes are rebuilt first, then its ``sweep`` or ``capacity`` block from
     their new summaries."""
     run = read_json(paths.run_json)
     old = read_json(paths.summary_json) or {}
     if run:
-        facts, limits = RunFacts.from_dict(run.get("known") or {}), HostLimits(**(run.get("host_limits") or {}))
+        facts = from_json(RunFacts, run.get("known") or {}, str(paths.run_json))
+        limits = HostLimits(**(run.get("host_limits") or {}))
         scenario, variant = run.get("scenario", scenario), run.get("variant", paths.dir.name)
     else:  # a run from before run.json: the same fields of its old summary
-        facts = RunFacts.from_dict(old)
+        facts = from_json(RunFacts, old, str(paths.summary_json))
         limits = HostLimits(**((old.get("host") or {}).get("limits") or {}))
         scenario, variant = old.get("scenario", scenario), old.get("variant", paths.dir.name)
     if facts.sweep:
         block = facts.sweep
-        sweep = Sweep(block["key"], tuple(block["values"]), block["warmup_prompts"], block["settle_s"])
+        sweep = Sweep(block.key, tuple(block.values), block.warmup_prompts, block.settle_s)
         for value in sweep.values:
             step = VariantPaths(paths.dir / "steps" / sweep.label(value))
             if step.summary_json.is_file():
                 rebuild_summary(step, scenario)
-        facts = replace(facts, sweep=sweep_block(paths, sweep))
+        facts = replace(facts, sweep=from_json(SweepBlock, sweep_block(paths, sweep)))
     for probe in (read_json(paths.search_json) or {}).get("probes") or []:  # a capacity search's probes
         step = VariantPaths(paths.dir / "steps" / probe["label"])
         if step.summary_json.is_file():

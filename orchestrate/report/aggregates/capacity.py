@@ -15,12 +15,14 @@ the sends kept up with the schedule. A probe the run stopped early because it co
 from __future__ import annotations
 
 import statistics
-from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 from orchestrate.report.aggregates.goodput import LABELS, slo_text
 from orchestrate.report.formats import fmt_ms, fmt_num
+from orchestrate.report.jsontypes import from_json, to_json
+from orchestrate.report.schema.capacity import ProbeFigures, Verdict
+from orchestrate.report.schema.summary import Summary
 from orchestrate.results import VariantPaths, read_json
 from orchestrate.scenario.search import CANNOT_PASS, boundary, converged
 from orchestrate.scenario.slo import SLO_KEYS
@@ -31,54 +33,34 @@ CLIFF_DROP = 0.10
 UNITS = {"users": "users", "rate": "req/s"}
 
 
-@dataclass(frozen=True)
-class ProbeFigures:
-    """A probe's steady-state figures beside its verdict."""
-
-    found: bool
-    decode_tok_s: float | None
-    requests_per_s: float | None
-    ttft_p99_ms: float | None
-    tpot_p99_ms: float | None
-    requests: int | None
-
-
-@dataclass(frozen=True)
-class Verdict:
-    """Whether a probe passed, and why not: what the search chooses its next load from."""
-
-    attainment: float | None
-    passed: bool
-    stopped_early: bool
-    why: str | None
-    missed_by: dict[str, int] | None
-    steady_state: ProbeFigures
-
-
-def judge(summary: dict[str, Any], search: Search) -> Verdict:
+def judge(summary: Summary, search: Search) -> Verdict:
     """One probe's verdict and figures, from its summary alone."""
-    steady = summary.get("steady_state") or {}
-    good = steady.get("goodput") or {}
-    share = good.get("share") if steady.get("found") else None
-    status = summary.get("status", "completed")
-    stopped_early = summary.get("stopped_by") == CANNOT_PASS
+    steady = summary.steady_state
+    found = steady is not None and steady.found
+    window_goodput = steady.goodput if steady is not None and found else None
+    share = window_goodput.share if window_goodput is not None else None
+    stopped_early = summary.stopped_by == CANNOT_PASS
+    status = summary.status or "completed"
     why = None
     if stopped_early:
         why = "stopped early: it could no longer reach the attainment"
     elif status != "completed":
         why = f"the probe ended {status}"
-    elif not steady.get("found"):
-        why = f"no steady state ({steady.get('reason', 'no requests')})"
+    elif steady is None or not found:
+        why = f"no steady state ({steady.reason if steady is not None and steady.reason else 'no requests'})"
     elif share is None or share < search.attainment:
         why = f"{fmt_num(100 * share if share is not None else None)} % met the SLO, below {100 * search.attainment:g} %"
-    elif search.over == "rate" and steady.get("kept_up") is False:
+    elif search.over == "rate" and steady.kept_up is False:
         why = "the sends fell behind the schedule: the users cap held requests back"
-    ttft, tpot = steady.get("ttft_ms") or {}, steady.get("tpot_ms") or {}
     # a probe stopped early often has no steady window: what its requests missed is then read over all of them
-    missed = good.get("missed_by") if steady.get("found") else (summary.get("goodput") or {}).get("missed_by")
-    return Verdict(share, why is None, stopped_early, why, missed, ProbeFigures(
-        bool(steady.get("found")), steady.get("decode_tok_s"), steady.get("requests_per_s"), ttft.get("p99"),
-        tpot.get("p99"), steady.get("requests")))
+    whole = summary.goodput
+    missed = window_goodput.missed_by if window_goodput is not None else whole.missed_by if whole else None
+    figures = ProbeFigures(found=found)
+    if steady is not None and found:
+        figures = ProbeFigures(True, steady.decode_tok_s, steady.requests_per_s,
+                               steady.ttft_ms.p99 if steady.ttft_ms else None,
+                               steady.tpot_ms.p99 if steady.tpot_ms else None, steady.requests)
+    return Verdict(share, why is None, stopped_early, why, missed, figures)
 
 
 def search_of(record: dict[str, Any]) -> Search:
@@ -94,8 +76,11 @@ def capacity_block(paths: VariantPaths) -> dict[str, Any] | None:
     search = search_of(record)
     probes = []
     for probe in record.get("probes") or []:
-        summary = read_json(VariantPaths(paths.dir / "steps" / probe["label"]).summary_json) or {"status": "not_run"}
-        probes.append({"n": probe["n"], "value": probe["value"], "label": probe["label"], **asdict(judge(summary, search))})
+        probe_paths = VariantPaths(paths.dir / "steps" / probe["label"])
+        summary = from_json(Summary, read_json(probe_paths.summary_json) or {"status": "not_run"},
+                            str(probe_paths.summary_json))
+        probes.append({"n": probe["n"], "value": probe["value"], "label": probe["label"],
+                       **to_json(judge(summary, search))})
     history = [(p["value"], p["passed"]) for p in probes]
     max_passing, min_failing = boundary(history)
     slo = record.get("slo") or {}

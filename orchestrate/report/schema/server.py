@@ -145,23 +145,23 @@ class LauncherDescription:
 
 @dataclass(frozen=True)
 class Server:
-    """``server``: ``server.json``, how the server ran (``VariantRun.server_info``); empty in a step's or
-    probe's summary (their folders have no ``server.json``)."""
+    """``server``: ``server.json``, how the server ran (``VariantRun.server_info``), its empty keys left out;
+    empty in a step's or probe's summary (their folders have no ``server.json``)."""
 
-    status: str | None = None
+    status: str | None = omitted()
     """The variant's status as the run loop saw it: ``completed``, ``failed_to_load``, ``crashed``,
     ``server_lost``, ``error``, ``interrupted``."""
-    facts: ServerFacts | None = None
-    """What the server said about itself; None when it never answered pre-flight."""
-    ready_s: float | None = None
-    """Seconds from its start to ready (the model loaded, ``/health`` answered); None when it never was."""
-    exit_code: int | None = None
+    facts: ServerFacts | None = omitted()
+    """What the server said about itself; absent when it never answered pre-flight."""
+    ready_s: float | None = omitted()
+    """Seconds from its start to ready (the model loaded, ``/health`` answered); absent when it never was."""
+    exit_code: int | None = omitted()
     """Its exit code when it exited; None while it ran (or was not ours)."""
-    cause: str | None = None
+    cause: str | None = omitted()
     """Why it failed or went down, in one line; None when it did not."""
-    hint: str | None = None
+    hint: str | None = omitted()
     """What to try about the cause; None without one."""
-    down_at: float | None = None
+    down_at: float | None = omitted()
     """Wall clock the liveness watch found it dead or lost; None when it stayed up."""
     launcher: LauncherDescription | None = omitted()
     """What was started; absent when no launcher was made."""

@@ -46,13 +46,26 @@ from orchestrate.report.schema.ui import UiSteps, UsersOverTime
 
 
 @dataclass(frozen=True)
-class Summary:
-    """``summary.json``: one variant's (or one sweep step's or search probe's) result."""
+class Names:
+    """Whose result it is."""
 
     scenario: str = ""
     """The scenario's name."""
     variant: str = ""
     """The variant's name."""
+
+
+@dataclass(frozen=True)
+class RunFacts:
+    """What a run knew about a variant, a sweep step or a search probe that its result files do not say.
+
+    The contract between the run loop and the report: the run loop hands one ``RunFacts`` to
+    ``summary.build_summary``, which writes it into ``run.json`` beside the summary; ``tokenswarm report``
+    reads it back and rebuilds the same summary from the files. So what a rebuild keeps is these fields, by
+    construction: a key the run knows and the rebuild forgets cannot exist. Each lands in ``summary.json``
+    under its own name (``Summary`` is a ``RunFacts``).
+    """
+
     status: str | None = None
     """``completed``, ``failed_to_load``, ``crashed``, ``server_lost``, ``error`` or ``interrupted``; None for a
     folder no run loop wrote (a plain Locust run's, rebuilt by ``tokenswarm report``)."""
@@ -92,6 +105,13 @@ class Summary:
     """A sweep's steps; absent without a sweep."""
     resumed: Resumed | None = omitted()
     """``--resume`` ran this variant again; absent otherwise."""
+
+
+@dataclass(frozen=True)
+class Summary(RunFacts, Names):
+    """``summary.json``: one variant's (or one sweep step's or search probe's) result: its names, what the run
+    knew (``RunFacts``), then the figures the aggregates computed from its files."""
+
     requests: Requests = field(default_factory=Requests)
     """What became of every request sent, and of those never sent."""
     duration_s: float = 0.0

@@ -113,7 +113,7 @@ class Sweep:
     """Its values, in the order run."""
     warmup_prompts: int = 0
     """Prompts sent before the first step and counted nowhere."""
-    settle_s: float | None = None
+    settle_s: float = 0.0
     """Pause after the warm-up and between steps, s."""
     steps: tuple[SweepStep, ...] = ()
     """One row per value, in the order run."""

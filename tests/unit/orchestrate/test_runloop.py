@@ -34,7 +34,7 @@ from orchestrate.scenario.spec import LoadSpec, Scenario, Search, ServerSpec, Sw
 from orchestrate.server.launchers.base import Launcher
 from orchestrate.server.liveness import DIED, LOST
 from orchestrate.server.preflight import ServerFacts, model_file
-from orchestrate.variantrun import Context, Resumed, VariantRun
+from orchestrate.variantrun import Carried, Context, VariantRun
 
 URL = "http://127.0.0.1:9"
 
@@ -81,7 +81,7 @@ class FakeLauncher(Launcher):
         self.stops += 1
 
     def describe(self) -> dict[str, object]:
-        return {"kind": self.kind, "flags": self.spec.flags}
+        return {"kind": self.kind, "argv": [f"--{k}={v}" for k, v in self.spec.flags.items()]}
 
 
 class FakeWatch:
@@ -189,7 +189,7 @@ def test_a_load_the_server_survives_is_completed(tmp_path: Path, pipeline: Pipel
     result, server, summary = run(tmp_path, pipeline, Attempt())
     assert result.ending.status == server["status"] == summary["status"] == "completed"
     assert result.ending.error is None and server["exit_code"] is None and server["down_at"] is None
-    assert server["ready_s"] == 0.25 and server["launcher"] == {"kind": "fake", "flags": {"parallel": 4}}
+    assert server["ready_s"] == 0.25 and server["launcher"] == {"kind": "fake", "argv": ["--parallel=4"]}
     assert server["facts"]["model_id"] == "tiny-model" and "log_tail" not in server
     assert pipeline.launchers[0].stops == 1, "the server is stopped after the load"
     plan, = pipeline.plans
@@ -380,7 +380,7 @@ def test_a_resumed_search_reads_its_kept_probes_and_runs_only_the_next(tmp_path:
     paths = VariantPaths.create(tmp_path / "again", "v")
     assert carry_steps(aside, paths) == sorted(labels)
     before = len(pipeline.plans)
-    context = Context("s", resumed=Resumed("partial/v-1", (labels[0],)))
+    context = Context("s", resumed=Carried("partial/v-1", (labels[0],)))
     result = run_variant(context, search_variant(), paths)
     assert [d.step.label for d in result.done] == labels and [d.kept for d in result.done] == [True, False, False]
     assert len(pipeline.plans) - before == 2, "the kept probe is read, not run"

@@ -4,18 +4,35 @@ and the plain-language notes a reader must see beside the numbers."""
 from __future__ import annotations
 
 import json
+from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from locustfiles.records import RequestRecord
-from orchestrate.report.runfacts import KEPT, RunFacts
-from orchestrate.report.summary import TOKEN_COUNTERS, build_summary, notes, rebuild_summary
+from orchestrate.report.jsontypes import to_json
+from orchestrate.report.schema.runfacts import Step
+from orchestrate.report.schema.summary import RunFacts
+from orchestrate.report.schema.sweep import Sweep
+from orchestrate.report.summary import TOKEN_COUNTERS, notes
+from orchestrate.report.summary import build_summary as build_typed
+from orchestrate.report.summary import rebuild_summary as rebuild_typed
 from orchestrate.results import VariantPaths
 from orchestrate.scenario.host_limits import HostLimits
 
 T0 = 1_700_000_000.0
+KEPT = tuple(f.name for f in fields(RunFacts))
+
+
+def build_summary(paths: VariantPaths, scenario: str, variant: str, facts: RunFacts,
+                  host_limits: HostLimits = HostLimits()) -> dict[str, Any]:
+    """The summary as ``summary.json`` holds it."""
+    return to_json(build_typed(paths, scenario, variant, facts, host_limits))
+
+
+def rebuild_summary(paths: VariantPaths, scenario: str) -> dict[str, Any]:
+    return to_json(rebuild_typed(paths, scenario))
 
 
 def write_records(paths: VariantPaths, n: int, start: float = T0, step_s: float = 1.0) -> None:
@@ -29,7 +46,7 @@ def test_the_summary_keeps_what_the_run_loop_knew_and_adds_the_figures(tmp_path:
     paths = VariantPaths.create(tmp_path, "v")
     write_records(paths, 4)
     paths.server_json.write_text(json.dumps({"status": "completed", "ready_s": 1.5}))
-    summary = build_summary(paths, "s", "v", RunFacts("completed", planned_prompts=10, step={"key": "users", "value": 2}))
+    summary = build_summary(paths, "s", "v", RunFacts("completed", planned_prompts=10, step=Step("users", 2)))
     assert (summary["scenario"], summary["variant"], summary["step"]) == ("s", "v", {"key": "users", "value": 2})
     assert summary["error"] is None and "ui" not in summary and "sweep" not in summary  # only what the run set
     assert summary["requests"]["sent"] == 4 and summary["requests"]["unsent"] == 6
@@ -173,7 +190,7 @@ def test_run_json_keeps_what_the_run_knew_and_a_rebuild_keeps_the_ui(tmp_path: P
     facts = RunFacts("completed", ui=True, settings={"load.users": 32, "load.max_tokens": 8})
     build_summary(paths, "s", "v", facts, HostLimits(steal_pct=2.5))
     run = json.loads(paths.run_json.read_text())
-    assert run == {"scenario": "s", "variant": "v", "known": facts.as_dict(),
+    assert run == {"scenario": "s", "variant": "v", "known": to_json(facts),
                    "host_limits": {"foreign_cpu_pct": HostLimits().foreign_cpu_pct, "steal_pct": 2.5}}
     rebuilt = rebuild_summary(paths, "another-name")
     assert (rebuilt["scenario"], rebuilt["variant"], rebuilt["ui"]) == ("s", "v", True)
@@ -189,7 +206,8 @@ def test_a_summary_from_before_run_json_keeps_its_listed_keys(tmp_path: Path) ->
     paths.run_json.unlink()
     old = json.loads(paths.summary_json.read_text())
     known = {"stopped_by": "num_prompts", "planned_prompts": 40, "slo": {"ttft_ms": 2000.0},
-             "repeat": {"index": 1, "of": 2, "order": 3}, "machine": {"cpu": "x"}, "factors": {"drafter": "none"},
+             "repeat": {"index": 1, "of": 2, "order": 3}, "machine": {"hostname": "x", "cpu_count": 2, "platform": "p"},
+             "factors": {"drafter": {"value": "none", "covers": ["server.draft_model"]}},
              "retried": True}
     paths.summary_json.write_text(json.dumps({**old, **known, "scenario": "old-name", "not_kept": 1}))
     rebuilt = rebuild_summary(paths, "dir-name")
@@ -204,7 +222,7 @@ def test_a_summary_from_before_run_json_keeps_its_listed_keys(tmp_path: Path) ->
 def test_a_sweep_from_before_run_json_keeps_its_sweep_block(tmp_path: Path) -> None:
     paths = VariantPaths.create(tmp_path, "v")
     write_records(paths, 4)
-    sweep = {"key": "users", "values": [1, 4], "warmup_prompts": 2, "settle_s": 0.5, "steps": []}
+    sweep = Sweep("users", (1, 4), 2, 0.5)
     build_summary(paths, "s", "v", RunFacts("completed", sweep=sweep))
     paths.run_json.unlink()
     rebuilt = rebuild_summary(paths, "s")

@@ -19,6 +19,10 @@ from orchestrate.report.aggregates.capacity import (
     plot,
     sentence,
 )
+from orchestrate.report.jsontypes import from_json, to_json
+from orchestrate.report.schema.capacity import Verdict
+from orchestrate.report.schema.steady import MissedBy
+from orchestrate.report.schema.summary import Summary
 from orchestrate.results import VariantPaths, read_json, write_json
 from orchestrate.scenario.search import CANNOT_PASS
 from orchestrate.scenario.spec import Search
@@ -48,13 +52,18 @@ def summary(share: float | None = 0.95, *, found: bool = True, status: str = "co
     return out
 
 
+def judged(data: dict[str, Any], search: Search) -> Verdict:
+    """``judge`` of a probe whose ``summary.json`` holds ``data``."""
+    return judge(from_json(Summary, data), search)
+
+
 def test_judge_pass_keeps_the_window_figures() -> None:
-    verdict = judge(summary(0.95), USERS)
+    verdict = judged(summary(0.95), USERS)
     assert verdict.passed is True and verdict.why is None and verdict.stopped_early is False
     assert verdict.attainment == 0.95
     assert asdict(verdict.steady_state) == {"found": True, "decode_tok_s": 100.0, "requests_per_s": 2.0,
                                             "ttft_p99_ms": 300.0, "tpot_p99_ms": 40.0, "requests": 40}
-    assert judge(summary(0.9), USERS).passed is True  # exactly at the attainment passes
+    assert judged(summary(0.9), USERS).passed is True  # exactly at the attainment passes
 
 
 @pytest.mark.parametrize(("probe", "search", "why"), [
@@ -67,15 +76,15 @@ def test_judge_pass_keeps_the_window_figures() -> None:
     (summary(1.0, kept_up=False), RATE, "the sends fell behind the schedule: the users cap held requests back"),
 ])
 def test_judge_failures_say_why(probe: dict[str, Any], search: Search, why: str) -> None:
-    verdict = judge(probe, search)
+    verdict = judged(probe, search)
     assert verdict.passed is False and verdict.why == why
     assert verdict.stopped_early is (probe.get("stopped_by") == CANNOT_PASS)
 
 
 def test_judge_kept_up_matters_only_in_an_open_loop_and_no_window_has_no_attainment() -> None:
-    assert judge(summary(1.0, kept_up=False), USERS).passed is True
-    assert judge(summary(1.0, kept_up=True), RATE).passed is True
-    lost = judge(summary(found=False), USERS)
+    assert judged(summary(1.0, kept_up=False), USERS).passed is True
+    assert judged(summary(1.0, kept_up=True), RATE).passed is True
+    lost = judged(summary(found=False), USERS)
     assert lost.attainment is None and lost.steady_state.found is False
 
 
@@ -84,9 +93,9 @@ def test_a_probe_stopped_before_its_window_is_judged_by_what_all_its_requests_mi
     limit, so the answer still says what limited it."""
     probe = {**summary(found=False, stopped_by=CANNOT_PASS),
              "goodput": {"missed_by": {"ttft_ms": 1, "tpot_ms": 6, "error": 0, "cancelled": 3}}}
-    verdict = judge(probe, USERS)
-    assert verdict.missed_by == probe["goodput"]["missed_by"] and limited_by([asdict(verdict)]) == "tpot_ms"
-    assert judge(summary(0.5, missed_by={"ttft_ms": 2}), USERS).missed_by == {"ttft_ms": 2}  # the window's first
+    verdict = judged(probe, USERS)
+    assert to_json(verdict.missed_by) == probe["goodput"]["missed_by"] and limited_by([to_json(verdict)]) == "tpot_ms"
+    assert judged(summary(0.5, missed_by={"ttft_ms": 2}), USERS).missed_by == MissedBy(ttft_ms=2)  # the window's first
 
 
 def test_limited_by_sums_the_failing_loads_probes() -> None:

@@ -13,7 +13,8 @@ import pytest
 from locustfiles.records import CANCELLED, ERROR, OK, RequestRecord
 from orchestrate.report.aggregates.goodput import goodput, markdown
 from orchestrate.report.aggregates.headline import summarize_records
-from orchestrate.report.runfacts import RunFacts
+from orchestrate.report.jsontypes import to_json
+from orchestrate.report.schema.summary import RunFacts
 from orchestrate.report.summary import build_summary
 from orchestrate.results import VariantPaths
 
@@ -111,7 +112,7 @@ def test_summary_md_and_report_rebuild_keep_goodput(tmp_path: Path) -> None:
     """``build_summary`` (also ``tokenswarm report``) judges goodput from the ``slo`` kept in ``extra``."""
     paths = VariantPaths.create(tmp_path, "v")
     paths.records.write_text("".join(r.to_json() + "\n" for r in study()))
-    summary = build_summary(paths, "s", "v", RunFacts("completed", slo=SLO))
+    summary = to_json(build_summary(paths, "s", "v", RunFacts("completed", slo=SLO)))
     assert summary["goodput"]["requests_meeting"] == 3
     assert summary["goodput"]["requests_per_s"] == pytest.approx(3 / summary["duration_s"])
     written = json.loads(paths.summary_json.read_text())
@@ -124,4 +125,4 @@ def test_summary_md_and_report_rebuild_keep_goodput(tmp_path: Path) -> None:
     bench = json.loads(paths.vllm_bench_json.read_text())
     assert bench["request_goodput"] == pytest.approx(3 / 1.8)
     without = build_summary(paths, "s", "v", RunFacts("completed"))
-    assert without["goodput"] is None and "## Goodput" not in paths.summary_md.read_text()
+    assert without.goodput is None and "## Goodput" not in paths.summary_md.read_text()
