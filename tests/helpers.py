@@ -78,10 +78,14 @@ REBUILT_BLOCKS = ("users_over_time", "ui_steps", "capacity", "steady_state", "th
 """Besides every ``RunFacts`` field: the blocks a rebuild computes again from the files, which must come out equal."""
 
 
-def undocumented_keys(summary: dict) -> list[str]:
-    """The top-level keys of a ``summary.json`` that the results schema page (``docs/results.md``) does not name."""
-    page = (Path(__file__).resolve().parents[1] / "docs" / "results.md").read_text()
-    return sorted(key for key in summary if f"`{key}" not in page and f" {key} " not in page)
+def undocumented_keys(summary: dict[str, Any]) -> list[str]:
+    """Every key of a ``summary.json``, at every depth (``[]`` a list's items, ``<name>`` a mapping's keys), that the
+    results page (``docs/results.md``, generated from the summary's types) has no row for."""
+    from orchestrate.report.jsontypes import paths_of
+    from orchestrate.report.resultsdoc import documented_paths
+    from orchestrate.report.schema import Summary
+    page = (ROOT / "docs" / "results.md").read_text()
+    return sorted(paths_of(Summary, summary) - documented_paths(page))
 
 
 def assert_report_rebuilds_every_key(run: Path, copy: Path) -> list[Path]:

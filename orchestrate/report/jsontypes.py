@@ -41,9 +41,15 @@ def omitted(default: Any = None, keys: str | None = None) -> Any:
     return field(default=default, metadata=metadata)
 
 
-def mapping(keys: str, omit: bool = False) -> Any:
-    """A ``dict`` field whose keys are data (error classes, SLO keys, axes): ``keys`` names them in the docs."""
-    return field(default_factory=dict, metadata={KEYS: keys, **({OMIT: True} if omit else {})})
+KEYS_DOC = "keys_doc"
+"""Field metadata of a mapping: what each of its keys is, for the documentation's ``<name>`` row."""
+
+
+def mapping(keys: str, omit: bool = False, doc: str = "") -> Any:
+    """A ``dict`` field whose keys are data (error classes, SLO keys, axes): ``keys`` names them in the docs,
+    ``doc`` says what each key and its value are."""
+    return field(default_factory=dict, metadata={KEYS: keys, **({OMIT: True} if omit else {}),
+                                                 **({KEYS_DOC: doc} if doc else {})})
 
 
 def _default(f: Field[Any]) -> Any:
@@ -181,15 +187,17 @@ def schema(cls: type, prefix: str = "", depth: int = 0) -> Iterator[Entry]:
     for jf in json_fields(cls):
         path = f"{prefix}{jf.key}"
         yield Entry(path, type_name(jf.type), docs.get(jf.field.name, ""), depth)
-        yield from _below(jf.type, path, depth, _field_keys(jf.field))
+        yield from _below(jf.type, path, depth, _field_keys(jf.field), jf.field.metadata.get(KEYS_DOC, ""))
 
 
-def _below(tp: Any, path: str, depth: int, keys: str) -> Iterator[Entry]:
+def _below(tp: Any, path: str, depth: int, keys: str, keys_doc: str = "") -> Iterator[Entry]:
     tp = _optional(tp)
     if is_dataclass(tp):
         yield from schema(typing.cast(type, tp), f"{path}.", depth + 1)
     elif (inner := _inner(tp)) is not None:
         kind, item = inner
+        if kind == "<>":  # a mapping's keys are data: one row stands for each
+            yield Entry(f"{path}.{keys}", type_name(item), keys_doc or f"Each {keys.strip('<>')}.", depth + 1)
         yield from _below(item, f"{path}[]" if kind == "[]" else f"{path}.{keys}", depth, "<key>")
 
 
@@ -234,4 +242,5 @@ def _collect_below(tp: Any, value: Any, path: str, keys: str, out: set[str]) -> 
             _collect_below(item, v, f"{path}[]", "<key>", out)
     elif kind == "<>" and isinstance(value, dict):
         for v in value.values():
+            out.add(f"{path}.{keys}")
             _collect_below(item, v, f"{path}.{keys}", "<key>", out)

@@ -17,7 +17,7 @@ import pytest
 from locustfiles.admission import JOIN_TOKEN_ENV, MSG_CHALLENGE, MSG_VERDICT, NO_TOKEN, WRONG_TOKEN
 from locustfiles.command import LOCUSTFILE
 from orchestrate.server.launchers.embedded import EmbeddedLauncher
-from tests.helpers import read_jsonl, tokenswarm_run, write_scenario
+from tests.helpers import read_jsonl, tokenswarm_run, undocumented_keys, write_scenario
 
 pytestmark = pytest.mark.integration
 
@@ -297,3 +297,4 @@ def test_a_web_ui_ramp_with_local_workers_places_every_request_by_the_forms_coun
     steps = summary["ui_steps"]
     assert steps["placed_by"] == "send" and steps["values"] == [4, 2], steps
     assert sum(s["sent"] for s in steps["steps"]) == summary["requests"]["sent"] == len(records)
+    assert undocumented_keys(summary) == [], "a web UI run's every key is a row of docs/results.md"

@@ -12,6 +12,8 @@ from typing import Any
 
 import pytest
 
+from tests.helpers import undocumented_keys
+
 pytestmark = pytest.mark.integration
 
 KEPT = Path(__file__).resolve().parents[1] / "fixtures" / "runs-be12832"
@@ -54,6 +56,7 @@ def test_report_gives_the_summaries_an_older_main_wrote(tmp_path: Path, run: str
         where = kept.relative_to(KEPT / run)
         before, after = json.loads(kept.read_text()), json.loads((copy / where).read_text())
         assert differences(before, after) == [], where
+        assert undocumented_keys(after) == [], where
     before, after = (without_run_paths(json.loads((root / "compare.json").read_text()), set(RUNS))
                      for root in (KEPT / run, copy))
     assert differences(before, after) == []

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from orchestrate.report.jsontypes import mapping
+from orchestrate.report.schema.common import LIMIT_DOC
 from orchestrate.report.schema.steady import MissedBy
 
 
@@ -95,7 +96,7 @@ class Capacity:
     """The load's unit in words: ``users`` or ``req/s``."""
     range: tuple[int | float, ...] = ()
     """[low, high]: the loads searched between."""
-    slo: dict[str, float] = mapping("limit")
+    slo: dict[str, float] = mapping("limit", doc=LIMIT_DOC)
     """The SLO limits judged, ms."""
     attainment: float | None = None
     """Share of a probe's steady-state requests that must meet every limit, 0–1."""

@@ -56,3 +56,13 @@ class MedianMeanMax:
     """The mean reading, rounded to 2 decimals."""
     max: float | None = None
     """The largest reading."""
+
+
+SETTING_DOC = ("A setting by its dotted name and its value as run: `server.launcher`, `server.model`, "
+               "`server.draft_model`, `server.flags.<flag>` (llama-server's long flag names, on/off switches as "
+               "`on`/`off`), `server.docker.<option>`, `load.<key>` (a swept key: the list of its values), "
+               "`search.<key>`, and `server.reported.<fact>` for a server tokenswarm did not start (what it said "
+               "it is). The confound check compares variants by these.")
+"""What each key of a ``settings`` mapping is."""
+LIMIT_DOC = "`ttft_ms`, `tpot_ms` or `e2e_ms` (those set) and its limit, ms."
+"""What each key of an SLO mapping is."""

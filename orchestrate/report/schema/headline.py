@@ -30,7 +30,7 @@ class Requests:
     """Completed replies that carried no content (EOS first): they have no TTFT or TPOT."""
     short_replies: int = 0
     """Completed replies with fewer output tokens than their ``max_tokens`` (EOS, or ``ignore_eos`` ignored)."""
-    errors_by_class: dict[str, int] = mapping("class")
+    errors_by_class: dict[str, int] = mapping("class", doc="An error class (`http_<status>:<error.type>`, `connection_reset`, `timeout`, `stream_cut`, `bad_chunk`, `client_error`; docs/metrics.md) and how many requests ended in it.")
     """Errors per class (``http_<status>:<error.type>``, ``connection_reset``, ``connection_closed``,
     ``timeout``, ``stream_cut``, ``bad_chunk``, ``client_error``), sorted by class."""
     unsent: int = 0

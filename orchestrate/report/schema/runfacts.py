@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from orchestrate.report.jsontypes import mapping, omitted
+from orchestrate.report.schema.common import SETTING_DOC
 
 
 @dataclass(frozen=True)
@@ -49,7 +50,7 @@ class Sampling:
     ``server_tokenize_no_template`` or ``estimate_chars_div_4``."""
     examined: int = 0
     """Conversations examined to fill the sample."""
-    dropped: dict[str, int] = mapping("rule")
+    dropped: dict[str, int] = mapping("rule", doc="A sampling rule (`too_few_turns`, `prompt_too_short`, `prompt_too_long`, `output_too_short`, `total_too_long`, `exceeds_slot_context`) and how many conversations it dropped.")
     """Conversations dropped, by the first rule each failed (``too_few_turns``, ``prompt_too_short``, ...)."""
     shortfall: int = 0
     """Prompts fewer than ``num_prompts`` (0: the sample is full)."""
@@ -73,7 +74,7 @@ class FirstAttempt:
     """What to try about it."""
     exit_code: int | None = None
     """The server's exit code; None when it did not exit."""
-    settings: dict[str, Any] = mapping("setting")
+    settings: dict[str, Any] = mapping("setting", doc=SETTING_DOC)
     """Its flat settings (``settings.variant_settings``): values are scalars or lists."""
     log: str = ""
     """Its server log, beside the variant's (``server.first-attempt.log``)."""

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from orchestrate.report.jsontypes import mapping, omitted
-from orchestrate.report.schema.common import Percentiles
+from orchestrate.report.schema.common import LIMIT_DOC, Percentiles
 
 
 @dataclass(frozen=True)
@@ -36,7 +36,7 @@ class Goodput:
     """``goodput``: requests that completed within every ``slo:`` limit (vLLM's ``--goodput``, inclusive);
     the block is None without an SLO."""
 
-    slo: dict[str, float] = mapping("limit")
+    slo: dict[str, float] = mapping("limit", doc=LIMIT_DOC)
     """The limits judged, ms (``ttft_ms``, ``tpot_ms``, ``e2e_ms``: those set)."""
     requests_meeting: int = 0
     """Requests that completed with every limited value ≤ its limit."""

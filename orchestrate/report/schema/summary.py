@@ -13,6 +13,7 @@ from typing import Any
 
 from orchestrate.report.jsontypes import mapping, omitted
 from orchestrate.report.schema.capacity import Capacity
+from orchestrate.report.schema.common import LIMIT_DOC, SETTING_DOC
 from orchestrate.report.schema.headline import (
     Connections,
     LatencyMs,
@@ -78,7 +79,7 @@ class RunFacts:
     """Requests planned (every turn of a conversation; a search's: those dealt to its probes); absent when unknown."""
     sampling: Sampling | None = omitted()
     """How the prompts were sampled; absent in a step's summary and when none were."""
-    settings: dict[str, Any] = mapping("setting", omit=True)
+    settings: dict[str, Any] = mapping("setting", omit=True, doc=SETTING_DOC)
     """The variant's flat settings as run (``settings.variant_settings``; ``server.reported.*`` for a server
     tokenswarm did not start): dotted keys, values scalars or lists."""
     factors: dict[str, Factor] = mapping("axis")
@@ -87,7 +88,7 @@ class RunFacts:
     """This result is the retry of a failed load (``on_load_failure.retry_with``)."""
     first_attempt: FirstAttempt | None = omitted()
     """The failed load before the retry; absent without one."""
-    slo: dict[str, float] = mapping("limit", omit=True)
+    slo: dict[str, float] = mapping("limit", omit=True, doc=LIMIT_DOC)
     """The ``slo:`` limits, ms (``ttft_ms``, ``tpot_ms``, ``e2e_ms``: those set); absent without an SLO."""
     repeat: Repeat | None = omitted()
     """Which repeat this is; absent without repeats."""

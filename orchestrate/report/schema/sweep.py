@@ -9,14 +9,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from orchestrate.report.jsontypes import KEYS, omitted
+from orchestrate.report.jsontypes import KEYS, KEYS_DOC, omitted
+from orchestrate.report.schema.common import LIMIT_DOC
 
 
 @dataclass(frozen=True)
 class CapacitySlo:
     """What a capacity compares under: its SLO, attainment and load axis."""
 
-    slo: dict[str, float] | None = field(default=None, metadata={KEYS: "limit"})
+    slo: dict[str, float] | None = field(default=None, metadata={KEYS: "limit", KEYS_DOC: LIMIT_DOC})
     """The SLO limits, ms."""
     attainment: float | None = None
     """The attainment asked, 0–1."""
@@ -74,7 +75,7 @@ class StepFigures:
     """``energy.joules_per_output_token``; None where power was not measured."""
     steady_joules_per_output_token: float | None = omitted()
     """1 ÷ ``energy.steady_state.output_tokens_per_joule``; absent without a window or its energy."""
-    goodput_slo: dict[str, float] | None = field(default=None, metadata={KEYS: "limit"})
+    goodput_slo: dict[str, float] | None = field(default=None, metadata={KEYS: "limit", KEYS_DOC: LIMIT_DOC})
     """``goodput.slo``; None without an SLO."""
     goodput_requests: int | None = None
     """``goodput.requests_meeting``."""

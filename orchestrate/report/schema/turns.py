@@ -51,7 +51,7 @@ class Conversations:
     """Turns those cuts dropped."""
     turns_planned: int = 0
     """Turns planned over all conversations (requests)."""
-    cut_by: dict[str, int] = mapping("rule")
+    cut_by: dict[str, int] = mapping("rule", doc="Why a conversation was cut short (`empty_turn`, `exceeds_slot_context`) and how many were.")
     """Cuts by rule (``empty_turn``, ``exceeds_slot_context``)."""
     max_turns: int | None = None
     """The cap on user turns per conversation (``load.max_turns``); None without one."""
