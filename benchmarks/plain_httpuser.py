@@ -29,8 +29,8 @@ class PlainStreamingUser(HttpUser):
         if prompt is None:
             raise StopUser()
         record = RequestRecord(request_id=llm.next_request_id(), prompt_index=prompt.index, worker=llm.worker,
-                               send_ts=time.time(), requested_max_tokens=prompt.output_tokens)
-        body = {"messages": list(prompt.messages), "max_tokens": prompt.output_tokens, "stream": True,
+                               send_ts=time.time(), max_tokens=prompt.max_tokens)
+        body = {"messages": list(prompt.messages), "max_tokens": prompt.max_tokens, "stream": True,
                 "stream_options": {"include_usage": True}}
         stream = StreamResult()
         send = time.perf_counter()

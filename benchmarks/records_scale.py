@@ -91,7 +91,7 @@ def generate(folder: Path, n: int, seed: int) -> dict[str, Any]:
                 e2e = (offsets[-1] if offsets else 30.0 + ttft[k]) + 0.5
                 rec = RequestRecord(request_id=f"w{i % 4}-{i}", prompt_index=i, worker=f"w{i % 4}",
                                     send_ts=end[k] - e2e / 1000, status=status, error_class=cls,
-                                    chunk_offsets_ms=offsets, n_chunks=chunks, requested_max_tokens=MAX_TOKENS,
+                                    chunk_offsets_ms=offsets, n_chunks=chunks, max_tokens=MAX_TOKENS,
                                     expected_prompt_tokens=prompt[k])
                 if cls == "http_400:exceed_context_size_error":
                     rec.http_status, rec.e2e_ms = 400, 2.0

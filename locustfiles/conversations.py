@@ -129,7 +129,7 @@ def turn_prompt(conversation: Prompt, turn: int, replies: Sequence[str | None] =
             messages[2 * j + 1] = {"role": "assistant", "content": text}
     prompt_tokens, max_tokens = conversation.turns[turn]
     return replace(conversation, messages=tuple(messages), prompt_tokens=prompt_tokens,
-                   output_tokens=max_tokens, turns=())
+                   max_tokens=max_tokens, turns=())
 
 
 @dataclass(frozen=True)
@@ -176,7 +176,7 @@ def sample_conversations(conversations: Sequence[dict[str, Any]], config: Sampli
     The opening pair must pass single mode's rules (``sample_prompts``: lengths, total, per-slot
     context), so ``max_turns=1`` samples exactly single mode's prompts. Each later pair (up to
     ``max_turns``) becomes a turn while its user text is non-empty, its reply gives a max_tokens
-    of at least 1 (``min(reply tokens or fixed_output_tokens, max_tokens_cap)``), and its history
+    of at least 1 (``min(reply tokens or fixed_output_tokens, max_tokens)``), and its history
     + max_tokens fit ``per_slot_context`` when that is known; the first that does not cuts the
     conversation there. Replies are counted with ``count_tokens``, histories with
     ``count_history`` (default: the sum of their texts' ``count_tokens``).
@@ -186,7 +186,7 @@ def sample_conversations(conversations: Sequence[dict[str, Any]], config: Sampli
     history = count_history or estimate_history(count_tokens)
     order = list(range(len(conversations)))
     random.Random(config.seed).shuffle(order)  # the same order as sample_prompts
-    cap, fixed, ctx = config.max_tokens_cap, config.fixed_output_tokens, config.per_slot_context
+    cap, fixed, ctx = config.max_tokens, config.fixed_output_tokens, config.per_slot_context
     dropped = dict.fromkeys(DROP_RULES, 0)
     cut_by = dict.fromkeys(CUT_RULES, 0)
     kept: list[Prompt] = []

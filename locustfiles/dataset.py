@@ -116,11 +116,11 @@ class SamplingConfig:
     max_prompt_tokens: int = 1024
     max_total_tokens: int = 2048
     fixed_output_tokens: int | None = None  # replaces the reply's length (min_output not applied)
-    max_tokens_cap: int | None = None  # scenario max_tokens: requested = min(reply, cap)
+    max_tokens: int | None = None  # the scenario's max_tokens: a prompt asks for min(reply, max_tokens)
     per_slot_context: int | None = None  # server per-slot n_ctx: prompt + requested must fit
 
     def __post_init__(self) -> None:
-        optional = ("fixed_output_tokens", "max_tokens_cap", "per_slot_context")
+        optional = ("fixed_output_tokens", "max_tokens", "per_slot_context")
         for name in ("num_prompts", "min_prompt_tokens", "min_output_tokens", "max_prompt_tokens",
                      "max_total_tokens", "seed") + optional:
             value, lowest = getattr(self, name), 0 if name.startswith(("min_", "seed")) else 1
@@ -138,7 +138,7 @@ class Prompt:
     conversation_id: str
     messages: tuple[dict[str, str], ...]  # chat messages: one user message (the first human turn)
     prompt_tokens: int  # as counted by the sampler's token counter
-    output_tokens: int  # the request's max_tokens
+    max_tokens: int  # the request's max_tokens: the reply's length, at most the scenario's max_tokens
     turns: tuple[tuple[int, int], ...] = ()
     """Multi-turn replay (``locustfiles.conversations``): (prompt_tokens, max_tokens) of each user turn.
     ``messages`` then holds the conversation up to its last user turn (turn k sends the first 2k + 1
@@ -153,7 +153,7 @@ class Prompt:
         """One compact JSON object (no newline), a line of ``prompts.jsonl``."""
         obj: dict[str, Any] = {"index": self.index, "conversation_id": self.conversation_id,
                                "messages": list(self.messages), "prompt_tokens": self.prompt_tokens,
-                               "output_tokens": self.output_tokens}
+                               "max_tokens": self.max_tokens}
         if self.turns:
             obj["turns"] = [list(turn) for turn in self.turns]
         return json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
@@ -168,8 +168,10 @@ class Prompt:
                                ) from None
         if not isinstance(obj, dict):
             raise DataFileError(f"prompt must be a JSON object, got {_kind(obj)}")
+        if "max_tokens" not in obj and "output_tokens" in obj:  # its name in files written before 2026-12
+            obj["max_tokens"] = obj["output_tokens"]
         for name, typ in (("index", int), ("conversation_id", str), ("messages", list),
-                          ("prompt_tokens", int), ("output_tokens", int)):
+                          ("prompt_tokens", int), ("max_tokens", int)):
             if not isinstance(obj.get(name), typ) or isinstance(obj.get(name), bool):
                 raise DataFileError(f"prompt field {name!r} must be {_kind(typ())}, "
                                    f"got {_kind(obj.get(name))}")
@@ -186,7 +188,7 @@ class Prompt:
                                "per user message of 'messages'")
         return cls(obj["index"], obj["conversation_id"],
                    tuple({"role": m["role"], "content": m["content"]} for m in messages),
-                   obj["prompt_tokens"], obj["output_tokens"], tuple((p, o) for p, o in turns))
+                   obj["prompt_tokens"], obj["max_tokens"], tuple((p, o) for p, o in turns))
 
 
 @dataclass(frozen=True)
@@ -243,7 +245,7 @@ def sample_prompts(conversations: Sequence[dict[str, Any]], config: SamplingConf
     a reply (any other role but "system"); otherwise it counts as ``too_few_turns`` (so do
     conversations opening with a system turn). Output length is the reply's token count, or
     ``fixed_output_tokens``; total limits use it, ``per_slot_context`` uses the requested
-    ``min(output, max_tokens_cap)``. Prompt tokens are raw text tokens (no chat template) unless
+    ``min(output, max_tokens)``. Prompt tokens are raw text tokens (no chat template) unless
     ``count_prompt_tokens`` is given: then prompts are counted with it (the orchestrator passes one
     that counts exactly what the server will count, chat template included) and replies with
     ``count_tokens``.
@@ -281,7 +283,7 @@ def sample_prompts(conversations: Sequence[dict[str, Any]], config: SamplingConf
                 continue
             prompt_tokens = next(it)
             output = next(it) if fixed is None else fixed
-            cap = config.max_tokens_cap
+            cap = config.max_tokens
             requested = output if cap is None else min(output, cap)
             rule = _drop_rule(prompt_tokens, output, requested, config)
             if rule is not None:

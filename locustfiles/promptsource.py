@@ -72,7 +72,7 @@ def load_prompts(opts: Any) -> list[Prompt]:
     if opts.dataset:
         data = load_sharegpt(dataset_path(opts.dataset), allow_truncated=getattr(opts, "allow_truncated", False))
         config = SamplingConfig(num_prompts=opts.num_prompts or 1000, seed=opts.seed,
-                                max_tokens_cap=opts.max_tokens)
+                                max_tokens=opts.max_tokens)
         log.warning("sampling %s with estimated token counts (chars/4); `tokenswarm run` measures "
                     "them with the server's /tokenize", opts.dataset)
         if opts.mode == conversations.MULTI_TURN:  # --num-prompts counts conversations

@@ -66,7 +66,8 @@ class RequestRecord:
     bytes_received: int | None = None
     """Body bytes the stream delivered (what a ``stream_cut`` request got before the cut)."""
     tokens_per_chunk: float | None = None
-    requested_max_tokens: int | None = None
+    max_tokens: int | None = None
+    """The ``max_tokens`` the request asked for (``requested_max_tokens`` in files written before 2026-12)."""
     expected_prompt_tokens: int | None = None
     """Prompt length measured before the run (``/tokenize`` of the chat-templated prompt, or an estimate)."""
     prompt_tokens: int | None = None

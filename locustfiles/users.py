@@ -102,7 +102,7 @@ class ChatStreamUser(FastHttpUser):
         opts = self.environment.parsed_options
         body: dict[str, Any] = {
             "messages": list(prompt.messages),
-            "max_tokens": prompt.output_tokens,
+            "max_tokens": prompt.max_tokens,
             "stream": True,
             "stream_options": {"include_usage": True},
         }
@@ -137,7 +137,7 @@ class ChatStreamUser(FastHttpUser):
         scheduled = arrivals.wait_until_due(self.llm, prompt)  # open loop: sleep until it is due
         record = RequestRecord(request_id=self.llm.next_request_id(), prompt_index=prompt.index,
                                worker=self.llm.worker, send_ts=time.time(),
-                               requested_max_tokens=prompt.output_tokens,
+                               max_tokens=prompt.max_tokens,
                                expected_prompt_tokens=prompt.prompt_tokens, target_users=self.llm.target_users)
         self._reading = None
         self._waiting = False

@@ -123,7 +123,7 @@ def _prepare(load: LoadSpec, facts: ServerFacts, url: str, out: Path, session: r
     if load.dataset == RANDOM_DATASET:
         return _prepare_fixed(load, facts, url, out, session)
     dataset = resolve_dataset(load.dataset)
-    config = SamplingConfig(num_prompts=load.num_prompts, seed=load.seed, max_tokens_cap=load.max_tokens,
+    config = SamplingConfig(num_prompts=load.num_prompts, seed=load.seed, max_tokens=load.max_tokens,
                             per_slot_context=facts.per_slot_ctx,
                             **{k: v for k, v in load.sampling.items() if v is not None})
     data = load_sharegpt(dataset, allow_truncated=load.allow_truncated)  # cached by check_datasets

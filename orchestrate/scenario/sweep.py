@@ -78,7 +78,7 @@ def deal_prompts(prompts: list[Prompt], steps: list[LoadSpec], sweep: Sweep) -> 
                    *((step.num_prompts, step.max_tokens) for step in steps)]:
         chunk = prompts[pos:pos + n]
         pos += len(chunk)
-        dealt.append([replace(p, index=i, output_tokens=min(p.output_tokens, cap) if cap else p.output_tokens,
+        dealt.append([replace(p, index=i, max_tokens=min(p.max_tokens, cap) if cap else p.max_tokens,
                               turns=tuple((n, min(m, cap) if cap else m) for n, m in p.turns))  # multi-turn
                       for i, p in enumerate(chunk)])
     return dealt[0], dealt[1:]

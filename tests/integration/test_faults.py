@@ -74,7 +74,7 @@ def test_server_killed_mid_run_is_crashed_and_completed_requests_are_kept(tmp_pa
     records = read_jsonl(variant / "requests.jsonl")
     completed = [r for r in records if r["status"] == "ok"]
     assert len(completed) >= 5 and summary["requests"]["completed"] == len(completed)
-    assert all(r["output_tokens"] == r["requested_max_tokens"] for r in completed)
+    assert all(r["output_tokens"] == r["max_tokens"] for r in completed)
     req = summary["requests"]
     assert req["sent"] == len(records) and req["errors"] == sum(r["status"] == "error" for r in records)
     # refused connections are retried, not sent again and again: the prompts left are unsent, not errors

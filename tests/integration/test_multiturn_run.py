@@ -69,7 +69,7 @@ def test_every_turn_is_sent_in_order_with_the_measured_history_and_cached_tokens
         assert r["conversation"] == prompts[i]["conversation_id"]
         # what /apply-template + /tokenize measured for the growing history is what the server counted
         assert r["prompt_tokens"] == r["expected_prompt_tokens"] == prompt_tokens
-        assert r["output_tokens"] == r["requested_max_tokens"] == max_tokens
+        assert r["output_tokens"] == r["max_tokens"] == max_tokens
         assert r["prompt_tokens"] == r["cached_tokens"] + r["prefill_tokens"]
         assert prompt_tokens + max_tokens <= per_slot
         if k:  # the same user, one turn after the other: sent after the previous reply ended

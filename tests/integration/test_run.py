@@ -36,7 +36,7 @@ def test_exact_counts_tokens_and_locust_agreement(tmp_path: Path) -> None:
     assert summary["tokens"]["output"] == sum(p["output_tokens"] for p in prompts)
     by_index = {p["index"]: p for p in prompts}
     for r in records:
-        assert r["output_tokens"] == r["requested_max_tokens"] == by_index[r["prompt_index"]]["output_tokens"]
+        assert r["output_tokens"] == r["max_tokens"] == by_index[r["prompt_index"]]["max_tokens"]
         assert r["n_chunks"] == r["output_tokens"]  # one token per SSE event
         # What /tokenize measured before the run is what the server counted.
         assert r["prompt_tokens"] == r["expected_prompt_tokens"] == by_index[r["prompt_index"]]["prompt_tokens"]

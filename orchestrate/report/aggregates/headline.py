@@ -27,7 +27,7 @@ def _stat(df: pd.DataFrame, column: str) -> dict[str, float] | None:
 
 _COMPLETED_FIELDS = frozenset({"prompt_index", "ttft_ms", "ttfo_ms", "tpot_ms", "answer_tpot_ms", "e2e_ms", COLUMN,
                                "n_chunks", "tokens_per_chunk", "prompt_tokens", "cached_tokens", "cached_tokens_source",
-                               "prefill_tokens", "output_tokens", "output_tokens_source", "requested_max_tokens",
+                               "prefill_tokens", "output_tokens", "output_tokens_source", "max_tokens",
                                "reasoning_tokens", "reasoning_tokens_source", "prompt_ms", "predicted_ms",
                                "draft_tokens", "draft_accepted"})
 """What the headline block reads of the completed records (a copy of only these: a long run's frame is large)."""
@@ -81,9 +81,9 @@ def _sources(ok: pd.DataFrame, column: str) -> list[str]:
 def short_replies(ok: pd.DataFrame) -> int:
     """Completed replies with fewer output tokens than their ``max_tokens``: the model ended them (EOS), or
     a server that ignores ``ignore_eos`` did."""
-    if "requested_max_tokens" not in ok or "output_tokens" not in ok:
+    if "max_tokens" not in ok or "output_tokens" not in ok:
         return 0
-    return int((numeric_column(ok, "output_tokens") < numeric_column(ok, "requested_max_tokens")).sum())
+    return int((numeric_column(ok, "output_tokens") < numeric_column(ok, "max_tokens")).sum())
 
 
 def reasoning(ok: pd.DataFrame) -> dict[str, Any] | None:

@@ -40,9 +40,13 @@ def _arrow_type(annotation: str) -> pa.DataType:
 
 
 SCHEMA = pa.schema([(f.name, _arrow_type(str(f.type))) for f in fields(RequestRecord)])
+RENAMED = {"requested_max_tokens": "max_tokens"}
+"""A field's name in files an older version wrote → its name now: read as the new one."""
 INTEGERS = frozenset(f.name for f in fields(RequestRecord) if str(f.type).startswith("int"))
 """Read as float64 (a JSON number of any form parses), stored as int64 when no record lacks them."""
-_PARSE = pj.ParseOptions(explicit_schema=SCHEMA, unexpected_field_behavior="ignore")
+_PARSE = pj.ParseOptions(explicit_schema=pa.schema([*SCHEMA, *(pa.field(old, SCHEMA.field(new).type)
+                                                               for old, new in RENAMED.items())]),
+                         unexpected_field_behavior="ignore")
 
 
 def read_records(path: Path, block_bytes: int = BLOCK_BYTES) -> pd.DataFrame:
@@ -130,10 +134,15 @@ def _blocks(path: Path, block_bytes: int) -> Iterator[memoryview]:
 def _parse(block: memoryview) -> pa.Table:
     """The block in one piece, on one thread (threads add CPU, and a report's CPU is what a shared host pays)."""
     try:
-        return pj.read_json(pa.py_buffer(block), read_options=pj.ReadOptions(use_threads=False, block_size=len(block)),
-                            parse_options=_PARSE)
+        table = pj.read_json(pa.py_buffer(block), read_options=pj.ReadOptions(use_threads=False,
+                                                                              block_size=len(block)),
+                             parse_options=_PARSE)
     except pa.ArrowInvalid:
         return _parse_lines(block)
+    for old, new in RENAMED.items():  # an older file's name fills the new one
+        merged = pc.coalesce(table.column(new), table.column(old))
+        table = table.set_column(table.schema.get_field_index(new), new, merged).drop_columns([old])
+    return table
 
 
 def _parse_lines(block: memoryview) -> pa.Table:
@@ -146,8 +155,9 @@ def _parse_lines(block: memoryview) -> pa.Table:
             continue
         if isinstance(row, dict):
             rows.append(row)
-    return pa.table({f.name: pa.array([_coerce(row.get(f.name), f.type) for row in rows], f.type)
-                     for f in SCHEMA}, schema=SCHEMA)
+    old_name = {new: old for old, new in RENAMED.items()}
+    return pa.table({f.name: pa.array([_coerce(row.get(f.name, row.get(old_name.get(f.name, ""))), f.type)
+                                       for row in rows], f.type) for f in SCHEMA}, schema=SCHEMA)
 
 
 def _coerce(value: Any, kind: pa.DataType) -> Any:

@@ -157,7 +157,7 @@ def server_metrics(metrics: dict[str, Any], records: pd.DataFrame) -> dict[str, 
     http = pd.to_numeric(records.get("http_status", pd.Series(np.nan, index=records.index)), errors="coerce")
     incomplete = records[(records["status"] != OK) & ~(http >= 400)]
     comparisons: dict[str, dict[str, int | None]] = {}
-    for key, counter, bound in (("output_tokens", "predicted_tokens", "requested_max_tokens"),
+    for key, counter, bound in (("output_tokens", "predicted_tokens", "max_tokens"),
                                 ("prefill_tokens", "prompt_tokens", "expected_prompt_tokens"),
                                 ("cached_tokens", "cached_tokens", "expected_prompt_tokens")):
         if counters.get(counter) is None:

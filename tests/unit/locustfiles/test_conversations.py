@@ -54,12 +54,12 @@ def test_pairs_stop_where_the_alternation_breaks() -> None:
 
 def test_turns_grow_the_history_and_size_max_tokens_from_each_reply() -> None:
     data = [conv("a", ("human", 5), ("gpt", 6), ("human", 7), ("gpt", 20), ("human", 9), ("gpt", 4))]
-    sample = sample_conversations(data, config(max_tokens_cap=10), words, count_history=history_words)
+    sample = sample_conversations(data, config(max_tokens=10), words, count_history=history_words)
     (c,) = sample.prompts
     # turn k's history: every earlier pair + its question, 2 tokens per message on top of the words
     assert c.turns == ((5 + 2, 6), (5 + 6 + 7 + 3 * 2, 10), (5 + 6 + 7 + 20 + 9 + 5 * 2, 4))
     assert [m["role"] for m in c.messages] == ["user", "assistant", "user", "assistant", "user"]
-    assert (c.prompt_tokens, c.output_tokens, c.requests) == (c.turns[-1][0], 4, 3)
+    assert (c.prompt_tokens, c.max_tokens, c.requests) == (c.turns[-1][0], 4, 3)
     assert sample.plan() == {"planned": 1, "turns_planned": 3, "cut": 0, "turns_dropped": 0,
                              "cut_by": {"empty_turn": 0, "exceeds_slot_context": 0}, "max_turns": None}
 
@@ -69,7 +69,7 @@ def test_a_turn_that_overflows_the_slot_cuts_the_conversation_there() -> None:
                  ("human", 10), ("gpt", 30)),
             conv("b", ("human", 10), ("gpt", 5), ("human", 10), ("gpt", 5))]
     # conversation a: turn 0 = 12 (+8 to generate), turn 1 = 12+32+12 = 56 (+8), turn 2 = 100 (+8) > 90
-    sample = sample_conversations(data, config(max_tokens_cap=8, per_slot_context=90), words,
+    sample = sample_conversations(data, config(max_tokens=8, per_slot_context=90), words,
                                   count_history=history_words)
     a, b = sample.prompts
     assert [t[0] for t in a.turns] == [12, 56] and len(a.messages) == 3
@@ -82,7 +82,7 @@ def test_a_turn_that_overflows_the_slot_cuts_the_conversation_there() -> None:
 def test_an_opening_pair_that_does_not_fit_drops_the_conversation_as_single_mode_does() -> None:
     data = [conv("a", ("human", 80), ("gpt", 30), ("human", 5), ("gpt", 5)),
             conv("b", ("human", 10), ("gpt", 5))]
-    sample = sample_conversations(data, config(max_tokens_cap=20, per_slot_context=90), words,
+    sample = sample_conversations(data, config(max_tokens=20, per_slot_context=90), words,
                                   count_history=history_words)
     assert [p.conversation_id for p in sample.prompts] == ["b"]
     assert sample.dropped["exceeds_slot_context"] == 1 and sample.plan()["cut"] == 0
@@ -98,7 +98,7 @@ def test_an_empty_question_or_reply_ends_the_conversation() -> None:
 
 def test_fixed_output_tokens_and_max_turns_apply_to_every_turn() -> None:
     data = [conv("a", *[(role, 5) for _ in range(5) for role in ("human", "gpt")])]
-    sample = sample_conversations(data, config(fixed_output_tokens=40, max_tokens_cap=16), words, max_turns=3)
+    sample = sample_conversations(data, config(fixed_output_tokens=40, max_tokens=16), words, max_turns=3)
     (c,) = sample.prompts
     assert [m for _, m in c.turns] == [16, 16, 16]
     assert sample.turns_dropped == 0 and sample.plan()["max_turns"] == 3  # not asked for is not dropped
@@ -106,11 +106,11 @@ def test_fixed_output_tokens_and_max_turns_apply_to_every_turn() -> None:
 
 def test_max_turns_1_samples_exactly_the_single_mode_prompts() -> None:
     data = generate_sharegpt(300, seed=3)
-    cfg = config(num_prompts=40, seed=7, max_tokens_cap=64)
+    cfg = config(num_prompts=40, seed=7, max_tokens=64)
     single = sample_prompts(data, cfg, estimate_tokens)
     multi = sample_conversations(data, cfg, estimate_tokens, max_turns=1)
-    assert [(p.conversation_id, p.messages, p.prompt_tokens, p.output_tokens) for p in single.prompts] == \
-        [(p.conversation_id, p.messages, p.prompt_tokens, p.output_tokens) for p in multi.prompts]
+    assert [(p.conversation_id, p.messages, p.prompt_tokens, p.max_tokens) for p in single.prompts] == \
+        [(p.conversation_id, p.messages, p.prompt_tokens, p.max_tokens) for p in multi.prompts]
     assert (single.examined, single.dropped) == (multi.examined, multi.dropped)
 
 
@@ -131,9 +131,9 @@ def test_nothing_survives_is_one_error() -> None:
 
 def test_turn_prompt_sends_the_first_2k_plus_1_messages() -> None:
     data = [conv("a", ("human", 5), ("gpt", 6), ("human", 7), ("gpt", 8), ("human", 9), ("gpt", 4))]
-    c = sample_conversations(data, config(max_tokens_cap=100), words, count_history=history_words).prompts[0]
+    c = sample_conversations(data, config(max_tokens=100), words, count_history=history_words).prompts[0]
     t1 = turn_prompt(c, 1)
-    assert t1.messages == c.messages[:3] and (t1.prompt_tokens, t1.output_tokens) == c.turns[1]
+    assert t1.messages == c.messages[:3] and (t1.prompt_tokens, t1.max_tokens) == c.turns[1]
     assert (t1.index, t1.conversation_id, t1.turns) == (c.index, "a", ())
     assert turn_prompt(c, 2).messages == c.messages
     # history: model, the server's replies replace the dataset's; a failed turn (None) keeps the dataset's

@@ -122,15 +122,15 @@ def test_fixed_output_overrides_reply_and_skips_reply_tokenizing() -> None:
 
     convs = [conv("a", ("human", 10), ("gpt", 1)), pair("b", 1000, 5), pair("c", 10, 900)]
     res = sample_prompts(convs, SamplingConfig(fixed_output_tokens=1049), counter)
-    assert {p.conversation_id: p.output_tokens for p in res.prompts} == {"a": 1049, "c": 1049}
+    assert {p.conversation_id: p.max_tokens for p in res.prompts} == {"a": 1049, "c": 1049}
     assert res.dropped == no_drops(total_too_long=1)  # 1000 + 1049 > 2048; short reply is fine
     assert sorted(seen) == sorted([text(10), text(1000), text(10)])
 
 
 def test_cap_limits_requested_output_but_not_the_total_rule() -> None:
     convs = [pair("long", 10, 300), pair("short", 10, 50), pair("total", 1000, 1100)]
-    res = sample(convs, max_tokens_cap=128)
-    assert {p.conversation_id: p.output_tokens for p in res.prompts} == {"long": 128, "short": 50}
+    res = sample(convs, max_tokens=128)
+    assert {p.conversation_id: p.max_tokens for p in res.prompts} == {"long": 128, "short": 50}
     assert res.dropped == no_drops(total_too_long=1)
 
 
@@ -139,8 +139,8 @@ def test_per_slot_context_uses_capped_output() -> None:
     res = sample(convs, per_slot_context=100)
     assert [p.conversation_id for p in res.prompts] == ["exact"]
     assert res.dropped == no_drops(exceeds_slot_context=1)
-    capped = sample(convs, per_slot_context=100, max_tokens_cap=40)
-    assert {p.conversation_id: p.output_tokens for p in capped.prompts} == {"over": 40, "exact": 40}
+    capped = sample(convs, per_slot_context=100, max_tokens=40)
+    assert {p.conversation_id: p.max_tokens for p in capped.prompts} == {"over": 40, "exact": 40}
 
 
 def test_shortfall() -> None:
@@ -191,7 +191,7 @@ def test_estimate_tokens_rule() -> None:
 
 
 @pytest.mark.parametrize("field, value", [("num_prompts", 0), ("min_prompt_tokens", -1),
-                                          ("max_tokens_cap", 0), ("per_slot_context", 0),
+                                          ("max_tokens", 0), ("per_slot_context", 0),
                                           ("fixed_output_tokens", 0), ("max_total_tokens", None)])
 def test_config_rejects_bad_values(field: str, value: int | None) -> None:
     with pytest.raises(ValueError, match=field):
@@ -206,12 +206,19 @@ def test_prompt_round_trip() -> None:
     assert "\n" not in line and "héllo" in line
     assert Prompt.from_json(line) == p
     assert json.loads(line)["messages"] == [dict(p.messages[0])]
+    assert json.loads(line)["max_tokens"] == 128
+
+
+def test_a_prompts_line_written_before_the_rename_reads() -> None:
+    """``output_tokens`` was the request's ``max_tokens`` in files written before 2026-12."""
+    old = '{"index": 0, "conversation_id": "a", "messages": [], "prompt_tokens": 1, "output_tokens": 9}'
+    assert Prompt.from_json(old).max_tokens == 9
 
 
 @pytest.mark.parametrize("line, match", [
     ("{nope", "not valid JSON"),
     ("[1]", "must be a JSON object"),
-    ('{"index": 0, "conversation_id": "a", "messages": [], "prompt_tokens": 1}', "output_tokens"),
+    ('{"index": 0, "conversation_id": "a", "messages": [], "prompt_tokens": 1}', "max_tokens"),
     ('{"index": true, "conversation_id": "a", "messages": [], "prompt_tokens": 1, '
      '"output_tokens": 1}', "'index'"),
     ('{"index": 0, "conversation_id": "a", "messages": [{"role": "user"}], "prompt_tokens": 1, '

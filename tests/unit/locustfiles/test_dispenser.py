@@ -14,7 +14,7 @@ from locustfiles.dispenser import PromptDispenser
 
 def prompts(n: int) -> list[Prompt]:
     return [Prompt(index=i, conversation_id=f"conv-{i}", messages=({"role": "user", "content": f"q{i}"},),
-                   prompt_tokens=10 + i, output_tokens=32) for i in range(n)]
+                   prompt_tokens=10 + i, max_tokens=32) for i in range(n)]
 
 
 class Drained:
@@ -145,7 +145,7 @@ def test_in_flight_counts_handed_out_minus_finished():
 def test_a_conversation_counts_one_request_per_turn():
     turns = ((10, 4), (30, 4), (50, 4))
     conversation = Prompt(index=0, conversation_id="c", messages=({"role": "user", "content": "q"},) * 5,
-                          prompt_tokens=50, output_tokens=4, turns=turns)
+                          prompt_tokens=50, max_tokens=4, turns=turns)
     drained = Drained()
     dispenser = PromptDispenser([conversation, *prompts(2)[1:]], 0, drained)
     assert dispenser.planned == 4  # the budget in requests: three turns and one prompt

@@ -110,7 +110,7 @@ print(json.dumps(out))
 def seen(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     folder = tmp_path_factory.mktemp("events")
     prompts = [Prompt(index=i, conversation_id=f"c{i}", messages=({"role": "user", "content": f"q{i}"},),
-                      prompt_tokens=10, output_tokens=16) for i in range(6)]
+                      prompt_tokens=10, max_tokens=16) for i in range(6)]
     (folder / "prompts.jsonl").write_text("".join(p.to_json() + "\n" for p in prompts), encoding="utf-8")
     proc = subprocess.run([sys.executable, "-c", SCRIPT, str(folder)], capture_output=True, text=True, cwd=ROOT,
                           timeout=60)

@@ -52,7 +52,7 @@ except SystemExit as exc:
 
 sent = []
 def fake_stream_chat(self, prompt, record):
-    sent.append({"messages": [m["content"] for m in prompt.messages], "max_tokens": prompt.output_tokens,
+    sent.append({"messages": [m["content"] for m in prompt.messages], "max_tokens": prompt.max_tokens,
                  "t": time.monotonic()})
     failed = len(sent) == 2  # the second request fails: its reply is not known
     record.status = ERROR if failed else OK
@@ -71,7 +71,7 @@ run = LlmRun(env)
 run.record = EventHook()
 run.record.add_listener(lambda record, **kw: records.append(
     {"conversation": record.conversation, "turn": record.turn, "prompt_index": record.prompt_index,
-     "expected": record.expected_prompt_tokens, "max_tokens": record.requested_max_tokens}))
+     "expected": record.expected_prompt_tokens, "max_tokens": record.max_tokens}))
 run.dispenser = PromptDispenser([conv0, conv1], 0, lambda: None)
 env.tokenswarm = run
 user = Multi(env)

@@ -46,7 +46,7 @@ def prompts_file(tmp_path: Path, prompts: list[Prompt]) -> Path:
 
 def test_a_prompts_file_is_sent_exactly_and_wins_over_a_dataset(tmp_path: Path, dataset: Path) -> None:
     written = [Prompt(index=i, conversation_id=f"c{i}", messages=({"role": "user", "content": f"é {i}"},),
-                      prompt_tokens=11 + i, output_tokens=40 + i) for i in range(3)]
+                      prompt_tokens=11 + i, max_tokens=40 + i) for i in range(3)]
     path = prompts_file(tmp_path, written)
     got = load_prompts(parse("--prompts-file", str(path), "--dataset", str(dataset), "--max-tokens", "8"))
     assert got == written  # exact counts, no cap, no sampling: `tokenswarm run` already measured them
@@ -56,7 +56,7 @@ def test_a_conversations_file_needs_multi_turn_mode(tmp_path: Path) -> None:
     conv = Prompt(index=0, conversation_id="c", messages=({"role": "user", "content": "a"},
                                                           {"role": "assistant", "content": "b"},
                                                           {"role": "user", "content": "c"}),
-                  prompt_tokens=9, output_tokens=4, turns=((3, 4), (9, 4)))
+                  prompt_tokens=9, max_tokens=4, turns=((3, 4), (9, 4)))
     path = prompts_file(tmp_path, [conv])
     with pytest.raises(SystemExit, match="--mode multi_turn"):
         load_prompts(parse("--prompts-file", str(path)))
@@ -78,7 +78,7 @@ def test_a_dataset_is_sampled_with_the_flags(dataset: Path) -> None:
     opts = parse("--dataset", str(dataset), "--num-prompts", "12", "--max-tokens", "16", "--seed", "5")
     got = load_prompts(opts)
     assert len(got) == 12 and [p.index for p in got] == list(range(12))
-    assert all(1 <= p.output_tokens <= 16 for p in got)  # --max-tokens caps each request
+    assert all(1 <= p.max_tokens <= 16 for p in got)  # --max-tokens caps each request
     assert all(len(p.messages) == 1 and not p.turns for p in got)  # single: the opening pair only
     assert load_prompts(opts) == got  # the seed fixes the sample
     assert load_prompts(parse("--dataset", str(dataset), "--num-prompts", "12", "--max-tokens", "16",

@@ -26,7 +26,7 @@ def full_record(i: int = 0) -> RequestRecord:
         status=OK, error_class="stream_cut", error_detail="RemoteDisconnected: ü \"quoted\"\nnew line",
         http_status=200, ttft_ms=0.1 + 0.2, e2e_ms=1234.56789012345, tpot_ms=1 / 3,
         chunk_offsets_ms=[0.1 + 0.2, 12.5, 12.5, 1e-7, 9_999_999.000001], n_chunks=5, connect_ms=0.0421,
-        reconnect=True, refused_retries=3, bytes_received=4096, tokens_per_chunk=2.5, requested_max_tokens=256,
+        reconnect=True, refused_retries=3, bytes_received=4096, tokens_per_chunk=2.5, max_tokens=256,
         expected_prompt_tokens=120, prompt_tokens=121, cached_tokens=64, prefill_tokens=57, output_tokens=10,
         output_tokens_source="usage", finish_reason="length", prompt_ms=12.25, predicted_ms=88.125,
         draft_tokens=16, draft_accepted=9, scheduled_ts=1_700_000_000.1 + i, send_delay_ms=0.023,

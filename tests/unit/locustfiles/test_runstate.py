@@ -25,7 +25,7 @@ from tests.helpers import ROOT
 
 def prompt(index: int) -> Prompt:
     return Prompt(index=index, conversation_id=f"c{index}", messages=({"role": "user", "content": "q"},),
-                  prompt_tokens=3, output_tokens=8)
+                  prompt_tokens=3, max_tokens=8)
 
 
 def test_the_clock_sleeps_until_a_prompt_is_due_and_not_when_it_is_late() -> None:

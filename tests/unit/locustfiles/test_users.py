@@ -156,9 +156,9 @@ class RawServer(RawHttpServer):
         return True
 
 
-def prompt(index: int, output_tokens: int) -> Prompt:
+def prompt(index: int, max_tokens: int) -> Prompt:
     return Prompt(index=index, conversation_id=f"c{index}", messages=({"role": "user", "content": f"say {index}"},),
-                  prompt_tokens=2, output_tokens=output_tokens)
+                  prompt_tokens=2, max_tokens=max_tokens)
 
 
 @pytest.fixture(scope="module")
@@ -205,7 +205,7 @@ def test_a_completed_stream_is_timed_chunk_by_chunk(seen: dict[str, Any]) -> Non
     assert [r["request_id"] for r in seen["a"]] == ["local-1", "local-2", "local-3", "local-4", "local-5"]
     assert first["status"] == "ok" and first["http_status"] == 200 and first["prompt_index"] == 0
     assert first["n_chunks"] == 8 and first["output_tokens"] == 8 and first["output_tokens_source"] == "usage"
-    assert second["n_chunks"] == 5 and second["requested_max_tokens"] == 5
+    assert second["n_chunks"] == 5 and second["max_tokens"] == 5
     assert first["target_users"] == second["target_users"] == 3  # the count the run was set to when it left
     for r in (first, second):
         assert r["ttft_ms"] >= TTFT_MS  # the server waits 20 ms after the request arrived

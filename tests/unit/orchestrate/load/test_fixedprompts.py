@@ -39,7 +39,7 @@ def test_every_prompt_has_exactly_its_length_through_the_template() -> None:
     assert fixed.inexact == 0 and len(prompts) == 12
     for p in prompts:
         assert COUNTERS.prompt(p.messages[0]["content"]) == p.prompt_tokens
-        assert 40 <= p.prompt_tokens <= 400 and 8 <= p.output_tokens <= 16
+        assert 40 <= p.prompt_tokens <= 400 and 8 <= p.max_tokens <= 16
     assert len({p.prompt_tokens for p in prompts}) > 6
 
 
@@ -52,7 +52,7 @@ def test_no_two_prompts_share_text_and_a_larger_sample_keeps_the_first_prompts()
     longer = fixed_length_prompts(load(10, input_tokens=TokenLength.fixed(480)), COUNTERS, "c", None).sample.prompts
     assert all(b.messages[0]["content"].startswith(a.messages[0]["content"][:200]) for a, b in zip(large, longer)), \
         "prompt i opens with the same text at every length: a comparison of lengths reads the same prompts"
-    assert all(p.output_tokens == 32 for p in large)  # no output_tokens: max_tokens
+    assert all(p.max_tokens == 32 for p in large)  # no output_tokens: max_tokens
 
 
 def test_a_shared_prefix_opens_every_prompt() -> None:

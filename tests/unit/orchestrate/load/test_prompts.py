@@ -47,7 +47,7 @@ def test_server_without_tokenize_falls_back_to_the_estimate_and_says_so(
     assert prepared.token_counter == "estimate_chars_div_4"
     prompts = [Prompt.from_json(line) for line in out.read_text().splitlines()]
     assert len(prompts) == 20 and [p.index for p in prompts] == list(range(20))
-    assert all(p.output_tokens <= 64 for p in prompts)
+    assert all(p.max_tokens <= 64 for p in prompts)
     text = prompts[0].messages[0]["content"]
     assert prompts[0].prompt_tokens == -(-len(text) // 4)  # ceil(chars / 4)
     assert any("ESTIMATED" in n for n in notes({"sampling": {"token_counter": prepared.token_counter}}))

@@ -107,7 +107,7 @@ def test_every_summary_the_fixture_holds_is_declared_and_written_back(path: Path
 def rec(i: int, send: float, status: str = OK, **extra: Any) -> RequestRecord:
     """A request: a completed one of 5 tokens in 5 chunks, 500 ms; ``extra`` changes any field."""
     base: dict[str, Any] = {"request_id": f"r{i}", "prompt_index": i, "worker": "local", "send_ts": send,
-                            "status": status, "connect_ms": 1.0, "requested_max_tokens": 8,
+                            "status": status, "connect_ms": 1.0, "max_tokens": 8,
                             "expected_prompt_tokens": 20}
     if status == OK:
         base.update(ttft_ms=100.0, ttfo_ms=100.0, e2e_ms=500.0, tpot_ms=100.0, n_chunks=5, tokens_per_chunk=1.0,

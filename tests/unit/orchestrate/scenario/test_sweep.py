@@ -69,4 +69,4 @@ def test_prompts_are_dealt_in_order_without_reuse_and_capped_per_step():
     assert [p.conversation_id for p in warmup] == ["c0", "c1"]
     assert [[p.conversation_id for p in s] for s in steps] == [["c2", "c3", "c4"], ["c5", "c6", "c7"]]
     assert [p.index for p in steps[1]] == [0, 1, 2]  # each step is its own Locust run
-    assert {p.output_tokens for p in steps[0]} == {10} and {p.output_tokens for p in steps[1]} == {40}
+    assert {p.max_tokens for p in steps[0]} == {10} and {p.max_tokens for p in steps[1]} == {40}

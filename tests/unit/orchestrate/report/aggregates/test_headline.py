@@ -235,7 +235,7 @@ def test_reasoning_replies_give_ttfo_the_answers_tpot_and_the_thinking_share() -
     records[2].ttfo_ms, records[2].reasoning_tokens, records[2].reasoning_tokens_source = 550.0, 2, "usage"
     records[2].answer_tpot_ms = (1000.0 - 550.0) / 1
     for r, asked in zip(records, (3, 8, 4, 5, 9)):
-        r.requested_max_tokens = asked
+        r.max_tokens = asked
     summary = summarize_records(frame(records))
     reasoning = summary["reasoning"]
     assert (reasoning["requests"], reasoning["tokens"], reasoning["tokens_source"]) == (2, 3, ["chunks", "usage"])

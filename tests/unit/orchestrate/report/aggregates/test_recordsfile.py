@@ -190,6 +190,21 @@ def test_records_of_an_older_version_lack_fields(tmp_path: Path) -> None:
     assert_matches(summarize_records(frame), reference(old))
 
 
+@pytest.mark.parametrize("torn", [False, True])
+def test_a_fields_older_name_is_read_as_its_name_now(tmp_path: Path, torn: bool) -> None:
+    """``requested_max_tokens`` (before 2026-12) is ``max_tokens``, on the fast path and line by line (a block
+    with a torn line is read that way); ``short_replies`` counts from it."""
+    rows = [json.loads(r.to_json()) for r in generated(6, seed=6)]
+    for i, row in enumerate(rows):
+        row.pop("max_tokens")
+        row["requested_max_tokens"] = (row["output_tokens"] or 0) + i % 2  # every other reply ended short
+    frame = read_records(write(tmp_path, [json.dumps(row) for row in rows] + (['{"torn'] if torn else [])))
+    assert frame["max_tokens"].tolist() == [row["requested_max_tokens"] for row in rows]
+    assert "requested_max_tokens" not in frame
+    short = sum(1 for row in rows if row["status"] == OK and row["output_tokens"] < row["requested_max_tokens"])
+    assert short and summarize_records(frame)["requests"]["short_replies"] == short
+
+
 def test_values_of_another_type_are_missing(tmp_path: Path) -> None:
     records = generated(4, seed=5)
     rows = [json.loads(r.to_json()) for r in records]

@@ -98,7 +98,7 @@ def records(*rows: RequestRecord) -> pd.DataFrame:
 
 def ok(i: int, prompt: int, cached: int, output: int) -> RequestRecord:
     return RequestRecord(request_id=f"r{i}", prompt_index=i, worker="local", send_ts=1000.0 + i, status=OK,
-                         http_status=200, requested_max_tokens=output, expected_prompt_tokens=prompt,
+                         http_status=200, max_tokens=output, expected_prompt_tokens=prompt,
                          prompt_tokens=prompt, cached_tokens=cached, prefill_tokens=prompt - cached,
                          output_tokens=output)
 
@@ -107,7 +107,7 @@ def ok(i: int, prompt: int, cached: int, output: int) -> RequestRecord:
 COMPLETED = (ok(0, 600, 0, 80), ok(1, 450, 200, 70), ok(2, 250, 100, 50))
 REFUSED = RequestRecord(request_id="r3", prompt_index=3, worker="local", send_ts=1003.0, status=ERROR,
                         error_class="http_400:exceed_context_size_error", http_status=400,
-                        requested_max_tokens=100, expected_prompt_tokens=5000)
+                        max_tokens=100, expected_prompt_tokens=5000)
 
 
 def test_server_counts_agree_exactly_with_completed_records(tmp_path: Path) -> None:
@@ -126,7 +126,7 @@ def test_incomplete_requests_explain_a_difference_up_to_a_bound(tmp_path: Path) 
     metrics = summarize_metrics(load_metrics(write_metrics(tmp_path / "metrics.jsonl")))
     # the client saw 20 of a cancelled request's tokens and no timings; the server generated 30 of them
     cancelled = RequestRecord(request_id="r4", prompt_index=4, worker="local", send_ts=1004.0, status=CANCELLED,
-                              error_class="cancelled", http_status=200, requested_max_tokens=64,
+                              error_class="cancelled", http_status=200, max_tokens=64,
                               expected_prompt_tokens=100, output_tokens=20)
     block = server_metrics(metrics, records(*COMPLETED[:2], cancelled))
     assert block["vs_records"]["output_tokens"] == {"server": 200, "records": 170, "diff": 30, "tolerance": 64}
