@@ -171,9 +171,8 @@ def add_report_arguments(p: argparse.ArgumentParser) -> None:
 def report_main(args: argparse.Namespace) -> int:
     """Rebuild every summary of a run from its files alone (no server needed)."""
     from orchestrate.report.compare_report import comparable, write_comparison
+    from orchestrate.report.console import console_lines
     from orchestrate.report.htmlreport import write_html_report
-    from orchestrate.report.jsontypes import to_json
-    from orchestrate.report.render import console_lines
     from orchestrate.report.summary import rebuild_summary
     if not args.run_dir.is_dir():
         raise ScenarioError(f"{args.run_dir}: no such run directory")
@@ -187,7 +186,7 @@ def report_main(args: argparse.Namespace) -> int:
     for paths in found:
         summary = rebuild_summary(paths, args.run_dir.name)
         print(f"== {paths.dir.relative_to(args.run_dir) if paths.dir != args.run_dir else paths.dir.name}")
-        for line in console_lines(to_json(summary)):
+        for line in console_lines(summary):
             print(f"   {line}")
     if comparable([args.run_dir]):
         print(f"\ncomparison: {write_comparison([args.run_dir])}")

@@ -25,9 +25,8 @@ from orchestrate.load.steps import Step, Stepper, ends_the_steps, merge_step_rec
 from orchestrate.plans.base import StepDone, StepPlan
 from orchestrate.plans.kinds import plan_for
 from orchestrate.report.compare_report import comparable, write_comparison
+from orchestrate.report.console import console_lines
 from orchestrate.report.htmlreport import write_html_report
-from orchestrate.report.jsontypes import to_json
-from orchestrate.report.render import console_lines
 from orchestrate.report.repeats import interleaved, keep_host_floor
 from orchestrate.report.schema.runfacts import (
     Factor,
@@ -101,7 +100,7 @@ def run_scenario(scenario: Scenario, results_root: Path, swarm: Swarm = Swarm(),
             result = run_variant(context, variant.with_retry(), paths, first_attempt=result, swarm=swarm, ui=ui)
         print(f"\n== {scenario.name} / {variant.name}" + (f" (repeat {index} of {k})" if k > 1 else "")
               + f": {result.ending.status}", flush=True)
-        for line in console_lines(to_json(result.summary or Summary())):
+        for line in console_lines(result.summary or Summary()):
             print(f"   {line}")
         print(f"   results: {result.paths.dir}", flush=True)
         if order < k * n:  # a study of hours: its page grows with every variant done (the last: below)

@@ -16,11 +16,11 @@ from orchestrate.load.prompts import PreparedPrompts, PromptPool, PromptSource
 from orchestrate.load.steps import Step, StepPoint
 from orchestrate.plans.base import StepDone, StepPlan, planned
 from orchestrate.report.aggregates.capacity import UNITS, judge
+from orchestrate.report.aggregates.sweep import sweep_block
 from orchestrate.report.jsontypes import from_json
 from orchestrate.report.schema.capacity import Verdict
 from orchestrate.report.schema.summary import Summary
 from orchestrate.report.schema.sweep import Sweep as SweepBlock
-from orchestrate.report.sweep_report import sweep_block
 from orchestrate.results import VariantPaths, write_json
 from orchestrate.scenario.search import first_pool_size, next_probe, probe_load
 from orchestrate.scenario.spec import Search, Sweep, Variant

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from orchestrate.report.compare_report import effect_name, held_text
-from orchestrate.report.sweep_report import CURVES
+from orchestrate.report.plots import CURVES
 
 Figure = dict[str, Any]
 """``{"title", "data": [traces], "layout": {...}}``, drawn by ``Plotly.newPlot`` as is."""

@@ -30,7 +30,7 @@ from typing import Any
 import yaml
 
 from orchestrate.errors import ResultsError
-from orchestrate.report import sweep_report
+from orchestrate.report.aggregates.sweep import speedups
 from orchestrate.report.conditions import busy_text, common_prompts, conditions, numbers_over
 from orchestrate.report.formats import summary_numbers
 from orchestrate.report.repeats import deviation, disagree, read_floor, spread
@@ -342,7 +342,7 @@ def compare(variants: list[VariantResult], baseline: str | None = None,
             continue
         pair_a, pair_b = matched[0]
         if not effect["confounded_by"] and pair_a.sweep and pair_b.sweep:  # the effect step by step, and where it turns
-            effect["sweep"] = sweep_report.speedups(pair_a.sweep, pair_b.sweep)
+            effect["sweep"] = speedups(pair_a.sweep, pair_b.sweep)
         effects.append(effect)
     repeats = [{"a": x.label, "b": y.label, "ratios": _ratios(x.compared, y.compared)}
                for x, y in combinations(done, 2) if view[x.label] == view[y.label]]

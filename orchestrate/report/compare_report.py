@@ -1,7 +1,9 @@
-"""``compare.md`` and ``compare.png`` from the data of ``orchestrate.report.compare``, and the files written.
+"""``compare.md`` from the data of ``orchestrate.report.compare``, and the files written (``compare.json``,
+``compare.md``, and ``compare.png`` and ``compare_sweep.png`` drawn by ``plots.py``).
 
 Stage: report. Only clean effects are listed under "Effects"; every effect with a reason, and every pair
-that changed more than one setting, is under "Confounded".
+that changed more than one setting, is under "Confounded"; a swept pair's effect is given step by step, with
+the sentence naming where one variant stops beating the other.
 """
 
 from __future__ import annotations
@@ -11,8 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from orchestrate.errors import ResultsError
-from orchestrate.report import sweep_report
-from orchestrate.report.aggregates.goodput import slo_text
+from orchestrate.report import plots
 from orchestrate.report.compare import (
     CAPACITY_EFFECT,
     COLUMNS,
@@ -23,13 +24,13 @@ from orchestrate.report.compare import (
     compare,
     read_variants,
 )
-from orchestrate.report.formats import fmt_ms, fmt_num
+from orchestrate.report.formats import fmt_figure, fmt_num, slo_text
+from orchestrate.report.jsontypes import from_json
+from orchestrate.report.schema.sweep import Sweep
 from orchestrate.results import compare_json, compare_md, compare_png, compare_sweep_png, variant_dirs
 from orchestrate.scenario.matrix import FACTOR
 
 METRIC_LABELS = dict((*EFFECT_METRICS, GOODPUT_EFFECT, CAPACITY_EFFECT, ENERGY_EFFECT))
-PLOTTED = (("decode_tok_s", "decode tok/s"), ("prefill_tok_s", "prefill tok/s"), ("ttft_p50_ms", "TTFT p50 (ms)"),
-           ("tpot_p50_ms", "TPOT p50 (ms)"))
 
 
 def _value(x: Any) -> str:
@@ -39,10 +40,6 @@ def _value(x: Any) -> str:
 def _label(key: str) -> str:
     """A setting as compare.md names it: a folded factor by its axis alone (``drafter``)."""
     return key[len(FACTOR):] if key.startswith(FACTOR) else key
-
-
-def _fmt(key: str, x: Any) -> str:
-    return fmt_ms(x) if key.endswith("_ms") else fmt_num(x)
 
 
 def _ratio_text(ratios: dict[str, float | None], ranges: dict[str, list[float]] | None = None,
@@ -200,7 +197,7 @@ def markdown(data: dict[str, Any], plot_name: str | None = None, sweep_plot: str
         status = r["status"] + (" (retried)" if r["retried"] else "")
         done = f"{r['completed']} / {r['errors']}" if r.get("completed") is not None else "–"
         acc = fmt_num(100 * r["acceptance"]) + " %" if r.get("acceptance") is not None else "–"
-        out.append(f"| {r['label']} | {status} | {done} | " + " | ".join(_fmt(k, r.get(k)) for k, _ in COLUMNS)
+        out.append(f"| {r['label']} | {status} | {done} | " + " | ".join(fmt_figure(k, r.get(k)) for k, _ in COLUMNS)
                    + f" | {acc} | {_memory(r)} |")
     out += _goodput_lines(rows)
     out += _capacity_lines(rows)
@@ -248,6 +245,19 @@ def markdown(data: dict[str, Any], plot_name: str | None = None, sweep_plot: str
     return "\n".join(out) + "\n"
 
 
+def crossover_sentence(key: str, result: dict[str, Any], a: str, b: str, setting: str) -> str:
+    """One plain sentence naming where ``b`` (``setting`` changed) stops beating ``a`` (``aggregates/sweep.py:speedups``
+    gives ``result``)."""
+    if result["crossover"] is not None:
+        return (f"{b} decodes faster than {a} until {key} = {result['crossover']}, where its speedup falls "
+                f"below 1.0 (changed: {setting}).")
+    if result["below_from"] is not None:
+        return f"{b} never decodes faster than {a} from {key} = {result['below_from']} on (changed: {setting})."
+    if any(s["speedup"] is not None for s in result["steps"]):
+        return f"{b} decodes at least as fast as {a} at every {key} (changed: {setting}); no crossover."
+    return f"no decode figures to compare {a} and {b} by."
+
+
 def _sweep_effects(effects: list[dict[str, Any]]) -> list[str]:
     """Per step, each clean pair's decode speedup, and the sentence naming the crossover."""
     out: list[str] = []
@@ -257,7 +267,7 @@ def _sweep_effects(effects: list[dict[str, Any]]) -> list[str]:
             continue
         key = _label(e["factor"])
         out += ["", f"### {key} {_value(e['from'])} → {_value(e['to'])}, step by step ({a} vs {b})", "",
-                f"**{sweep_report.crossover_sentence(sw['key'], sw, a, b, key)}**", "",
+                f"**{crossover_sentence(sw['key'], sw, a, b, key)}**", "",
                 f"| {sw['key']} | decode tok/s {a} | decode tok/s {b} | speedup | TTFT p50 ratio | "
                 "TPOT p50 ratio |", "|---" * 6 + "|"]
         for st in sw["steps"]:
@@ -265,35 +275,6 @@ def _sweep_effects(effects: list[dict[str, Any]]) -> list[str]:
             out.append(f"| {st['value']} | {fmt_num(x)} | {fmt_num(y)} | {fmt_num(st['speedup'], 2)} | "
                        f"{fmt_num(st['ttft_p50_ratio'], 2)} | {fmt_num(st['tpot_p50_ratio'], 2)} |")
     return out
-
-
-def plot(data: dict[str, Any], path: Path) -> Path | None:
-    """Bars per variant: decode and prefill tok/s, TTFT and TPOT p50; skipped without matplotlib or numbers."""
-    rows = data["variants"]
-    if not any(r.get("decode_tok_s") is not None for r in rows):
-        return None
-    try:
-        import matplotlib
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        return None
-    labels = [r["label"] for r in rows]
-    fig, axes = plt.subplots(2, 2, figsize=(2 * (3 + 0.9 * len(rows)), 8.5))
-    for ax, (key, title) in zip(axes.flat, PLOTTED):
-        values = [r.get(key) if r["status"] == "completed" else None for r in rows]
-        bars = ax.bar(range(len(rows)), [v or 0 for v in values], color="#4477aa")
-        ax.bar_label(bars, labels=["" if v is None else _fmt(key, v) for v in values], fontsize=7, padding=2)
-        ax.margins(y=0.12)  # room for the values above the bars
-        for i, (v, r) in enumerate(zip(values, rows)):
-            if v is None:
-                ax.text(i, 0, r["status"], rotation=90, ha="center", va="bottom", fontsize=8, color="#aa3377")
-        ax.set_title(title)
-        ax.set_xticks(range(len(rows)), labels, rotation=30, ha="right", fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=90)
-    plt.close(fig)
-    return path
 
 
 def comparable(run_dirs: list[Path]) -> bool:
@@ -308,10 +289,11 @@ def write_comparison(run_dirs: list[Path], baseline: str | None = None) -> Path:
     data = compare(read_variants(run_dirs), baseline, run_dirs)
     target = run_dirs[0]
     compare_json(target).write_text(json.dumps(data, indent=2, default=str) + "\n")
-    png = plot(data, compare_png(target))
+    png = plots.comparison(data, compare_png(target))
     if png is None:
         compare_png(target).unlink(missing_ok=True)  # not a stale chart of another comparison
-    sweep_png = sweep_report.plot(data["sweeps"], compare_sweep_png(target)) if data["sweeps"] else None
+    sweeps = [(label, from_json(Sweep, block)) for label, block in data["sweeps"]]
+    sweep_png = plots.sweep(sweeps, compare_sweep_png(target)) if sweeps else None
     if sweep_png is None:
         compare_sweep_png(target).unlink(missing_ok=True)
     compare_md(target).write_text(markdown(data, png.name if png else None, sweep_png.name if sweep_png else None))

@@ -1,14 +1,19 @@
 """How numbers are written for a person, and the flat figures results are compared by.
 
-Stage: report. Shared by ``report.py``, ``compare.py`` and ``sweep_report.py``.
+Stage: report. Shared by the renderers (``console.py``, ``markdown.py``, ``plots.py``, ``compare_report.py``,
+``charts.py``), by ``compare.py`` and by the aggregates that write a sentence (``aggregates/capacity.py``).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from orchestrate.scenario.slo import SLO_KEYS
+
 GIB = 1024 ** 3
 MIB = 1024 ** 2
+SLO_LABELS = {"ttft_ms": "TTFT", "tpot_ms": "TPOT", "e2e_ms": "E2E"}
+"""An SLO limit's key as a person reads it."""
 
 
 def fmt_ms(ms: float | None) -> str:
@@ -29,6 +34,16 @@ def fmt_bytes(n: float | None) -> str:
     if n is None:
         return "–"
     return f"{n / GIB:,.2f} GiB" if n >= GIB else f"{n / MIB:,.1f} MiB"
+
+
+def fmt_figure(key: str, x: float | None) -> str:
+    """A figure by its key: a duration for ``*_ms`` (``fmt_ms``), else a number (``fmt_num``)."""
+    return fmt_ms(x) if key.endswith("_ms") else fmt_num(x)
+
+
+def slo_text(slo: dict[str, float]) -> str:
+    """``TTFT ≤ 2.0 s, TPOT ≤ 100 ms``."""
+    return ", ".join(f"{SLO_LABELS[key]} ≤ {fmt_ms(slo[key])}" for key in SLO_KEYS if key in slo)
 
 
 def summary_numbers(summary: dict[str, Any]) -> dict[str, Any]:

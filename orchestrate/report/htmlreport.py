@@ -31,7 +31,9 @@ from orchestrate.report.aggregates.servermetrics import metrics_timeline
 from orchestrate.report.compare import CAPACITY_EFFECT, EFFECT_METRICS, ENERGY_EFFECT, GOODPUT_EFFECT
 from orchestrate.report.definitions import METRIC_DEFINITIONS
 from orchestrate.report.formats import GIB, fmt_bytes, fmt_ms, fmt_num
-from orchestrate.report.render import markdown as summary_markdown
+from orchestrate.report.jsontypes import from_json
+from orchestrate.report.markdown import summary_md
+from orchestrate.report.schema import Summary
 from orchestrate.results import VariantPaths, compare_json, read_json, report_html, variant_dirs
 
 TEMPLATE = "report.html.j2"
@@ -257,7 +259,8 @@ def render(run_dir: Path, found: list[VariantPaths]) -> str:
     """The page of the results in ``found`` (variant folders of ``run_dir``)."""
     runs = _runs(run_dir, found)
     parts = sections(run_dir, runs)
-    details = [{"label": r.label, "html": prose(summary_markdown(r.summary))} for r in runs]
+    details = [{"label": r.label, "html": prose(summary_md(from_json(Summary, r.summary, str(r.paths.summary_json))))}
+               for r in runs]
     scenario = next((r.summary.get("scenario") for r in runs if r.summary.get("scenario")), run_dir.name)
     env = jinja2.Environment(loader=jinja2.PackageLoader("orchestrate.report", "templates"),
                              autoescape=jinja2.select_autoescape(["j2"]))

@@ -1,14 +1,15 @@
-"""``summary.md``'s lines and notes for an open-loop run (``arrivals``) and a staged ramp (``stages``).
+"""The notes of an open-loop run (``arrivals``) and a staged ramp (``stages``), and the warning when the
+concurrency cap fell behind the schedule.
 
-Stage: report. Formatting only: the figures are ``aggregates/pacing_figures.py``'s.
+Stage: report. Formatting only: the figures are ``aggregates/pacing_figures.py``'s; their ``summary.md`` lines
+and tables are ``markdown.py:pacing_section``'s (which states ``cap_warning`` too).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from orchestrate.report.aggregates.pacing_figures import LATENCY_KEYS
-from orchestrate.report.formats import fmt_ms, fmt_num
+from orchestrate.report.formats import fmt_num
 
 
 def notes(summary: dict[str, Any]) -> list[str]:
@@ -34,41 +35,3 @@ def cap_warning(arr: dict[str, Any]) -> str:
             f"req/s: {arr['late']} late (> {arr['late_ms']:g} ms), {arr['unsent']} unsent "
             f"({arr['unsent_overdue']} of them already due) — latencies from the scheduled time are the ones "
             "users would see")
-
-
-def markdown(summary: dict[str, Any]) -> list[str]:
-    """``summary.md`` lines: the arrivals block and the per-stage table (nothing in a plain run)."""
-    out: list[str] = []
-    arr = summary.get("arrivals")
-    if arr:
-        delay = arr.get("send_delay_ms") or {}
-        share = arr["late_share"]
-        out += [f"Open loop: {fmt_num(arr['rate_asked'], 2)} req/s asked ({arr['mode']}"
-                + (f", burstiness {arr['burstiness']:g}" if arr.get("burstiness") not in (None, 1, 1.0) else "")
-                + f"), {fmt_num(arr['rate_scheduled'], 2)} scheduled, {fmt_num(arr['rate_achieved'], 2)} sent; "
-                f"at most {arr['users_cap']} in flight  ", "",
-                "| scheduled | sent | unsent | late | late share | send delay p50 | p99 | max |",
-                "|---|---|---|---|---|---|---|---|",
-                f"| {arr['scheduled']} | {arr['sent']} | {arr['unsent']} | {arr['late']} (> {arr['late_ms']:g} ms) | "
-                f"{'–' if share is None else f'{100 * share:.0f} %'} | {fmt_ms(delay.get('p50'))} | "
-                f"{fmt_ms(delay.get('p99'))} | {fmt_ms(delay.get('max'))} |", ""]
-        lat = arr.get("latency_from_schedule_ms") or {}
-        if any(lat.values()):
-            out += ["| from the scheduled time | p50 | p90 | p99 | mean | max |", "|---|---|---|---|---|---|"]
-            out += [f"| {label} | " + " | ".join(fmt_ms(lat[label.lower()][c]) for c in ("p50", "p90", "p99", "mean",
-                                                                                         "max")) + " |"
-                    for _, label in LATENCY_KEYS if lat.get(label.lower())]
-            out.append("")
-        if arr["cap_fell_behind"]:
-            out += [f"**Warning: {cap_warning(arr)}.**", ""]
-    stages = summary.get("stages")
-    if stages:
-        out += ["| stage | users | duration | began at | requests | completed | errors | peak in flight | "
-                "decode tok/s | TTFT p50 | TTFT p99 | TPOT p50 |", "|---" * 12 + "|"]
-        for s in stages:
-            began = "not reached" if not s["reached"] else f"{s['started_s']:.1f} s"
-            out.append(f"| {s['stage']} | {s['users']} | {s['duration_s']:g} s | {began} | {s['requests']} | "
-                       f"{s['completed']} | {s['errors']} | {s['peak_in_flight']} | {fmt_num(s['decode_tok_s'])} | "
-                       f"{fmt_ms(s['ttft_p50_ms'])} | {fmt_ms(s['ttft_p99_ms'])} | {fmt_ms(s['tpot_p50_ms'])} |")
-        out.append("")
-    return out

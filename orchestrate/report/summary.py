@@ -23,6 +23,7 @@ from orchestrate.report.aggregates.pacing_figures import load_mode_summary
 from orchestrate.report.aggregates.recordsfile import read_records
 from orchestrate.report.aggregates.servermetrics import jsonl_rows, load_metrics, server_metrics, summarize_metrics
 from orchestrate.report.aggregates.steadystate import steady_state
+from orchestrate.report.aggregates.sweep import sweep_block
 from orchestrate.report.aggregates.turns import summarize_turns
 from orchestrate.report.aggregates.uisteps import form_spawn_rate, ui_steps, user_levels, users_over_time
 from orchestrate.report.host_report import host_note
@@ -31,7 +32,6 @@ from orchestrate.report.pacing_report import notes as load_mode_notes
 from orchestrate.report.render import write_reports
 from orchestrate.report.schema.summary import RunFacts, Summary
 from orchestrate.report.schema.sweep import Sweep as SweepBlock
-from orchestrate.report.sweep_report import sweep_block
 from orchestrate.results import VariantPaths, read_json
 from orchestrate.scenario.host_limits import HostLimits
 from orchestrate.scenario.spec import Sweep

@@ -5,9 +5,9 @@ names, units and aggregates are those of vLLM's ``vllm/benchmarks/serve.py`` (``
 ``result`` plus ``main_async``'s ``result_json``): per-request lists in SECONDS (``ttfts``, ``itls``,
 ``latencies``), aggregates in ms.
 
-Taken from ``summary.json`` as they are (the same definition in both tools): ``duration`` (first
-send → last end; vLLM times the same span), ``completed``, ``total_input_tokens`` and
-``total_output_tokens`` (Σ over completed requests, from ``usage``), ``request_throughput``,
+Taken from the variant's typed ``Summary`` (``summary.json``) as they are (the same definition in both
+tools): ``duration`` (first send → last end; vLLM times the same span), ``completed``, ``total_input_tokens``
+and ``total_output_tokens`` (Σ over completed requests, from ``usage``), ``request_throughput``,
 ``output_throughput``, ``total_token_throughput`` (their sum with prefill), and ``request_goodput``
 (``goodput.requests_per_s``; null without an SLO, as in vLLM).
 
@@ -69,6 +69,7 @@ from orchestrate.report.aggregates.chunks import gap_blocks, output_tokens_per_s
 from orchestrate.report.aggregates.concurrency import peak_in_flight
 from orchestrate.report.aggregates.stats import numeric_column
 from orchestrate.report.aggregates.vllmstats import column_blocks, vllm_stats
+from orchestrate.report.schema import Summary
 
 BACKEND = "openai-chat"
 """vLLM's backend for streaming ``/v1/chat/completions``, the API tokenswarm drives."""
@@ -138,9 +139,9 @@ def _real(value: Any) -> float | None:
     return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
-def _traffic(summary: dict[str, Any]) -> dict[str, Any]:
+def _traffic(summary: Summary) -> dict[str, Any]:
     """vLLM's ``request_rate``/``burstiness``/``max_concurrency`` from the settings ``orchestrate.scenario.pacing`` writes."""
-    settings = summary.get("settings") or {}
+    settings = summary.settings
     rate, users = _real(settings.get("load.rate")), _real(settings.get("load.users"))
     stages = settings.get("load.stages")
     if rate is None:  # closed loop: every user sends its next request at once, vLLM's rate inf
@@ -156,7 +157,7 @@ def _traffic(summary: dict[str, Any]) -> dict[str, Any]:
             "max_concurrency": None if users is None else int(users)}
 
 
-def vllm_bench(summary: dict[str, Any], records: pd.DataFrame) -> dict[str, Any] | None:
+def vllm_bench(summary: Summary, records: pd.DataFrame) -> dict[str, Any] | None:
     """The ``vllm bench serve`` result of a variant; None when it sent no request (vLLM writes none).
     The per-request lists are numpy arrays (a long run has a million requests), ``itls`` a
     ``RequestGaps``; ``write_vllm_bench`` writes them as JSON lists."""
@@ -166,28 +167,28 @@ def vllm_bench(summary: dict[str, Any], records: pd.DataFrame) -> dict[str, Any]
     rows = records[used].sort_values("send_ts", kind="stable")  # vLLM lists requests in the order it sent them
     done = (rows["status"] == OK).to_numpy()
     ok = rows[done]
-    req, tokens, thr = summary["requests"], summary["tokens"], summary["throughput"]
-    facts = (summary.get("server") or {}).get("facts") or {}
-    model = facts.get("model_id") or facts.get("model_path")
-    goodput = summary.get("goodput")
+    req, tokens, thr = summary.requests, summary.tokens, summary.throughput
+    facts = summary.server.facts
+    model = (facts.model_id or facts.model_path) if facts else None
+    goodput = summary.goodput
     sends = numeric_column(rows, "send_ts").to_numpy(dtype=float)
     ends = sends + numeric_column(rows, "e2e_ms").fillna(0).to_numpy() / 1000  # as the headline's window
     prompt = numeric_column(rows, "prompt_tokens").fillna(numeric_column(rows, "expected_prompt_tokens")).fillna(0)
     output = np.where(done, numeric_column(rows, "output_tokens").fillna(0), 0)
-    prefill, decode = thr.get("prefill_tok_s"), thr.get("decode_tok_s")
+    prefill, decode = thr.prefill_tok_s, thr.decode_tok_s
     per_second = output_tokens_per_second(ok)
     result: dict[str, Any] = {
         "date": datetime.fromtimestamp(float(np.nanmax(ends))).strftime(DATE_FORMAT),
         "endpoint_type": BACKEND, "backend": BACKEND,
-        "label": f"{summary.get('scenario', '')}/{summary.get('variant', '')}",
+        "label": f"{summary.scenario}/{summary.variant}",
         "model_id": model, "tokenizer_id": model,
-        "num_prompts": int(summary.get("planned_prompts") or req["sent"]),
+        "num_prompts": int(summary.planned_prompts or req.sent),
         **_traffic(summary),
-        "duration": float(summary["duration_s"]),
-        "completed": int(req["completed"]), "failed": int(req["sent"] - req["completed"]),
-        "total_input_tokens": int(tokens["prompt"]), "total_output_tokens": int(tokens["output"]),
-        "request_throughput": thr.get("requests_per_s"),
-        "request_goodput": goodput.get("requests_per_s") if goodput else None,
+        "duration": float(summary.duration_s),
+        "completed": int(req.completed), "failed": int(req.sent - req.completed),
+        "total_input_tokens": int(tokens.prompt), "total_output_tokens": int(tokens.output),
+        "request_throughput": thr.requests_per_s,
+        "request_goodput": goodput.requests_per_s if goodput else None,
         "output_throughput": decode,
         "total_token_throughput": prefill + decode if prefill is not None and decode is not None else None,
         "input_lens": prompt.to_numpy().astype(np.int64), "output_lens": output.astype(np.int64),
@@ -206,7 +207,7 @@ def vllm_bench(summary: dict[str, Any], records: pd.DataFrame) -> dict[str, Any]
     return result
 
 
-def write_vllm_bench(summary: dict[str, Any], records: pd.DataFrame | None, path: Path) -> Path | None:
+def write_vllm_bench(summary: Summary, records: pd.DataFrame | None, path: Path) -> Path | None:
     """Write ``vllm_bench.json``; a variant that sent nothing has none (a stale one is removed)."""
     result = vllm_bench(summary, records) if records is not None else None
     if result is None:

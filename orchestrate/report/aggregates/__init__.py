@@ -1,5 +1,7 @@
 """Every aggregate of the report stage lives in this package: percentiles, rates and counts over many
-records or samples, computed here and nowhere else. The rest of ``report/`` writes, formats and
+records or samples, computed here and nowhere else. None of them renders: the console's lines, ``summary.md``
+and the plots are ``report/console.py``'s, ``markdown.py``'s and ``plots.py``'s (a search's one-sentence
+answer, ``capacity.sentence``, is a value of ``summary.json``). The rest of ``report/`` writes, formats and
 compares what these compute.
 
 Stage: report. One kind a module:
@@ -9,13 +11,14 @@ Stage: report. One kind a module:
 - ``chunks``: over chunk arrivals: pooled ITL gaps, output tokens per second, tokens within windows.
 - ``concurrency``: each request's end, and the most requests in flight at once.
 - ``client``: the load generators' self-check and Locust's own counts against the records.
-- ``goodput``: the requests that met the scenario's SLOs, and their rate (with its summary.md lines).
+- ``goodput``: the requests that met the scenario's SLOs, and their rate.
 - ``accounting``: what became of every prompt asked for, the connections, when the server went down.
 - ``pacing_figures``: an open-loop run's rates, lateness and unsent requests; a ramp's figures per stage.
-- ``turns``: multi-turn replay per turn index, and the conversations (with its summary.md table).
+- ``turns``: multi-turn replay per turn index, and the conversations.
 - ``steadystate``: the steady-state window (the ramp and the drain left out) and the figures inside it.
 - ``capacity``: a capacity search's answer: each probe judged, the boundary, what limited it, the cliff.
-- ``uisteps``: a web UI ramp as steps, each user level held with its own figures (and the words above them).
+- ``sweep``: a sweep's block from its steps' own summaries, and two sweeps' speedups step by step.
+- ``uisteps``: a web UI ramp as steps, each user level held with its own figures.
 - ``host``: how busy the host was while a variant ran (foreign CPU, steal, other GPU users).
 - ``servermetrics``: the server's ``metrics.jsonl``: memory peaks, counter growth, its counts vs the records.
 - ``series``: report.html's curves: latency distributions, tokens and requests in flight over time.

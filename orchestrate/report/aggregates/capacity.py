@@ -15,11 +15,9 @@ the sends kept up with the schedule. A probe the run stopped early because it co
 from __future__ import annotations
 
 import statistics
-from pathlib import Path
 from typing import Any
 
-from orchestrate.report.aggregates.goodput import LABELS, slo_text
-from orchestrate.report.formats import fmt_ms, fmt_num
+from orchestrate.report.formats import SLO_LABELS, fmt_num, slo_text
 from orchestrate.report.jsontypes import from_json, to_json
 from orchestrate.report.schema.capacity import ProbeFigures, Verdict
 from orchestrate.report.schema.summary import Summary
@@ -145,70 +143,7 @@ def sentence(block: dict[str, Any]) -> str:
         return f"does not serve {_load(low, unit)} {within}: the range's low end already failed"
     if bottom is None:
         return f"serves at least {_load(top, unit)} {within} (the range's high end, {high:g}, passed)"
-    missed = LABELS.get(block["limited_by"] or "", block["limited_by"] or "the SLO")
+    missed = SLO_LABELS.get(block["limited_by"] or "", block["limited_by"] or "the SLO")
     return (f"serves {_load(top, unit)} {within}; {_load(bottom, unit)} miss {missed}"
             + ("" if block["converged"] else " (the search stopped at its probe limit before the boundary was as "
                                              "close as asked)"))
-
-
-def markdown(block: dict[str, Any] | None, image: str | None = None) -> list[str]:
-    """``summary.md``'s capacity section: the answer, then every probe in the order run."""
-    if not block:
-        return []
-    out = ["## Capacity", "", f"**{block['sentence']}.**", "",
-           f"Searched {block['over']} over {block['range'][0]:g}–{block['range'][1]:g} "
-           f"(bisected in log space to {100 * block['precision']:g} %, then the boundary probed again): "
-           f"{len(block['probes'])} probes"
-           + (f" in {block['wall_s']:.0f} s" if block.get("wall_s") else "") + "; each has its folder under `steps/`.", ""]
-    cliff_at = block.get("cliff")
-    if cliff_at:
-        out += [f"Throughput fell while load rose: decode {fmt_num(cliff_at['decode_tok_s'])} tok/s at "
-                f"{cliff_at['value']:g} against {fmt_num(cliff_at['peak_decode_tok_s'])} at {cliff_at['peak_value']:g}.",
-                ""]
-    out += [f"| probe | {block['over']} | met the SLO | passed | decode tok/s | TTFT p99 | TPOT p99 | why |",
-            "|---" * 8 + "|"]
-    for p in block["probes"]:
-        ss = p["steady_state"]
-        met = "–" if p["attainment"] is None else f"{100 * p['attainment']:.1f} %"
-        out.append(f"| {p['n']} | {p['value']:g} | {met} | {'yes' if p['passed'] else 'no'} | "
-                   f"{fmt_num(ss['decode_tok_s'])} | {fmt_ms(ss['ttft_p99_ms'])} | {fmt_ms(ss['tpot_p99_ms'])} | "
-                   f"{p['why'] or ''} |")
-    return out + ([""] + [f"![capacity]({image})"] if image else []) + [""]
-
-
-def plot(block: dict[str, Any], path: Path) -> Path | None:
-    """Attainment and steady-state decode tok/s against the load, every probe a point."""
-    try:
-        import matplotlib
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        return None
-    probes = [p for p in block["probes"] if p["attainment"] is not None or p["steady_state"]["decode_tok_s"]]
-    if not probes:
-        return None
-    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4))
-    for p in probes:
-        if p["attainment"] is not None:
-            left.plot(p["value"], 100 * p["attainment"], "o", color="tab:green" if p["passed"] else "tab:red")
-    left.axhline(100 * block["attainment"], color="gray", linestyle="--", label=f"attainment {100 * block['attainment']:g} %")
-    left.set_title(f"requests meeting {slo_text(block['slo'])} (steady state)")
-    left.set_ylabel("%")
-    for p in probes:
-        decode = p["steady_state"]["decode_tok_s"]
-        if decode is not None:
-            right.plot(p["value"], decode, "o", color="tab:blue", fillstyle="none" if p["stopped_early"] else "full")
-    medians = decode_by_load(probes)
-    right.plot(list(medians), list(medians.values()), "-", color="tab:blue", alpha=0.6)
-    right.set_title("decode tok/s (steady state; hollow: stopped early)")
-    for ax in (left, right):
-        ax.set_xlabel(block["over"] if block["over"] == "users" else f"{block['over']} ({block['unit']})")
-        if block["max_passing"] is not None:
-            ax.axvline(block["max_passing"], color="tab:green", alpha=0.4)
-        ax.grid(alpha=0.3)
-    left.legend(fontsize=8)
-    fig.suptitle(block["sentence"], fontsize=9)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path

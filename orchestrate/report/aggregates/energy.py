@@ -88,21 +88,3 @@ def _window(readings: pd.DataFrame, start: float, end: float, why: str | None) -
         return out
     out["joules"] = joules * span / covered  # a last sliver not covered: at the mean
     return out
-
-
-SOURCES = {"nvml": "NVML energy counter, all GPUs", "nvidia-smi": "nvidia-smi power.draw, all GPUs",
-           "rapl": "RAPL, CPU packages"}
-
-
-def console_line(block: dict[str, Any] | None) -> str | None:
-    """"energy 1,234 J over 10.0 s: 0.95 output tokens/J, 1.05 J per output token, 123 W mean (idle 60 W;
-    nvidia-smi power.draw)", or why there is none."""
-    if not block:
-        return None
-    if block.get("joules") is None:
-        return f"energy: not measured — {block.get('unavailable')}"
-    idle = f"idle {block['idle_watts']:.0f} W; " if block.get("idle_watts") is not None else ""
-    return (f"energy {block['joules']:,.0f} J over {block['window_s']:.1f} s: "
-            f"{block['output_tokens_per_joule']:.3g} output tokens/J, {block['joules_per_output_token']:.3g} J per "
-            f"output token, {block['mean_watts']:.0f} W mean ({idle}{SOURCES.get(block['source'], block['source'])}"
-            + (f", {block['devices']}" if block.get("devices") else "") + ")")

@@ -31,10 +31,7 @@ import pandas as pd
 
 from locustfiles.records import CANCELLED, ERROR, OK
 from orchestrate.report.aggregates.stats import numeric_column, per_second
-from orchestrate.report.formats import fmt_ms, fmt_num
 from orchestrate.scenario.slo import SLO_KEYS
-
-LABELS = {"ttft_ms": "TTFT", "tpot_ms": "TPOT", "e2e_ms": "E2E"}
 
 
 def goodput(records: pd.DataFrame, slo: dict[str, float] | None, duration_s: float) -> dict[str, Any] | None:
@@ -65,24 +62,3 @@ def goodput(records: pd.DataFrame, slo: dict[str, float] | None, duration_s: flo
     return {"slo": limits, "requests_meeting": n_good, "share": n_good / len(records) if len(records) else None,
             "requests_per_s": per_second(n_good, duration_s), "output_tokens_per_s": per_second(tokens, duration_s),
             "missed_by": missed}
-
-
-def slo_text(slo: dict[str, float]) -> str:
-    """``TTFT ≤ 2.0 s, TPOT ≤ 100 ms``."""
-    return ", ".join(f"{LABELS[key]} ≤ {fmt_ms(slo[key])}" for key in SLO_KEYS if key in slo)
-
-
-def markdown(block: dict[str, Any] | None) -> list[str]:
-    """The goodput lines of ``summary.md``; none without an SLO."""
-    if not block:
-        return []
-    share = block["share"]
-    missed = block["missed_by"]
-    misses = [f"{LABELS[key]} {missed[key]}" for key in SLO_KEYS if key in missed]
-    misses += [f"errors {missed['error']}", f"cancelled {missed['cancelled']}"]
-    return ["## Goodput", "",
-            f"**{block['requests_meeting']} requests met the SLO ({slo_text(block['slo'])})"
-            + (f": {100 * share:.1f} % of all sent" if share is not None else "")
-            + f"; {fmt_num(block['requests_per_s'], 2)} req/s, "
-            f"{fmt_num(block['output_tokens_per_s'])} output tok/s**  ",
-            "missed by: " + ", ".join(misses) + " (a request over two limits counts under both)", ""]

@@ -34,7 +34,6 @@ from orchestrate.report.aggregates.chunks import tokens_received
 from orchestrate.report.aggregates.concurrency import in_flight, request_ends
 from orchestrate.report.aggregates.goodput import goodput
 from orchestrate.report.aggregates.stats import numeric_column, per_second, weighted_stats
-from orchestrate.report.formats import fmt_ms, fmt_num
 
 IN_FLIGHT_SHARE = 0.95
 RATE_TOLERANCE = 0.05
@@ -178,55 +177,3 @@ def prompt_tokens_within(ok: pd.DataFrame, windows: list[tuple[float, float]]) -
                          ((send >= start) & (send < end)).astype(float))
         out.append(float(np.nansum(tokens * share)))
     return out
-
-
-def _triple(stats: dict[str, float] | None) -> str:
-    return "–" if not stats else " / ".join(fmt_ms(stats[p]) for p in ("p50", "p90", "p99"))
-
-
-def console_line(block: dict[str, Any] | None) -> str | None:
-    """One line for the terminal: the window's decode, TTFT and TPOT, or why there is none."""
-    if not block:
-        return None
-    if not block["found"]:
-        needed = f" (about {block['prompts_needed']:,} prompts would give one)" if block.get("prompts_needed") else ""
-        return f"steady state: none — {block['reason']}{needed}"
-    ttft, tpot = block.get("ttft_ms") or {}, block.get("tpot_ms") or {}
-    return (f"steady state {block['start_s']:.1f}–{block['end_s']:.1f} s ({block['requests']:,} requests, "
-            f"{100 * block['share_of_requests']:.0f} %): decode {fmt_num(block['decode_tok_s'])} tok/s, "
-            f"TTFT median {fmt_ms(ttft.get('p50'))}, TPOT median {fmt_ms(tpot.get('p50'))}")
-
-
-def markdown(summary: dict[str, Any]) -> list[str]:
-    """``summary.md``'s steady-state section: the window beside the whole run, or why there is none."""
-    block = summary.get("steady_state")
-    if not block:
-        return []
-    out = ["## Steady state", ""]
-    if not block["found"]:
-        return out + [f"No steady-state window ({block['rule']}): {block['reason']}."
-                      + (f" About {block['prompts_needed']:,} prompts would give one." if block.get("prompts_needed")
-                         else ""), ""]
-    thr, lat, req = summary.get("throughput") or {}, summary.get("latency_ms") or {}, summary.get("requests") or {}
-    good, ss_good = summary.get("goodput"), block.get("goodput")
-    rows = [("span", f"0–{summary.get('duration_s', 0):.1f} s, {req.get('sent', 0):,} requests",
-             f"{block['start_s']:.1f}–{block['end_s']:.1f} s, {block['requests']:,} requests "
-             f"({100 * block['share_of_requests']:.0f} %)"),
-            ("prefill tok/s", fmt_num(thr.get("prefill_tok_s")), fmt_num(block.get("prefill_tok_s"))),
-            ("decode tok/s", fmt_num(thr.get("decode_tok_s")), fmt_num(block.get("decode_tok_s"))),
-            ("req/s", fmt_num(thr.get("requests_per_s"), 2), fmt_num(block.get("requests_per_s"), 2)),
-            ("TTFT p50 / p90 / p99", _triple(lat.get("ttft")), _triple(block.get("ttft_ms"))),
-            ("TPOT p50 / p90 / p99", _triple(lat.get("tpot")), _triple(block.get("tpot_ms")))]
-    if good and ss_good and good.get("share") is not None and ss_good.get("share") is not None:
-        rows.append(("requests meeting the SLO", f"{100 * good['share']:.1f} %", f"{100 * ss_good['share']:.1f} %"))
-    out += ["| | whole run | steady state |", "|---|---|---|"] + [f"| {a} | {b} | {c} |" for a, b, c in rows]
-    flight = block.get("in_flight")
-    if flight and flight.get("mean") is not None:
-        out += ["", f"The window: {block['rule']} ({flight['threshold']} of {flight['users']}); in flight "
-                    f"{flight['mean']:.1f} on average, below {flight['threshold']} for "
-                    f"{100 * flight['below_share']:.1f} % of its time (between a reply and its user's next request). "
-                    "Tokens count by when they arrived in it; latencies are of the requests sent in it."]
-    elif "kept_up" in block:
-        out += ["", f"The window: {block['rule']}"
-                    + ("" if block["kept_up"] else "; after it the sends fell behind the schedule") + "."]
-    return out + [""]

@@ -15,7 +15,6 @@ import pandas as pd
 from locustfiles.dataset import DataFileError, Prompt
 from locustfiles.records import OK
 from orchestrate.report.aggregates.stats import weighted_stats
-from orchestrate.report.formats import fmt_ms, fmt_num
 from orchestrate.results import VariantPaths, read_json
 
 
@@ -79,27 +78,3 @@ def summarize_turns(paths: VariantPaths, records: pd.DataFrame, conversations: b
         return {"turns": turn_rows(records)}
     plan = read_json(paths.conversations) or {}
     return {"turns": turn_rows(records), "conversations": conversation_counts(records, _planned_turns(paths), plan)}
-
-
-def markdown(summary: dict[str, Any]) -> list[str]:
-    """``summary.md``'s per-turn table and conversation line; nothing for single requests."""
-    rows, conv = summary.get("turns"), summary.get("conversations")
-    if not rows:
-        return []
-
-    def share(value: float | None) -> str:
-        return "–" if value is None else f"{100 * value:.1f} %"
-
-    out = ["| turn | requests | TTFT p50 | TTFT p99 | prompt tok | cached tok | prefilled tok | cache hit |",
-           "|---|---|---|---|---|---|---|---|"]
-    out += [f"| {r['turn']} | {r['requests']} | {fmt_ms(r['ttft_p50_ms'])} | {fmt_ms(r['ttft_p99_ms'])} | "
-            f"{fmt_num(r['prompt_tokens_mean'])} | {fmt_num(r['cached_tokens_mean'])} | "
-            f"{fmt_num(r['prefill_tokens_mean'])} | {share(r['cache_hit_share'])} |" for r in rows]
-    if conv:
-        out.append("")
-        out.append(f"conversations: {conv['completed']}/{conv['planned']} completed every turn "
-                   f"({conv['turns_planned']} turns planned); {conv['cut']} cut short by the sampler "
-                   f"({conv['turns_dropped']} turns dropped: "
-                   + (", ".join(f"{k} {v}" for k, v in conv["cut_by"].items() if v) or "none") + ")  ")
-    out += ["token columns are means over completed requests; cache hit = Σ cached / Σ prompt tokens  ", ""]
-    return out

@@ -7,7 +7,7 @@ sent under. Each record says which: ``target_users``, the count the form had set
 is in exactly one step, the ramp to a level included, with no clock to round. For records without the
 stamp the levels come from Locust's history (``locust_stats_history.csv``: the user count each whole
 second) and a level held at least ``HOLD_S`` is a step. The step block has the shape of a
-sweep's (``orchestrate.report.sweep_report`` draws and tabulates it).
+sweep's (``report/markdown.py`` tabulates it, ``report/plots.py`` draws it).
 """
 
 from __future__ import annotations
@@ -84,7 +84,7 @@ def users_over_time(levels: list[Level]) -> dict[str, Any] | None:
 
 
 def ui_steps(records: pd.DataFrame, levels: list[Level], hold_s: float = HOLD_S) -> dict[str, Any] | None:
-    """The steps block (``sweep_report``'s shape, key ``users``); None without a level to show.
+    """The steps block (a sweep's shape, ``aggregates/sweep.py``, key ``users``); None without a level to show.
 
     ``placed_by``: ``send`` when every record carries the user count it was sent under (each level a step),
     ``history`` when the levels come from Locust's whole-second history (each held ``hold_s`` a step)."""
@@ -135,18 +135,3 @@ def first_level_from_the_first_send(levels: list[Level], first_send: float) -> l
             start = min(level.start, first_send)
             return [x for x in levels[:i] if x.end <= start] + [Level(level.users, start, level.end), *levels[i + 1:]]
     return levels
-
-
-def markdown_intro(block: dict[str, Any]) -> list[str]:
-    """The words above the step table of a web UI run, and the steps whose figures rest on few requests."""
-    few = [f"{s['value']} users ({s['completed']} completed)" for s in block.get("steps") or [] if s.get("few")]
-    placed = ("Each user count set in the form is a step; its figures are over the requests sent while it was "
-              "set (each request records the count it was sent under), the ramp to it included."
-              if block.get("placed_by") == "send" else
-              f"Each user level held at least {block['hold_s']:g} s (Locust's own history of the user count, by "
-              "whole seconds) is a step; its figures are over the requests sent while it held (the first level "
-              "from the first request).")
-    return ["## Steps of the web UI ramp", "",
-            placed + " A step is `stopped` when Stop cancelled some of its requests. The whole-run figures above "
-            "pool every level.", ""] + ([f"Fewer than {FEW_COMPLETED} completed requests, figures from a handful of "
-                                   f"values: {', '.join(few)}.", ""] if few else [])

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import orchestrate.report.render
+import orchestrate.report.plots
 import orchestrate.report.summary
 import orchestrate.runloop
 from locustfiles.admission import JOIN_TOKEN_ENV
@@ -298,7 +298,7 @@ def test_report_of_a_missing_dir(tmp_path: Path, capsys):
 
 
 def test_report_rebuilds_a_summary_from_files(tmp_path: Path, capsys, monkeypatch):
-    monkeypatch.setattr(orchestrate.report.render, "plot", lambda *args: None)  # plotting is test_report's
+    monkeypatch.setattr(orchestrate.report.plots, "latency", lambda *args: None)  # plotting is test_plots's
     run = tmp_path / "20260101T000000Z-demo"
     paths = VariantPaths.create(run, "base")
     paths.server_json.write_text(json.dumps({"status": "completed"}))
@@ -320,7 +320,7 @@ def test_report_rebuilds_a_summary_from_files(tmp_path: Path, capsys, monkeypatc
 
 
 def test_report_keeps_the_slo_and_judges_goodput_again(tmp_path: Path, monkeypatch):
-    monkeypatch.setattr(orchestrate.report.render, "plot", lambda *args: None)
+    monkeypatch.setattr(orchestrate.report.plots, "latency", lambda *args: None)
     run = tmp_path / "20260101T000000Z-demo"
     paths = VariantPaths.create(run, "base")
     paths.server_json.write_text(json.dumps({"status": "completed"}))

@@ -1,4 +1,4 @@
-"""orchestrate/load/sampler.py (+ the metrics lines of render.py): hand-written inputs."""
+"""orchestrate/load/sampler.py (+ the metrics lines of console.py and summary.md): hand-written inputs."""
 
 from __future__ import annotations
 
@@ -19,7 +19,12 @@ from orchestrate.load import sampler
 from orchestrate.load.sampler import GpuMemoryProbe, MetricsSampler, parse_nvidia_smi, parse_prometheus
 from orchestrate.report.aggregates.headline import summarize_records
 from orchestrate.report.aggregates.servermetrics import load_metrics, server_metrics, summarize_metrics
-from orchestrate.report.render import fmt_bytes, markdown, memory_line, server_metrics_line
+from orchestrate.report.console import memory_line, server_metrics_line
+from orchestrate.report.formats import fmt_bytes
+from orchestrate.report.jsontypes import from_json
+from orchestrate.report.markdown import summary_md
+from orchestrate.report.schema import Summary
+from orchestrate.report.schema.server import Memory
 from orchestrate.report.summary import notes
 from orchestrate.server.launchers.base import Launcher
 from tests.unit.orchestrate.report.aggregates.test_servermetrics import COMPLETED, GIB, MIB, records, write_metrics
@@ -254,18 +259,18 @@ def test_default_memory_is_the_rss_of_the_process_tree() -> None:
 def test_report_lines_and_plot_links(tmp_path: Path) -> None:
     assert (fmt_bytes(None), fmt_bytes(412.25 * MIB), fmt_bytes(1.5 * GIB)) == ("–", "412.2 MiB", "1.50 GiB")
     metrics = summarize_metrics(load_metrics(write_metrics(tmp_path / "metrics.jsonl")))
-    summary = {"scenario": "s", "variant": "v", **summarize_records(records(*COMPLETED)),
-               "memory": metrics["memory"], "server_metrics": server_metrics(metrics, records(*COMPLETED))}
-    assert memory_line(summary) == ("memory: server peak 950.0 MiB (RSS of the server's processes); memory peak "
+    summary = from_json(Summary, {"scenario": "s", "variant": "v", **summarize_records(records(*COMPLETED)),
+                                  "memory": metrics["memory"], "server_metrics": server_metrics(metrics, records(*COMPLETED))})
+    assert memory_line(summary.memory) == ("memory: server peak 950.0 MiB (RSS of the server's processes); memory peak "
                                     "32.00 GiB of 128.00 GiB (system memory in use: unified memory, whole machine)")
-    assert server_metrics_line(summary) == (
+    assert server_metrics_line(summary.server_metrics) == (
         "server /metrics tokens: prefill 1,000 (records 1,000), cached 300 (records 300), output 200 (records 200) "
         "— agrees with the records; its own speed (Σ tokens / Σ seconds it counted): prefill 2,000.0 tok/s, "
         "decode 100.0 tok/s")
-    md = markdown(summary, ["latency.png", "throughput.png"])
+    md = summary_md(summary, ["latency.png", "throughput.png"])
     assert "![latency](latency.png)" in md and "![throughput](throughput.png)" in md
-    assert f"{memory_line(summary)}  " in md and f"{server_metrics_line(summary)}  " in md
-    assert memory_line({"memory": {"peak_bytes": None, "gpu_peak_bytes": None}}) is None
+    assert f"{memory_line(summary.memory)}  " in md and f"{server_metrics_line(summary.server_metrics)}  " in md
+    assert memory_line(from_json(Memory, {"peak_bytes": None, "gpu_peak_bytes": None})) is None
 
 
 def test_sample_now_writes_a_line_at_once_and_returns_its_time(tmp_path: Path,

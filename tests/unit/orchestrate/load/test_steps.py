@@ -1,11 +1,11 @@
-"""orchestrate/load/steps.py (a sweep's records merged) and report/sweep_report.sweep_block (its summary block)."""
+"""orchestrate/load/steps.py (a sweep's records merged) and report/aggregates/sweep.sweep_block (its summary block)."""
 
 from __future__ import annotations
 
 import json
 
 from orchestrate.load.steps import merge_step_records, write_step_metrics
-from orchestrate.report.sweep_report import sweep_block
+from orchestrate.report.aggregates.sweep import sweep_block
 from orchestrate.results import VariantPaths
 from orchestrate.scenario.spec import Search, Sweep
 

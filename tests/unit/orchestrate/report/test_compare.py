@@ -521,23 +521,6 @@ def test_the_floor_is_the_larger_of_the_measured_one_and_this_runs_quiet_repeats
     assert "and the spread of this run's steadiest repeats, whichever is larger" in write_comparison([run]).read_text()
 
 
-def test_the_bars_carry_their_values(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
-    matplotlib = pytest.importorskip("matplotlib")
-    matplotlib.use("Agg")
-    from matplotlib.axes import Axes
-
-    from orchestrate.report.compare_report import plot
-    seen: list[list[str]] = []
-    original = Axes.bar_label
-    monkeypatch.setattr(Axes, "bar_label", lambda self, bars, labels=None, **kw: seen.append(list(labels))
-                        or original(self, bars, labels=labels, **kw))
-    data = compare(read_variants([write_run(tmp_path / "run", {**STUDY, "flash-attn-on_draft_model-mtp": FAILED})]))
-    assert plot(data, tmp_path / "c.png") is not None
-    decode, prefill, ttft, _ = seen
-    assert decode == ["400.0", "", "320.0", "288.0"]  # the failed variant has no bar and no value
-    assert prefill[0] == "1,000.0" and ttft[0] == "100 ms"
-
-
 # --- the basis effects are read on, and capacity -------------------------------------------------
 
 def steady(decode: float, ttft: float, tpot: float) -> dict[str, Any]:

@@ -1,5 +1,5 @@
-"""orchestrate/report/pacing_report.py: how the ``arrivals`` and ``stages`` blocks read in summary.md, from
-records through ``aggregates/pacing_figures.py``."""
+"""orchestrate/report/pacing_report.py: the notes of the ``arrivals`` and ``stages`` blocks, from records through
+``aggregates/pacing_figures.py``, and the blocks reaching summary.md (their lines: ``test_markdown.py``)."""
 
 from __future__ import annotations
 
@@ -12,9 +12,10 @@ import pytest
 from orchestrate.report import pacing_report
 from orchestrate.report.aggregates import pacing_figures
 from orchestrate.report.aggregates.headline import summarize_records
-from orchestrate.report.render import markdown
+from orchestrate.report.markdown import summary_md
 from orchestrate.results import VariantPaths
 from tests.unit.orchestrate.report.aggregates.test_pacing_figures import T0, arrivals_info, rec, stages_info
+from tests.unit.orchestrate.report.test_console import typed
 
 
 def test_an_open_loop_that_kept_up() -> None:
@@ -43,8 +44,6 @@ def test_an_open_loop_whose_cap_fell_behind_counts_late_and_unsent() -> None:
     note = pacing_report.notes({"arrivals": arr})[0]
     assert note.startswith("the concurrency cap of 2 could not keep up with 40.0 req/s: 2 late (> 10 ms), "
                            "6 unsent (5 of them already due)")
-    md = "\n".join(pacing_report.markdown({"arrivals": arr}))
-    assert "**Warning: the concurrency cap of 2 could not keep up" in md and "| 10 | 4 | 6 | 2 (> 10 ms) | 50 % |" in md
 
 
 def test_a_time_cap_that_cut_the_schedule_is_not_the_caps_fault() -> None:
@@ -70,8 +69,6 @@ def test_records_go_to_the_stage_active_at_their_send_time() -> None:
     assert first["decode_tok_s"] == pytest.approx(20 / 2.05)
     assert not third["reached"] and third["requests"] == 0
     assert pacing_report.notes({"stages": stages}) == ["stage(s) 3 never began (the run ended first)"]
-    md = "\n".join(pacing_report.markdown({"stages": stages}))
-    assert "| 1 | 1 | 2 s | 0.0 s | 4 | 4 | 0 | 1 |" in md and "| 3 | 2 | 2 s | not reached |" in md
 
 
 def test_the_blocks_come_from_the_files_and_reach_summary_md(tmp_path: Path) -> None:
@@ -82,7 +79,7 @@ def test_the_blocks_come_from_the_files_and_reach_summary_md(tmp_path: Path) -> 
     records = pd.DataFrame([rec(0, T0, scheduled=T0), rec(1, T0 + 1.2, scheduled=T0 + 1)])
     blocks = pacing_figures.load_mode_summary(paths, records)
     assert blocks["arrivals"]["late"] == 1 and blocks["stages"][0]["requests"] == 2
-    md = markdown({"scenario": "s", "variant": "v", **summarize_records(records), **blocks})
+    md = summary_md(typed({"scenario": "s", "variant": "v", **summarize_records(records), **blocks}))
     assert "Open loop: 1.00 req/s asked (constant)" in md and "| stage | users | duration |" in md
 
 

@@ -32,6 +32,7 @@ from orchestrate.report.aggregates.capacity import judge
 from orchestrate.report.aggregates.client import locust_crosscheck
 from orchestrate.report.aggregates.energy import energy
 from orchestrate.report.aggregates.steadystate import closed_loop, open_loop
+from orchestrate.report.aggregates.sweep import sweep_block
 from orchestrate.report.formats import summary_numbers
 from orchestrate.report.jsontypes import from_json, to_json, undeclared
 from orchestrate.report.schema import Summary
@@ -42,7 +43,6 @@ from orchestrate.report.schema.steady import SteadyState
 from orchestrate.report.schema.summary import RunFacts
 from orchestrate.report.schema.sweep import Sweep, SweepStep
 from orchestrate.report.summary import build_summary
-from orchestrate.report.sweep_report import sweep_block
 from orchestrate.results import VariantPaths
 from orchestrate.scenario.matrix import factor_record
 from orchestrate.scenario.spec import Factor, Search, ServerSpec

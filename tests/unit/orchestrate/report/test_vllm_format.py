@@ -15,6 +15,8 @@ from locustfiles.records import CANCELLED, ERROR, OK, RequestRecord
 from orchestrate.report.aggregates.goodput import goodput
 from orchestrate.report.aggregates.headline import summarize_records
 from orchestrate.report.aggregates.recordsfile import read_records
+from orchestrate.report.jsontypes import from_json
+from orchestrate.report.schema import Summary
 from orchestrate.report.vllm_format import vllm_bench, write_vllm_bench
 
 T0 = 1_700_000_000.0
@@ -50,6 +52,11 @@ def records() -> list[RequestRecord]:
     return [r1, r0, r3, r2]
 
 
+def typed(summary: dict[str, Any]) -> Summary:
+    """A hand-made ``summary.json`` as the typed ``Summary`` ``vllm_format`` reads."""
+    return from_json(Summary, summary)
+
+
 def summary_and_frame(slo: dict[str, float] | None = None) -> tuple[dict[str, Any], pd.DataFrame]:
     df = pd.DataFrame([asdict(r) for r in records()])
     summary = summarize_records(df)
@@ -77,7 +84,7 @@ for _metric in ("ttft", "tpot", "itl", "e2el"):
 
 def test_every_field_with_its_type_and_json_without_nan(tmp_path: Path) -> None:
     summary, df = summary_and_frame()
-    path = write_vllm_bench(summary, df, tmp_path / "vllm_bench.json")
+    path = write_vllm_bench(typed(summary), df, tmp_path / "vllm_bench.json")
     assert path is not None
     bench = json.loads(path.read_text())
     json.dumps(bench, allow_nan=False)  # dashboards parse strict JSON
@@ -96,7 +103,7 @@ def test_every_field_with_its_type_and_json_without_nan(tmp_path: Path) -> None:
 
 def test_values_by_hand() -> None:
     summary, df = summary_and_frame()
-    bench = vllm_bench(summary, df)
+    bench = vllm_bench(typed(summary), df)
     assert bench is not None
     assert (bench["backend"], bench["endpoint_type"], bench["label"]) == ("openai-chat", "openai-chat",
                                                                           "study/fa-off")
@@ -141,7 +148,7 @@ def test_values_by_hand() -> None:
 
 def test_request_goodput_is_the_summary_goodput() -> None:
     summary, df = summary_and_frame(slo={"ttft_ms": 150.0})
-    bench = vllm_bench(summary, df)
+    bench = vllm_bench(typed(summary), df)
     assert bench is not None
     # r0 (TTFT 100) meets, r1 (200) does not: 1 request / 1.2 s
     assert bench["request_goodput"] == pytest.approx(1 / 1.2) == summary["goodput"]["requests_per_s"]
@@ -151,9 +158,9 @@ def test_nothing_sent_writes_nothing_and_removes_a_stale_file(tmp_path: Path) ->
     stale = tmp_path / "vllm_bench.json"
     stale.write_text("{}")
     empty = pd.DataFrame()
-    assert write_vllm_bench(summarize_records(empty), empty, stale) is None
+    assert write_vllm_bench(typed(summarize_records(empty)), empty, stale) is None
     assert not stale.exists()
-    assert write_vllm_bench({}, None, stale) is None
+    assert write_vllm_bench(Summary(), None, stale) is None
 
 
 @pytest.mark.parametrize("settings, expected", [
@@ -170,7 +177,7 @@ def test_nothing_sent_writes_nothing_and_removes_a_stale_file(tmp_path: Path) ->
 def test_traffic_from_the_load_settings(settings: dict[str, Any], expected: tuple[Any, Any, Any]) -> None:
     summary, df = summary_and_frame()
     summary["settings"] = settings
-    bench = vllm_bench(summary, df)
+    bench = vllm_bench(typed(summary), df)
     assert bench is not None
     assert (bench["request_rate"], bench["burstiness"], bench["max_concurrency"]) == expected
 
@@ -181,8 +188,8 @@ def test_the_columnar_frame_gives_the_same_file(tmp_path: Path) -> None:
     summary, df = summary_and_frame()
     path = tmp_path / "requests.jsonl"
     path.write_text("".join(r.to_json() + "\n" for r in records()))
-    lists = json.loads(write_vllm_bench(summary, df, tmp_path / "a.json").read_text())  # type: ignore[union-attr]
-    cols = json.loads(write_vllm_bench(summary, read_records(path), tmp_path / "b.json").read_text())  # type: ignore[union-attr]
+    lists = json.loads(write_vllm_bench(typed(summary), df, tmp_path / "a.json").read_text())  # type: ignore[union-attr]
+    cols = json.loads(write_vllm_bench(typed(summary), read_records(path), tmp_path / "b.json").read_text())  # type: ignore[union-attr]
     assert cols == lists
 
 
@@ -192,5 +199,5 @@ def test_itls_are_written_at_the_records_resolution(tmp_path: Path) -> None:
     r.chunk_offsets_ms = [138.266, 152.4106, 160.0]
     summary, _ = summary_and_frame()
     df = pd.DataFrame([asdict(r)])
-    bench = json.loads(write_vllm_bench(summary, df, tmp_path / "v.json").read_text())  # type: ignore[union-attr]
+    bench = json.loads(write_vllm_bench(typed(summary), df, tmp_path / "v.json").read_text())  # type: ignore[union-attr]
     assert bench["itls"] == [[0.0141446, 0.0075894]]

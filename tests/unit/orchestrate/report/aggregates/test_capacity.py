@@ -15,8 +15,6 @@ from orchestrate.report.aggregates.capacity import (
     cliff,
     judge,
     limited_by,
-    markdown,
-    plot,
     sentence,
 )
 from orchestrate.report.jsontypes import from_json, to_json
@@ -214,32 +212,3 @@ def test_capacity_block_of_a_stopped_rate_search(tmp_path: Path) -> None:
 
 def test_no_search_no_block(tmp_path: Path) -> None:
     assert capacity_block(VariantPaths.create(tmp_path, "v")) is None
-    assert markdown(None) == []
-
-
-def test_markdown_and_a_cliff(tmp_path: Path) -> None:
-    found = capacity_block(users_search(tmp_path))
-    assert found is not None
-    md = markdown(found, "capacity.png")
-    assert md[:3] == ["## Capacity", "", f"**{found['sentence']}.**"]
-    assert md[4].startswith("Searched users over 1–16 (bisected in log space to 5 %, then the boundary probed again)")
-    assert md[4].endswith(": 6 probes in 12 s; each has its folder under `steps/`.")
-    assert "| probe | users | met the SLO | passed | decode tok/s | TTFT p99 | TPOT p99 | why |" in md
-    assert "| 3 | 4 | 80.0 % | no | 150.0 | 300 ms | 40 ms | 80.0 % met the SLO, below 90 % |" in md
-    assert "| 1 | 1 | 100.0 % | yes | 50.0 | 300 ms | 40 ms |  |" in md
-    assert md[-2:] == ["![capacity](capacity.png)", ""]
-    assert not any(line.startswith("Throughput fell") for line in md)
-    found["cliff"] = {"value": 4, "decode_tok_s": 100.0, "peak_value": 3, "peak_decode_tok_s": 142.5}
-    assert "Throughput fell while load rose: decode 100.0 tok/s at 4 against 142.5 at 3." in markdown(found)
-
-
-def test_plot_writes_a_png(tmp_path: Path) -> None:
-    pytest.importorskip("matplotlib")
-    found = capacity_block(users_search(tmp_path))
-    assert found is not None
-    out = plot(found, tmp_path / "capacity.png")
-    assert out == tmp_path / "capacity.png"
-    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    blank = {"attainment": None, "steady_state": {"decode_tok_s": None}}
-    nothing = {**found, "probes": [{**p, **blank} for p in found["probes"]]}
-    assert plot(nothing, tmp_path / "none.png") is None and not (tmp_path / "none.png").exists()

@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 from locustfiles.records import CANCELLED, ERROR, OK, RequestRecord
-from orchestrate.report.aggregates.goodput import goodput, markdown
+from orchestrate.report.aggregates.goodput import goodput
 from orchestrate.report.aggregates.headline import summarize_records
 from orchestrate.report.jsontypes import to_json
 from orchestrate.report.schema.summary import RunFacts
@@ -105,7 +105,6 @@ def test_no_slo_no_block_and_no_records() -> None:
     empty = goodput(pd.DataFrame(), SLO, 0.0)
     assert empty is not None
     assert (empty["requests_meeting"], empty["share"], empty["requests_per_s"]) == (0, None, None)
-    assert markdown(None) == []
 
 
 def test_summary_md_and_report_rebuild_keep_goodput(tmp_path: Path) -> None:

@@ -18,7 +18,9 @@ from orchestrate.report.aggregates.servermetrics import (
     server_metrics,
     summarize_metrics,
 )
-from orchestrate.report.render import server_metrics_line
+from orchestrate.report.console import server_metrics_line
+from orchestrate.report.jsontypes import from_json
+from orchestrate.report.schema.server import ServerMetrics
 from orchestrate.report.summary import notes
 
 GIB = 1024 ** 3
@@ -136,4 +138,4 @@ def test_incomplete_requests_explain_a_difference_up_to_a_bound(tmp_path: Path) 
     cancelled.expected_prompt_tokens = 300  # now the prompt explains it too
     block = server_metrics(metrics, records(*COMPLETED[:2], cancelled))
     assert block["agrees_with_records"] is False and block["within_tolerance"] is True
-    assert "within what incomplete requests explain" in (server_metrics_line({"server_metrics": block}) or "")
+    assert "within what incomplete requests explain" in (server_metrics_line(from_json(ServerMetrics, block)) or "")

@@ -14,8 +14,6 @@ from orchestrate.report.aggregates.steadystate import (
     CLOSED_RULE,
     MIN_OPEN_LOOP_REQUESTS,
     OPEN_RULE,
-    console_line,
-    markdown,
     steady_state,
 )
 
@@ -186,7 +184,6 @@ def test_runs_without_a_single_window(settings: dict[str, Any], ui: bool, reason
 
 def test_nothing_sent_no_block() -> None:
     assert steady_state(pd.DataFrame(), {"load.users": 4}) is None
-    assert console_line(None) is None and markdown({}) == []
 
 
 def schedule(n: int) -> list[float]:
@@ -254,52 +251,6 @@ def test_goodput_inside_the_window_judges_every_request_sent_in_it() -> None:
     assert good["requests_per_s"] == pytest.approx(24 / 13.5)
     # latencies: the 26 completed ones sent inside (24 at 1 s, 2 at 2 s); the 13 late ones at 5 s would be the p99
     assert block["ttft_ms"] == {"p50": 1000.0, "p90": 1000.0, "p99": 2000.0}
-
-
-def test_console_line_found_and_not() -> None:
-    block = steady_state(four_users(), {"load.users": 4})
-    assert console_line(block) == ("steady state 1.5–6.0 s (9 requests, 75 %): decode 5.8 tok/s, "
-                                   "TTFT median 1.0 s, TPOT median 500 ms")
-    none = steady_state(frame([rec(u * 0.5) for u in range(4)]), {"load.users": 4})
-    line = console_line(none)
-    assert line is not None and line.startswith("steady state: none — only 1 requests were sent")
-    assert line.endswith("(about 11 prompts would give one)")
-    unknown = console_line(steady_state(four_users(), {}))
-    assert unknown == "steady state: none — the number of users is not known"
-
-
-def test_markdown_beside_the_whole_run() -> None:
-    block = steady_state(four_users(), {"load.users": 4}, {"tpot_ms": 1000.0})
-    summary = {"steady_state": block, "duration_s": 7.5, "requests": {"sent": 12},
-               "throughput": {"prefill_tok_s": 160.0, "decode_tok_s": 4.8, "requests_per_s": 1.6},
-               "latency_ms": {"ttft": {"p50": 1000.0, "p90": 1000.0, "p99": 1000.0}},
-               "goodput": {"share": 0.5}}
-    md = markdown(summary)
-    assert md[:2] == ["## Steady state", ""]
-    assert "| | whole run | steady state |" in md
-    assert "| span | 0–7.5 s, 12 requests | 1.5–6.0 s, 9 requests (75 %) |" in md
-    assert "| prefill tok/s | 160.0 | 200.0 |" in md
-    assert "| decode tok/s | 4.8 | 5.8 |" in md
-    assert "| req/s | 1.60 | 1.78 |" in md
-    assert "| TTFT p50 / p90 / p99 | 1.0 s / 1.0 s / 1.0 s | 1.0 s / 1.0 s / 1.0 s |" in md
-    assert "| TPOT p50 / p90 / p99 | – | 500 ms / 500 ms / 500 ms |" in md
-    assert "| requests meeting the SLO | 50.0 % | 100.0 % |" in md
-    assert any(line.startswith("The window: requests in flight >= 95 % of the users (4 of 4); in flight 4.0 on "
-                               "average, below 4 for 0.0 % of its time") for line in md)
-
-
-def test_markdown_open_loop_and_no_window() -> None:
-    block = steady_state(frame(behind()), {"load.rate": 2.0}, None, schedule(40))
-    md = markdown({"steady_state": block})
-    assert ("The window: requests sent within 5 % of the arrival schedule; after it the sends fell behind the "
-            "schedule.") in md
-    assert not any("requests meeting the SLO" in line for line in md)  # no SLO, no row
-    none = steady_state(frame([rec(u * 0.5) for u in range(4)]), {"load.users": 4})
-    assert none is not None
-    md = markdown({"steady_state": none})
-    assert md[0] == "## Steady state"
-    assert md[2].startswith(f"No steady-state window ({CLOSED_RULE}): only 1 requests were sent")
-    assert md[2].endswith("users the ramp and the drain are most of the run. About 11 prompts would give one.")
 
 
 def test_open_loop_a_brief_lag_that_catches_up_does_not_end_the_window() -> None:

@@ -11,7 +11,7 @@ import pytest
 
 from locustfiles.dataset import Prompt
 from locustfiles.records import CANCELLED, ERROR, OK, RequestRecord
-from orchestrate.report.aggregates.turns import markdown, summarize_turns
+from orchestrate.report.aggregates.turns import summarize_turns
 from orchestrate.results import VariantPaths
 
 T0 = 1_000.0
@@ -78,15 +78,3 @@ def test_single_requests_have_no_turns(tmp_path: Path) -> None:
     paths = variant(tmp_path, [1], None)
     assert summarize_turns(paths, pd.DataFrame([rec(0, 0, None)])) == {}
     assert summarize_turns(paths, pd.DataFrame()) == {}
-    assert markdown({}) == []
-
-
-def test_markdown_table(tmp_path: Path) -> None:
-    paths = variant(tmp_path, [3, 2, 2], {"cut": 1, "turns_dropped": 2,
-                                          "cut_by": {"empty_turn": 0, "exceeds_slot_context": 1}})
-    lines = markdown(summarize_turns(paths, pd.DataFrame(RECORDS)))
-    assert lines[0].startswith("| turn | requests | TTFT p50 | TTFT p99 | prompt tok | cached tok")
-    assert lines[3] == "| 1 | 3 | 20 ms | 20 ms | 300.0 | 108.0 | 192.0 | 36.0 % |"
-    text = "\n".join(lines)
-    assert "1/3 completed every turn (7 turns planned); 1 cut short by the sampler (2 turns dropped: " \
-           "exceeds_slot_context 1)" in text

@@ -9,7 +9,7 @@ from pathlib import Path
 import pandas as pd
 
 from locustfiles.records import OK, RequestRecord
-from orchestrate.report.aggregates.uisteps import Level, markdown_intro, ui_steps, user_levels, users_over_time
+from orchestrate.report.aggregates.uisteps import Level, ui_steps, user_levels, users_over_time
 
 T0 = 1_700_000_000.0
 HEADER = "Timestamp,User Count,Type,Name,Requests/s\n"
@@ -61,10 +61,6 @@ def test_no_step_without_a_level_held_or_without_records() -> None:
     assert ui_steps(pd.DataFrame(), [Level(4, T0, T0 + 30)]) is None
 
 
-def test_the_intro_names_the_hold() -> None:
-    assert "Each user level held at least 10 s" in " ".join(markdown_intro({"hold_s": 10.0}))
-
-
 def test_the_first_step_holds_the_first_requests_sent_before_its_history_row() -> None:
     """Locust's history stamps whole seconds: the 8 users' first row is at +2 s, their first requests left at
     +1.3 s. They are the first step's, not a 0-users level's."""
@@ -87,8 +83,6 @@ def test_a_step_stop_cut_short_says_so_and_few_completed_are_flagged() -> None:
     assert block is not None
     (step,) = block["steps"]
     assert (step["status"], step["cancelled"], step["completed"], step["few"]) == ("stopped", 1, 2, True)
-    intro = " ".join(markdown_intro(block))
-    assert "Fewer than 10 completed requests" in intro and "4 users (2 completed)" in intro
 
 
 def stamped(i: int, send: float, users: int, status: str = OK) -> dict:
@@ -112,7 +106,6 @@ def test_stamped_records_are_placed_by_the_count_they_were_sent_under() -> None:
     assert (eight["held_s"], sixteen["held_s"], four["held_s"]) == (10.7, 0.5, 0.5)  # the last: to its end
     assert (eight["status"], sixteen["status"], sixteen["cancelled"]) == ("completed", "stopped", 1)
     assert (eight["few"], sixteen["few"]) == (True, True)
-    assert "Each user count set in the form is a step" in " ".join(markdown_intro(block))
 
 
 def test_records_without_the_count_fall_back_to_the_history() -> None:
