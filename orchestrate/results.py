@@ -132,7 +132,7 @@ class VariantPaths:
     sweep_png = property(lambda self: self.dir / "sweep.png")
     ui_steps_png = property(lambda self: self.dir / "ui_steps.png")
     """A web UI run's user levels as steps (``orchestrate.report.aggregates.uisteps``)."""
-    """A sweep's figures against the swept value (``orchestrate.report.sweep_report``)."""
+    """A sweep's figures against the swept value (``orchestrate.report.plots``)."""
 
     search_json = property(lambda self: self.dir / "search.json")
     """A capacity search: its settings, SLO and every probe in the order run (written as they run)."""

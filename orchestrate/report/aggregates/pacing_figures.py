@@ -1,9 +1,10 @@
 """The figures of an open-loop run (``arrivals``) and of a staged ramp (``stages``), from the run's files.
 
-Stage: records → report (their summary.md lines and notes: ``report/pacing_report.py``). Everything is
-computed from ``requests.jsonl`` and the two small files the Locust side writes: ``arrivals.json`` (the
-schedule: its parameters, start, every prompt's offset and when the run ended) and ``stages.json`` (the
-stages and when each actually began). ``tokenswarm report`` rebuilds both blocks without a server.
+Stage: records → report (their summary.md lines: ``report/markdown.py``; their notes:
+``report/pacing_report.py``). Everything is computed from ``requests.jsonl`` and the two small files the Locust
+side writes: ``arrivals.json`` (the schedule: its parameters, start, every prompt's offset and when the run
+ended) and ``stages.json`` (the stages and when each actually began). ``tokenswarm report`` rebuilds both
+blocks without a server.
 
 Open loop: a request is *sent* when it has a record (completed, failed or cancelled by the stop);
 *unsent* when it was scheduled and never went out, either because it was already due when the run
