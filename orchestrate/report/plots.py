@@ -1,6 +1,7 @@
-"""Every PNG of a result, drawn with matplotlib (its Agg backend, imported here and nowhere else): a variant's
-``latency.png`` and ``throughput.png``, a capacity search's ``capacity.png``, a sweep's ``sweep.png``, a web
-UI ramp's ``ui_steps.png``, and the run's ``compare.png`` and ``compare_sweep.png``.
+"""Every PNG of a result, drawn with matplotlib (its Agg backend, imported here and nowhere else in the report
+stage; ``tools/calibrate.py`` draws its own ``calibration.png``): a variant's ``latency.png`` and
+``throughput.png``, a capacity search's ``capacity.png``, a sweep's ``sweep.png``, a web UI ramp's
+``ui_steps.png``, and the run's ``compare.png`` and ``compare_sweep.png``.
 
 Stage: report (drawing only; every figure comes from the typed ``Summary`` and its blocks, the records,
 ``metrics.jsonl`` or ``compare.json``). A plot is skipped, None, without matplotlib or without data to draw;
