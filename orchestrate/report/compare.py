@@ -33,7 +33,9 @@ from orchestrate.errors import ResultsError
 from orchestrate.report.aggregates.sweep import speedups
 from orchestrate.report.conditions import busy_text, common_prompts, conditions, numbers_over
 from orchestrate.report.formats import summary_numbers
+from orchestrate.report.jsontypes import from_json
 from orchestrate.report.repeats import deviation, disagree, read_floor, spread
+from orchestrate.report.schema.summary import Summary
 from orchestrate.results import repeat_index, scenario_copy, variant_dirs
 from orchestrate.scenario.matrix import fold, folded_factors
 from orchestrate.scenario.settings import variant_settings
@@ -119,7 +121,8 @@ def read_variants(run_dirs: list[Path]) -> list[VariantResult]:
             settings = summary.get("settings") or _scenario_settings(paths.dir.parent, name, retried)
             out.append(VariantResult(label, run, name, status, retried,
                                      None if status == "completed" else server.get("cause") or summary.get("error"),
-                                     first.get("cause"), first.get("settings"), settings, summary_numbers(summary),
+                                     first.get("cause"), first.get("settings"), settings,
+                                     summary_numbers(from_json(Summary, summary, str(paths.summary_json))),
                                      summary.get("sweep"), summary.get("factors") or {}, summary.get("host"),
                                      None if summary.get("completed_prompts") is None or summary.get("capacity")
                                      else frozenset(summary["completed_prompts"]), repeat, paths.dir))

@@ -17,6 +17,8 @@ from orchestrate.report.aggregates.recordsfile import read_records
 from orchestrate.report.aggregates.stats import numeric_column
 from orchestrate.report.formats import summary_numbers
 from orchestrate.report.host_report import busy_reasons
+from orchestrate.report.jsontypes import from_json
+from orchestrate.report.schema.summary import Summary
 from orchestrate.results import VariantPaths
 
 HostBlock = dict[str, Any] | None
@@ -48,4 +50,4 @@ def numbers_over(variant_dir: Path, prompts: Set[int]) -> dict[str, Any] | None:
     records = read_records(VariantPaths(variant_dir).records)
     if not records.empty:
         records = records[numeric_column(records, "prompt_index").isin(list(prompts))]
-    return None if records.empty else summary_numbers(summarize_records(records))
+    return None if records.empty else summary_numbers(from_json(Summary, summarize_records(records)))

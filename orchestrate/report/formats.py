@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from orchestrate.report.schema.summary import Summary
 from orchestrate.scenario.slo import SLO_KEYS
 
 GIB = 1024 ** 3
@@ -46,35 +47,38 @@ def slo_text(slo: dict[str, float]) -> str:
     return ", ".join(f"{SLO_LABELS[key]} ≤ {fmt_ms(slo[key])}" for key in SLO_KEYS if key in slo)
 
 
-def summary_numbers(summary: dict[str, Any]) -> dict[str, Any]:
-    """The figures variants and sweep steps are compared by, flat, straight from a ``summary.json``."""
-    req, thr = summary.get("requests") or {}, summary.get("throughput") or {}
-    lat, spec, mem = summary.get("latency_ms") or {}, summary.get("speculative") or {}, summary.get("memory") or {}
-    out = {"completed": req.get("completed"), "errors": req.get("errors"), "sent": req.get("sent"),
-           "prefill_tok_s": thr.get("prefill_tok_s"), "decode_tok_s": thr.get("decode_tok_s"),
-           "acceptance": spec.get("acceptance_rate"), "peak_memory_bytes": mem.get("peak_bytes"),
-           "memory_source": mem.get("source")}
-    for metric in ("ttft", "tpot"):
-        for p in ("p50", "p99"):
-            out[f"{metric}_{p}_ms"] = (lat.get(metric) or {}).get(p)
-    steady = summary.get("steady_state") or {}
-    if steady.get("found"):  # the same figures inside the steady-state window
-        out.update({"steady_prefill_tok_s": steady.get("prefill_tok_s"), "steady_decode_tok_s": steady.get("decode_tok_s")})
-        for metric in ("ttft", "tpot"):
-            for p in ("p50", "p99"):
-                out[f"steady_{metric}_{p}_ms"] = (steady.get(f"{metric}_ms") or {}).get(p)
-    found = summary.get("capacity")  # compared only under one SLO, attainment and load axis
+def summary_numbers(summary: Summary) -> dict[str, Any]:
+    """The figures variants and sweep steps are compared by, flat, from a typed ``summary.json``.
+
+    A comparison row, not a summary block: ``compare.py`` reads it by name (its columns, the ``steady_`` figures
+    swapped in on a steady-state basis), spreads it into ``compare.json``'s rows and divides two of them; a sweep
+    step's row (``schema/sweep.py:StepFigures``) has the same keys. The ``steady_*`` keys are there only with a
+    steady-state window, the ``capacity*`` ones only with a capacity search."""
+    req, thr, lat, mem = summary.requests, summary.throughput, summary.latency_ms, summary.memory
+    out: dict[str, Any] = {
+        "completed": req.completed, "errors": req.errors, "sent": req.sent,
+        "prefill_tok_s": thr.prefill_tok_s, "decode_tok_s": thr.decode_tok_s,
+        "acceptance": summary.speculative.acceptance_rate if summary.speculative else None,
+        "peak_memory_bytes": mem.peak_bytes, "memory_source": mem.source}
+    for metric, stats in (("ttft", lat.ttft), ("tpot", lat.tpot)):
+        out[f"{metric}_p50_ms"], out[f"{metric}_p99_ms"] = (stats.p50, stats.p99) if stats else (None, None)
+    steady = summary.steady_state if summary.steady_state and summary.steady_state.found else None
+    if steady:  # the same figures inside the steady-state window
+        out.update({"steady_prefill_tok_s": steady.prefill_tok_s, "steady_decode_tok_s": steady.decode_tok_s})
+        for metric, window in (("ttft", steady.ttft_ms), ("tpot", steady.tpot_ms)):
+            out[f"steady_{metric}_p50_ms"], out[f"steady_{metric}_p99_ms"] = \
+                (window.p50, window.p99) if window else (None, None)
+    found = summary.capacity  # compared only under one SLO, attainment and load axis
     if found:
-        out.update({"capacity": found.get("max_passing"), "capacity_sentence": found.get("sentence"),
-                    "capacity_slo": {"slo": found.get("slo"), "attainment": found.get("attainment"),
-                                     "over": found.get("over")}})
-    power = summary.get("energy") or {}  # J per output token: measured only where the host reads power
-    out["joules_per_output_token"] = power.get("joules_per_output_token")
-    steady_power = power.get("steady_state") or {}
-    if steady.get("found") and steady_power.get("output_tokens_per_joule"):
-        out["steady_joules_per_output_token"] = 1 / steady_power["output_tokens_per_joule"]
-    good = summary.get("goodput") or {}  # the limits too: goodput of two variants compares only under one SLO
-    out.update({"goodput_slo": good.get("slo"), "goodput_requests": good.get("requests_meeting"),
-                "goodput_share": good.get("share"), "goodput_rps": good.get("requests_per_s"),
-                "goodput_tok_s": good.get("output_tokens_per_s")})
+        out.update({"capacity": found.max_passing, "capacity_sentence": found.sentence,
+                    "capacity_slo": {"slo": found.slo, "attainment": found.attainment, "over": found.over}})
+    power = summary.energy  # J per output token: measured only where the host reads power
+    out["joules_per_output_token"] = power.joules_per_output_token
+    per_joule = power.steady_state.output_tokens_per_joule if power.steady_state else None
+    if steady and per_joule:
+        out["steady_joules_per_output_token"] = 1 / per_joule
+    good = summary.goodput  # the limits too: goodput of two variants compares only under one SLO
+    out.update({"goodput_slo": good.slo if good else None, "goodput_requests": good.requests_meeting if good else None,
+                "goodput_share": good.share if good else None, "goodput_rps": good.requests_per_s if good else None,
+                "goodput_tok_s": good.output_tokens_per_s if good else None})
     return out

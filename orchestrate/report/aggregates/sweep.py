@@ -12,6 +12,8 @@ import json
 from typing import Any
 
 from orchestrate.report.formats import summary_numbers
+from orchestrate.report.jsontypes import from_json
+from orchestrate.report.schema.summary import Summary
 from orchestrate.results import VariantPaths
 from orchestrate.scenario.spec import Sweep
 
@@ -31,7 +33,7 @@ def sweep_block(paths: VariantPaths, sweep: Sweep) -> dict[str, Any]:
             rows.append({"value": value, "label": label, "status": "not_run"})
             continue
         rows.append({"value": value, "label": label, "status": summary.get("status", "completed"),
-                     **summary_numbers(summary)})
+                     **summary_numbers(from_json(Summary, summary, str(paths.dir / 'steps' / label)))})
     return {"key": sweep.key, "values": list(sweep.values), "warmup_prompts": sweep.warmup_prompts,
             "settle_s": sweep.settle_s, "steps": rows}
 

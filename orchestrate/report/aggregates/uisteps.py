@@ -22,6 +22,8 @@ from orchestrate.report.aggregates.concurrency import request_ends
 from orchestrate.report.aggregates.headline import summarize_records
 from orchestrate.report.aggregates.stats import numeric_column
 from orchestrate.report.formats import summary_numbers
+from orchestrate.report.jsontypes import from_json
+from orchestrate.report.schema.summary import Summary
 
 HOLD_S = 10.0
 """A user level held at least this long (seconds of Locust's history) is a step."""
@@ -105,7 +107,7 @@ def ui_steps(records: pd.DataFrame, levels: list[Level], hold_s: float = HOLD_S)
     steps = []
     for i, (level, mine) in enumerate(groups):
         summary = summarize_records(mine)
-        figures = summary_numbers(summary)
+        figures = summary_numbers(from_json(Summary, summary))
         cancelled = summary["requests"]["cancelled"]
         steps.append({"value": level.users, "label": f"users-{level.users}-{i + 1}",
                       "status": "stopped" if cancelled else "completed", "cancelled": cancelled,

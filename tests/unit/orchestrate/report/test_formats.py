@@ -8,6 +8,8 @@ from typing import Any
 import pytest
 
 from orchestrate.report.formats import GIB, MIB, fmt_bytes, fmt_ms, fmt_num, summary_numbers
+from orchestrate.report.jsontypes import from_json
+from orchestrate.report.schema.summary import Summary
 
 
 @pytest.mark.parametrize("ms, text", [
@@ -49,17 +51,21 @@ def test_summary_numbers_flatten_a_summary() -> None:
         "goodput": {"slo": {"ttft_ms": 500}, "requests_meeting": 8, "share": 0.8, "requests_per_s": 1.5,
                     "output_tokens_per_s": 60.0},
         "energy": {"joules_per_output_token": 2.5, "steady_state": {"output_tokens_per_joule": 0.5}}}
-    assert summary_numbers(summary) == {
+    assert summary_numbers(from_json(Summary, summary)) == {
         "completed": 9, "errors": 1, "sent": 10, "prefill_tok_s": 500.0, "decode_tok_s": 120.5, "acceptance": 0.7,
         "peak_memory_bytes": 123, "memory_source": "container", "ttft_p50_ms": 80.0, "ttft_p99_ms": 400.0,
         "tpot_p50_ms": 9.0, "tpot_p99_ms": None, "goodput_slo": {"ttft_ms": 500}, "goodput_requests": 8,
         "goodput_share": 0.8, "goodput_rps": 1.5, "goodput_tok_s": 60.0, "joules_per_output_token": 2.5}
     steady = {**summary, "steady_state": {"found": True, "decode_tok_s": 100.0}}
-    assert summary_numbers(steady)["steady_joules_per_output_token"] == 2.0  # 1 / 0.5 tokens per joule
+    assert summary_numbers(from_json(Summary, steady))["steady_joules_per_output_token"] == 2.0  # 1 / 0.5 tokens per joule
 
 
 def test_a_summary_of_a_failed_variant_has_every_figure_as_none() -> None:
-    """Sections a failed load never wrote (or wrote as null) are no figures, not an error."""
-    numbers = summary_numbers({"status": "failed_to_load", "speculative": None, "goodput": None,
-                               "latency_ms": {"ttft": None}})
-    assert set(numbers.values()) == {None} and "decode_tok_s" in numbers and "goodput_rps" in numbers
+    """Sections a failed load never wrote (or wrote as null) are no figures, not an error; the request counts are
+    ``requests``' own (0 when it is missing: its type's defaults, what ``summarize_records`` writes for no records)."""
+    numbers = summary_numbers(from_json(Summary, {"status": "failed_to_load", "speculative": None, "goodput": None,
+                                                  "latency_ms": {"ttft": None}}))
+    counts = {"completed": 0, "errors": 0, "sent": 0}
+    assert {k: numbers[k] for k in counts} == counts
+    figures = {k: v for k, v in numbers.items() if k not in counts}
+    assert set(figures.values()) == {None} and "decode_tok_s" in numbers and "goodput_rps" in numbers

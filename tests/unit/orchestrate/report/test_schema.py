@@ -317,7 +317,7 @@ def test_sweep_rows_with_capacity_and_steady_energy_figures_and_one_not_run(tmp_
     search["energy"] = {"joules_per_output_token": 2.0, "steady_state": {"output_tokens_per_joule": 0.25}}
     search["steady_state"] = {"found": True, "prefill_tok_s": 900.0, "decode_tok_s": 100.0,
                               "ttft_ms": {"p50": 1.0, "p99": 2.0}, "tpot_ms": {"p50": 0.5, "p99": 0.9}}
-    row = {"value": 5.0, "label": "users-5", "status": "completed", **summary_numbers(search)}
+    row = {"value": 5.0, "label": "users-5", "status": "completed", **summary_numbers(from_json(Summary, search))}
     assert {"capacity", "capacity_slo", "steady_joules_per_output_token"} <= set(row)
     assert round_trip(SweepStep, row) == []
     paths = VariantPaths.create(tmp_path, "sweep")
