@@ -17,10 +17,8 @@ from orchestrate.load.steps import Step, StepPoint
 from orchestrate.plans.base import StepDone, StepPlan, planned
 from orchestrate.report.aggregates.capacity import UNITS, judge
 from orchestrate.report.aggregates.sweep import sweep_block
-from orchestrate.report.jsontypes import from_json
 from orchestrate.report.schema.capacity import Verdict
 from orchestrate.report.schema.summary import Summary
-from orchestrate.report.schema.sweep import Sweep as SweepBlock
 from orchestrate.results import VariantPaths, write_json
 from orchestrate.scenario.search import first_pool_size, next_probe, probe_load
 from orchestrate.scenario.spec import Search, Sweep, Variant
@@ -60,6 +58,9 @@ class SinglePlan(StepPlan):
     def warmup_sent(self) -> int:
         return len(self.warmup_prompts)
 
+    def run_facts(self, paths: VariantPaths) -> dict[str, Any]:
+        return {"load": self.variant.load}
+
 
 class SweepPlan(StepPlan):
     """A load key's values, each a step (``steps/<key>-<value>``), dealt from one sample after a warm-up."""
@@ -95,7 +96,7 @@ class SweepPlan(StepPlan):
         return len(self._warmup.prompts) if self._warmup is not None else 0
 
     def run_facts(self, paths: VariantPaths) -> dict[str, Any]:
-        return {"sweep": from_json(SweepBlock, sweep_block(paths, self.sweep))}
+        return {"sweep": sweep_block(paths, self.sweep)}
 
 
 class SearchPlan(StepPlan):

@@ -36,6 +36,7 @@ from orchestrate.report.formats import summary_numbers
 from orchestrate.report.jsontypes import from_json
 from orchestrate.report.repeats import deviation, disagree, read_floor, spread
 from orchestrate.report.schema.summary import Summary
+from orchestrate.report.schema.sweep import Sweep
 from orchestrate.results import repeat_index, scenario_copy, variant_dirs
 from orchestrate.scenario.matrix import fold, folded_factors
 from orchestrate.scenario.settings import variant_settings
@@ -345,7 +346,7 @@ def compare(variants: list[VariantResult], baseline: str | None = None,
             continue
         pair_a, pair_b = matched[0]
         if not effect["confounded_by"] and pair_a.sweep and pair_b.sweep:  # the effect step by step, and where it turns
-            effect["sweep"] = speedups(pair_a.sweep, pair_b.sweep)
+            effect["sweep"] = speedups(from_json(Sweep, pair_a.sweep), from_json(Sweep, pair_b.sweep))
         effects.append(effect)
     repeats = [{"a": x.label, "b": y.label, "ratios": _ratios(x.compared, y.compared)}
                for x, y in combinations(done, 2) if view[x.label] == view[y.label]]

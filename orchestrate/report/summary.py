@@ -31,7 +31,6 @@ from orchestrate.report.jsontypes import from_json, to_json, undeclared
 from orchestrate.report.pacing_report import notes as load_mode_notes
 from orchestrate.report.render import write_reports
 from orchestrate.report.schema.summary import RunFacts, Summary
-from orchestrate.report.schema.sweep import Sweep as SweepBlock
 from orchestrate.results import VariantPaths, read_json
 from orchestrate.scenario.host_limits import HostLimits
 from orchestrate.scenario.spec import Sweep
@@ -138,7 +137,7 @@ def rebuild_summary(paths: VariantPaths, scenario: str) -> Summary:
             step = VariantPaths(paths.dir / "steps" / sweep.label(value))
             if step.summary_json.is_file():
                 rebuild_summary(step, scenario)
-        facts = replace(facts, sweep=from_json(SweepBlock, sweep_block(paths, sweep)))
+        facts = replace(facts, sweep=sweep_block(paths, sweep))
     for probe in (read_json(paths.search_json) or {}).get("probes") or []:  # a capacity search's probes
         step = VariantPaths(paths.dir / "steps" / probe["label"])
         if step.summary_json.is_file():

@@ -23,8 +23,8 @@ def test_the_variants_records_are_its_steps_in_order_and_a_step_that_never_ran_i
     merge_step_records(paths, (SWEEP.label(v) for v in SWEEP.values))
     assert paths.records.read_text() == '{"i": 1}\n{"i": 2}\n{"i": 3}\n'  # no warm-up, nothing stale
     block = sweep_block(paths, SWEEP)
-    assert (block["key"], block["values"], block["warmup_prompts"], block["settle_s"]) == ("users", [1, 4, 16], 2, 0.5)
-    assert [(r["label"], r["status"]) for r in block["steps"]] == [
+    assert (block.key, block.values, block.warmup_prompts, block.settle_s) == ("users", (1, 4, 16), 2, 0.5)
+    assert [(r.label, r.status) for r in block.steps] == [
         ("users-1", "completed"), ("users-4", "server_lost"), ("users-16", "not_run")]
 
 

@@ -10,7 +10,7 @@ from typing import Any
 from orchestrate.report.aggregates.sweep import speedups
 from orchestrate.report.compare_report import comparable, crossover_sentence, markdown, write_comparison
 from orchestrate.results import VariantPaths, compare_json, compare_md, compare_png, compare_sweep_png
-from tests.unit.orchestrate.report.aggregates.test_sweep import block
+from tests.unit.orchestrate.report.aggregates.test_sweep import sweep
 
 
 def row(label: str, decode: float | None = 100.0, **extra: Any) -> dict[str, Any]:
@@ -115,15 +115,15 @@ def test_a_swept_pair_gets_its_step_table_and_crossover() -> None:
 
 
 def test_the_crossover_sentence_names_where_the_lead_ends() -> None:
-    result = speedups(block([100, 200, 400, 500]), block([150, 220, 390, 450]))
+    result = speedups(sweep([100, 200, 400, 500]), sweep([150, 220, 390, 450]))
     assert result is not None
     assert "until users = 16" in crossover_sentence("users", result, "base", "drafter", "server.draft_model")
 
 
 def test_the_crossover_sentence_without_a_crossover() -> None:
-    ahead = speedups(block([100, 200]), block([120, 200]))
+    ahead = speedups(sweep([100, 200]), sweep([120, 200]))
     assert ahead is not None and "no crossover" in crossover_sentence("users", ahead, "a", "b", "x")
-    behind = speedups(block([100, 200]), block([90, 210]))
+    behind = speedups(sweep([100, 200]), sweep([90, 210]))
     assert behind is not None and "never decodes faster" in crossover_sentence("users", behind, "a", "b", "x")
 
 

@@ -4,6 +4,8 @@
 from __future__ import annotations
 
 from orchestrate.report.aggregates.sweep import speedups
+from orchestrate.report.jsontypes import from_json
+from orchestrate.report.schema.sweep import Sweep
 
 
 def block(decode: list[float | None], key: str = "users", values: list[int] | None = None) -> dict:
@@ -14,25 +16,30 @@ def block(decode: list[float | None], key: str = "users", values: list[int] | No
                        "ttft_p99_ms": 20.0 * v, "tpot_p50_ms": 5.0} for v, d in zip(values, decode)]}
 
 
+def sweep(decode: list[float | None], key: str = "users", values: list[int] | None = None) -> Sweep:
+    """``block`` as the typed ``Sweep`` that ``speedups`` takes."""
+    return from_json(Sweep, block(decode, key, values))
+
+
 def test_the_crossover_is_the_first_step_below_one_after_leading():
-    result = speedups(block([100, 200, 400, 500]), block([150, 220, 390, 450]))
+    result = speedups(sweep([100, 200, 400, 500]), sweep([150, 220, 390, 450]))
     assert result is not None
     assert [round(s["speedup"], 3) for s in result["steps"]] == [1.5, 1.1, 0.975, 0.9]
     assert result["crossover"] == 16 and result["below_from"] == 16
 
 
 def test_no_crossover_when_always_ahead_or_never_ahead():
-    ahead = speedups(block([100, 200]), block([120, 200]))
+    ahead = speedups(sweep([100, 200]), sweep([120, 200]))
     assert ahead is not None and ahead["crossover"] is None and ahead["below_from"] is None
-    behind = speedups(block([100, 200]), block([90, 210]))
+    behind = speedups(sweep([100, 200]), sweep([90, 210]))
     assert behind is not None and behind["crossover"] is None and behind["below_from"] == 1  # never led: not a crossover
 
 
 def test_sweeps_over_different_values_are_not_compared_step_by_step():
-    assert speedups(block([1, 2]), block([1, 2], values=[1, 8])) is None
-    assert speedups(block([1, 2]), block([1, 2], key="max_tokens")) is None
+    assert speedups(sweep([1, 2]), sweep([1, 2], values=[1, 8])) is None
+    assert speedups(sweep([1, 2]), sweep([1, 2], key="max_tokens")) is None
 
 
 def test_a_step_without_figures_is_skipped_not_fatal():
-    result = speedups(block([100, None, 300]), block([150, 200, 250]))
+    result = speedups(sweep([100, None, 300]), sweep([150, 200, 250]))
     assert result is not None and result["steps"][1]["speedup"] is None and result["crossover"] == 16
