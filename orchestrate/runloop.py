@@ -248,7 +248,7 @@ def step_done(result: VariantRun, launcher: Launcher, step: Step, folder: Varian
         step=StepFact(point.key, point.value, point.probe) if point else None,
         planned_prompts=planned_requests(list(step.prompts)),
         settings=variant_settings(replace(variant, load=step.load, sweep=None, steps=(), search=None)),
-        factors=factors(variant), slo=variant.slo.as_dict() if variant.slo else {}),
+        load=step.load, factors=factors(variant), slo=variant.slo.as_dict() if variant.slo else {}),
         result.context.host_limits)
     return StepDone(step, status, outcome.stopped_by, result.plan.judge(summary))
 

@@ -7,7 +7,9 @@ a block or key only some runs have); ``from_json`` reads one back
 with pydantic, leniently (a key this version does not know is ignored, a missing one takes its default, so
 older and newer files read) but never silently wrong (a value of the wrong type is a ``ResultsError``
 naming its path); ``undeclared`` lists what a document holds that its type does not declare; ``schema``
-walks a type's fields with their docstrings, which generate ``docs/results.md``.
+walks a type's fields with their docstrings, which generate ``docs/results.md``. A field made with
+``run_json_only()`` is kept in ``run.json`` alone: ``to_json`` writes it only when asked (``run_json=True``), and
+the schema neither lists it nor reads it as a key of the document.
 """
 
 from __future__ import annotations
@@ -41,6 +43,16 @@ def omitted(default: Any = None, keys: str | None = None) -> Any:
     return field(default=default, metadata=metadata)
 
 
+RUN_JSON = "run_json"
+"""Field metadata: a field of ``run.json`` only (what the run knew, for a rebuild), never a key of ``summary.json``."""
+
+
+def run_json_only(default: Any = None) -> Any:
+    """A field ``to_json`` writes only for ``run.json`` (``run_json=True``; left out there too while it holds
+    ``default``) and the schema leaves out."""
+    return field(default=default, metadata={RUN_JSON: True, OMIT: True})
+
+
 KEYS_DOC = "keys_doc"
 """Field metadata of a mapping: what each of its keys is, for the documentation's ``<name>`` row."""
 
@@ -66,6 +78,11 @@ class JsonField:
     field: Field[Any]
 
 
+def documented(jf: JsonField) -> bool:
+    """A key of the document (not a ``run_json_only`` field)."""
+    return not jf.field.metadata.get(RUN_JSON)
+
+
 @cache
 def json_fields(cls: type) -> tuple[JsonField, ...]:
     """``cls``'s fields in order, by their JSON keys."""
@@ -80,20 +97,22 @@ def json_fields(cls: type) -> tuple[JsonField, ...]:
     return tuple(out)
 
 
-def to_json(value: Any) -> Any:
+def to_json(value: Any, run_json: bool = False) -> Any:
     """A dataclass (and what it holds) as JSON values: its fields in order by their JSON keys, an omitted one
-    left out while it holds its default."""
+    left out while it holds its default, a ``run_json_only`` one unless ``run_json``."""
     if is_dataclass(value) and not isinstance(value, type):
         out = {}
         for jf in json_fields(type(value)):
+            if jf.field.metadata.get(RUN_JSON) and not run_json:
+                continue
             item = getattr(value, jf.field.name)
             if not (jf.field.metadata.get(OMIT) and item == _default(jf.field)):
-                out[jf.key] = to_json(item)
+                out[jf.key] = to_json(item, run_json)
         return out
     if isinstance(value, (list, tuple)):
-        return [to_json(v) for v in value]
+        return [to_json(v, run_json) for v in value]
     if isinstance(value, dict):
-        return {k: to_json(v) for k, v in value.items()}
+        return {k: to_json(v, run_json) for k, v in value.items()}
     return value
 
 
@@ -184,7 +203,7 @@ def _field_keys(f: Field[Any]) -> str:
 def schema(cls: type, prefix: str = "", depth: int = 0) -> Iterator[Entry]:
     """Every key a document of ``cls`` may hold, depth first, with its type and docstring."""
     docs = field_docs(cls)
-    for jf in json_fields(cls):
+    for jf in filter(documented, json_fields(cls)):
         path = f"{prefix}{jf.key}"
         yield Entry(path, type_name(jf.type), docs.get(jf.field.name, ""), depth)
         yield from _below(jf.type, path, depth, _field_keys(jf.field), jf.field.metadata.get(KEYS_DOC, ""))
@@ -203,8 +222,9 @@ def _below(tp: Any, path: str, depth: int, keys: str, keys_doc: str = "") -> Ite
 
 def paths_of(cls: type, data: Any) -> set[str]:
     """The schema paths of every key ``data`` (parsed JSON) holds: ``[]`` a list's items, ``<name>`` a mapping's
-    keys; a key ``cls`` does not declare is there too (so ``undeclared`` finds it), as is ``path.{...}`` for a
-    value holding keys where the type declares none."""
+    keys; a key ``cls`` does not declare is there too (so ``undeclared`` finds it; a ``run_json_only`` field's
+    key among them, never looked into), as is ``path.{...}`` for a value holding keys where the type declares
+    none."""
     out: set[str] = set()
     _collect(cls, data, "", out)
     return out
@@ -218,7 +238,7 @@ def undeclared(cls: type, data: Any) -> list[str]:
 def _collect(cls: type, data: Any, prefix: str, out: set[str]) -> None:
     if not isinstance(data, dict):
         return
-    by_key = {jf.key: jf for jf in json_fields(cls)}
+    by_key = {jf.key: jf for jf in json_fields(cls) if documented(jf)}
     for key, value in data.items():
         path = f"{prefix}{key}"
         out.add(path)

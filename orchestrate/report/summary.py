@@ -52,7 +52,7 @@ def build_summary(paths: VariantPaths, scenario: str, variant: str, facts: RunFa
     a server, with the facts ``run.json`` kept)."""
     known = to_json(facts)
     paths.run_json.write_text(json.dumps({"scenario": scenario, "variant": variant, "host_limits": asdict(host_limits),
-                                          "known": known}, indent=1, default=str) + "\n")
+                                          "known": to_json(facts, run_json=True)}, indent=1, default=str) + "\n")
     records = read_records(paths.records)
     summary: dict[str, Any] = {"scenario": scenario, "variant": variant, **known}
     summary.update(summarize_records(records))

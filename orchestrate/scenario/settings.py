@@ -2,24 +2,29 @@
 
 Stage: scenario. The confound check (``compare.py``) and every result's ``summary.json`` compare
 variants by these; they gather what the flag mapping, the load modes and the replay modes add, so
-this module sits above those and the specs.
+this module sits above those and the specs. It is the one module that owns the dotted names: it writes
+them (``variant_settings``, ``ui_settings``) and reads a load back from them (``load_of``).
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from locustfiles.dataset import SamplingConfig
+from locustfiles.pacing_params import Stage
 from orchestrate.scenario.flags import VALUE_SWITCHES, canonical_flag
 from orchestrate.scenario.lengths import length_settings
 from orchestrate.scenario.pacing import settings as mode_settings
 from orchestrate.scenario.replay import replay_settings
 from orchestrate.scenario.search import settings as search_settings
-from orchestrate.scenario.spec import LAUNCHER_KINDS, RANDOM_DATASET, SAMPLING_KEYS, Variant
+from orchestrate.scenario.spec import LAUNCHER_KINDS, RANDOM_DATASET, SAMPLING_KEYS, LoadSpec, Variant
 
 SETTING_LOAD_KEYS = ("dataset", "users", "spawn_rate", "num_prompts", "max_seconds", "max_tokens", "seed",
                      "cache_prompt")
 """Load keys that define an experiment (``read_timeout_s`` does not); see ``settings``."""
+UI_KEYS = ("users", "spawn_rate")
+"""Load keys a person sets in Locust's web UI form."""
 
 
 def on_off(flags: dict[str, Any]) -> dict[str, Any]:
@@ -62,3 +67,38 @@ def variant_settings(variant: Variant) -> dict[str, Any]:
         value = load.sampling.get(key)
         out[f"load.sampling.{key}"] = getattr(defaults, key) if value is None else value
     return out
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def load_of(settings: dict[str, Any]) -> LoadSpec | None:
+    """The load a result ran, read back from its flat settings (``variant_settings``): for a folder whose
+    ``run.json`` predates its ``load``. The keys the report reads come back (users, spawn rate, rate, arrival,
+    burstiness, stages, ``ignore_eos`` as sent, and the scalar ``SETTING_LOAD_KEYS``); the rest keep their
+    defaults. None for a result without one load: ``load.users`` not a whole number (a sweep's list, or no
+    settings), a swept ``load.rate``, a capacity search's variant (``search.over``)."""
+    users, rate = settings.get("load.users"), settings.get("load.rate")
+    if not isinstance(users, int) or isinstance(users, bool) or settings.get("search.over") or \
+            not (rate is None or _number(rate)):
+        return None
+    load = LoadSpec(users=users)
+    scalars = {key: settings[f"load.{key}"] for key in SETTING_LOAD_KEYS if key != "users"
+               and f"load.{key}" in settings and not isinstance(settings[f"load.{key}"], list)}
+    if rate is not None:
+        scalars.update(rate=float(rate), arrival=settings.get("load.arrival", load.arrival))
+        if _number(settings.get("load.burstiness")):
+            scalars["burstiness"] = float(settings["load.burstiness"])
+    stages = settings.get("load.stages")
+    if isinstance(stages, list):
+        scalars["stages"] = tuple(Stage(**stage) for stage in stages)
+    if isinstance(settings.get("load.ignore_eos"), bool):
+        scalars["ignore_eos"] = settings["load.ignore_eos"]
+    return replace(load, **scalars)
+
+
+def ui_settings(asked: LoadSpec, ran: LoadSpec) -> dict[str, Any]:
+    """What a person changed in Locust's web UI form (``UI_KEYS``: the users, the spawn rate) of the load asked,
+    as the settings entries of the load that ran."""
+    return {f"load.{key}": getattr(ran, key) for key in UI_KEYS if getattr(ran, key) != getattr(asked, key)}

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from orchestrate.report.jsontypes import mapping, omitted
+from orchestrate.report.jsontypes import mapping, omitted, run_json_only
 from orchestrate.report.schema.capacity import Capacity
 from orchestrate.report.schema.common import LIMIT_DOC, SETTING_DOC
 from orchestrate.report.schema.headline import (
@@ -44,6 +44,7 @@ from orchestrate.report.schema.steady import Goodput, SteadyState
 from orchestrate.report.schema.sweep import Sweep
 from orchestrate.report.schema.turns import Conversations, TurnRow
 from orchestrate.report.schema.ui import UiSteps, UsersOverTime
+from orchestrate.scenario.spec import LoadSpec
 
 
 @dataclass(frozen=True)
@@ -64,7 +65,7 @@ class RunFacts:
     ``summary.build_summary``, which writes it into ``run.json`` beside the summary; ``tokenswarm report``
     reads it back and rebuilds the same summary from the files. So what a rebuild keeps is these fields, by
     construction: a key the run knows and the rebuild forgets cannot exist. Each lands in ``summary.json``
-    under its own name (``Summary`` is a ``RunFacts``).
+    under its own name (``Summary`` is a ``RunFacts``), but ``load``, kept in ``run.json`` only.
     """
 
     status: str | None = None
@@ -82,6 +83,11 @@ class RunFacts:
     settings: dict[str, Any] = mapping("setting", omit=True, doc=SETTING_DOC)
     """The variant's flat settings as run (``settings.variant_settings``; ``server.reported.*`` for a server
     tokenswarm did not start): dotted keys, values scalars or lists."""
+    load: LoadSpec | None = run_json_only()
+    """The load section the result ran (a single run: the variant's; a sweep step or a probe: the step's own);
+    None for a sweep's or a search's own summary (no single load) and in ``run.json`` written before it
+    (``settings.load_of`` reads it back from ``settings``). Kept in ``run.json`` only: ``summary.json`` records
+    the load flat, in ``settings``."""
     factors: dict[str, Factor] = mapping("axis")
     """A matrix's factor levels, by axis (empty without factors)."""
     retried: bool = False

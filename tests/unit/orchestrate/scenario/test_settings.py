@@ -3,11 +3,21 @@ spellings of one experiment must be equal and what does not change a measurement
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
+import pytest
+
 from locustfiles.dataset import SamplingConfig
-from orchestrate.scenario.settings import on_off, retry_description, variant_settings
-from orchestrate.scenario.spec import LoadSpec, ServerSpec, Sweep, Variant
+from locustfiles.pacing_params import Stage
+from orchestrate.scenario.settings import (
+    load_of,
+    on_off,
+    retry_description,
+    ui_settings,
+    variant_settings,
+)
+from orchestrate.scenario.spec import LoadSpec, Search, ServerSpec, Sweep, Variant
 
 
 def settings(server: ServerSpec | None = None, load: LoadSpec | None = None, **variant: Any) -> dict[str, Any]:
@@ -65,3 +75,39 @@ def test_the_retry_rule_as_a_person_reads_it() -> None:
                                                            "cont-batching": True})
     assert retry_description(v) == "flash-attn=off, draft_model=none, parallel=2, cont-batching=True"
     assert retry_description(Variant("v", ServerSpec(), LoadSpec())) == ""
+
+
+READ = ("users", "spawn_rate", "rate", "arrival", "burstiness", "stages", "ignores_eos", "dataset", "num_prompts",
+        "max_seconds", "max_tokens", "seed", "cache_prompt")
+"""What the report reads of a load (``ignores_eos``: ``ignore_eos`` as sent)."""
+
+
+@pytest.mark.parametrize("load", [
+    LoadSpec(users=8, spawn_rate=2.0, num_prompts=50, max_tokens=64, seed=3, max_seconds=30.0),
+    LoadSpec(users=4, rate=2.5, arrival="poisson", burstiness=0.5),
+    LoadSpec(users=4, rate=2.5, arrival="constant"),
+    LoadSpec(users=16, stages=(Stage(10.0, 4, 4.0), Stage(10.0, 16, 8.0)), spawn_rate=8.0),
+    LoadSpec(dataset="random", ignore_eos=None),
+    LoadSpec(ignore_eos=True),
+], ids=["closed", "open-poisson", "open-constant", "stages", "random-ignores-eos", "ignore-eos"])
+def test_a_load_reads_back_from_its_settings(load: LoadSpec) -> None:
+    """A folder whose run.json predates its ``load``: the report reads the same load from the settings."""
+    back = load_of(settings(load=load))
+    assert back is not None
+    assert {key: getattr(back, key) for key in READ} == {key: getattr(load, key) for key in READ}
+
+
+def test_a_result_without_one_load_reads_none() -> None:
+    assert load_of(settings(load=LoadSpec(users=1), sweep=Sweep("users", (1, 8)))) is None
+    assert load_of(settings(load=LoadSpec(rate=1.0), sweep=Sweep("rate", (1.0, 2.0)))) is None
+    assert load_of(settings(search=Search("users", 1, 8))) is None
+    assert load_of({}) is None
+    swept = load_of(settings(load=LoadSpec(users=4, max_tokens=8), sweep=Sweep("max_tokens", (8, 16))))
+    assert swept is not None and swept.users == 4 and swept.max_tokens == LoadSpec().max_tokens
+
+
+def test_the_web_ui_settings_are_what_the_person_changed() -> None:
+    asked = LoadSpec(users=32, spawn_rate=32.0)
+    assert ui_settings(asked, replace(asked, users=16, spawn_rate=2.0)) == {"load.users": 16, "load.spawn_rate": 2.0}
+    assert ui_settings(asked, replace(asked, users=16)) == {"load.users": 16}
+    assert ui_settings(asked, asked) == {}
