@@ -32,6 +32,10 @@ PLOTTED = (("decode_tok_s", "decode tok/s"), ("prefill_tok_s", "prefill tok/s"),
 """What ``compare.png`` shows, a panel of bars each."""
 
 
+STRIP = {"left": 0.05, "right": 0.99, "bottom": 0.15, "top": 0.84, "wspace": 0.2}
+"""The margins of a strip of three panels (``latency.png``, ``throughput.png``): every variant and step draws two."""
+
+
 def _pyplot() -> Any:
     """matplotlib's pyplot on the Agg backend (files, no display); None without matplotlib."""
     try:
@@ -62,7 +66,7 @@ def latency(summary: Summary, records: Any, path: Path) -> Path | None:
     axes[2].set_title("output tokens received per second")
     axes[2].set_xlabel("s since first request")
     fig.suptitle(f"{summary.scenario} / {summary.variant}")
-    fig.tight_layout()
+    fig.subplots_adjust(**STRIP)  # fixed margins: tight_layout costs 0.15 s a figure
     fig.savefig(path, dpi=90)
     plt.close(fig)
     return path
@@ -102,7 +106,7 @@ def throughput(summary: Summary, metrics_path: Path, path: Path) -> Path | None:
     for ax in axes:
         ax.set_xlabel("s since sampling began")
     fig.suptitle(f"{summary.scenario} / {summary.variant}")
-    fig.tight_layout()
+    fig.subplots_adjust(**STRIP)  # fixed margins: tight_layout costs 0.15 s a figure
     fig.savefig(path, dpi=90)
     plt.close(fig)
     return path
