@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import argparse
 import errno
-import json
 import signal
 import subprocess
 import sys
@@ -43,9 +42,10 @@ def run_main(args: argparse.Namespace) -> int:
 
 
 def exit_code(run: Path) -> int:
-    """0 when every variant of the run completed, else 1."""
-    statuses = [json.loads(p.summary_json.read_text())["status"] for p in variant_dirs(run)]
-    return 0 if statuses and all(s == "completed" for s in statuses) else 1
+    """0 when every variant of the run completed, else 1 (a variant without a readable summary did not)."""
+    from orchestrate.report.summary import read_summary
+    summaries = [read_summary(p) for p in variant_dirs(run)]
+    return 0 if summaries and all(s is not None and s.status == "completed" for s in summaries) else 1
 
 
 def add_capacity_arguments(p: argparse.ArgumentParser) -> None:

@@ -18,8 +18,9 @@ from typing import Any
 
 import yaml
 
-from orchestrate.errors import ScenarioError
-from orchestrate.results import VariantPaths, read_json, scenario_copy
+from orchestrate.errors import ResultsError, ScenarioError
+from orchestrate.report.summary import read_summary
+from orchestrate.results import VariantPaths, scenario_copy
 
 UNFINISHED = ("interrupted",)
 """Statuses of a summary that does not count as done: the variant is run again."""
@@ -45,9 +46,13 @@ def check_same(run: Path, as_run: dict[str, Any]) -> None:
 
 
 def finished(variant_dir: Path) -> str | None:
-    """The status of a variant that is done (its summary written, not interrupted); None when it must run."""
-    summary = read_json(variant_dir / "summary.json")
-    status = summary.get("status") if isinstance(summary, dict) else None
+    """The status of a variant that is done (its summary written, not interrupted); None when it must run: a
+    summary of the wrong shape (a half-written or foreign file) is no proof that it ended."""
+    try:
+        summary = read_summary(VariantPaths(variant_dir))
+    except ResultsError:
+        return None
+    status = summary.status if summary is not None else None
     return status if status and status not in UNFINISHED else None
 
 

@@ -33,10 +33,13 @@ from orchestrate.errors import ResultsError
 from orchestrate.report.aggregates.sweep import speedups
 from orchestrate.report.conditions import busy_text, common_prompts, conditions, numbers_over
 from orchestrate.report.formats import summary_numbers
-from orchestrate.report.jsontypes import from_json
+from orchestrate.report.jsontypes import to_json
 from orchestrate.report.repeats import deviation, disagree, read_floor, spread
+from orchestrate.report.schema.machine import Host
+from orchestrate.report.schema.runfacts import Factor
 from orchestrate.report.schema.summary import Summary
 from orchestrate.report.schema.sweep import Sweep
+from orchestrate.report.summary import read_summary
 from orchestrate.results import repeat_index, scenario_copy, variant_dirs
 from orchestrate.scenario.matrix import fold, folded_factors
 from orchestrate.scenario.settings import variant_settings
@@ -72,11 +75,12 @@ class VariantResult:
     first_settings: dict[str, Any] | None = None
     settings: dict[str, Any] | None = None
     numbers: dict[str, Any] = field(default_factory=dict)
-    sweep: dict[str, Any] | None = None
+    """``formats.summary_numbers``: the figures compared, by name."""
+    sweep: Sweep | None = None
     """The summary's ``sweep`` block (its steps' figures) when the variant was a sweep."""
-    factors: dict[str, Any] = field(default_factory=dict)
-    """The summary's ``factors``: axis → ``{value, covers}`` (none in summaries written before them)."""
-    host: dict[str, Any] | None = None
+    factors: dict[str, Factor] = field(default_factory=dict)
+    """The summary's ``factors``: axis → its level (none in summaries written before them)."""
+    host: Host | None = None
     """The summary's ``host`` block (``orchestrate.load.host_probe``): was the host busy while it ran."""
     prompts: frozenset[int] | None = None
     """The prompt indices it completed (``completed_prompts``; None in summaries written before them, and for
@@ -103,7 +107,7 @@ def _scenario_settings(run: Path, name: str, retried: bool) -> dict[str, Any] | 
 
 def read_variants(run_dirs: list[Path]) -> list[VariantResult]:
     """Every variant of the runs (every repeat of each), in run order; a missing or unreadable summary
-    is a variant that did not run."""
+    is a variant that did not run, one of the wrong shape a ``ResultsError`` naming its file and key."""
     out = []
     for run in run_dirs:
         if not run.is_dir():
@@ -111,27 +115,32 @@ def read_variants(run_dirs: list[Path]) -> list[VariantResult]:
         for paths in variant_dirs(run):
             name, repeat = paths.dir.name, repeat_index(paths.dir.parent)
             label = name if repeat is None else f"{paths.dir.parent.name}/{name}"
-            try:
-                summary = json.loads(paths.summary_json.read_text())
-            except (OSError, ValueError):
+            summary = read_summary(paths)
+            if summary is None:
                 out.append(VariantResult(label, run, name, "missing", cause=f"no readable {paths.summary_json.name}",
                                          repeat=repeat, dir=paths.dir))
                 continue
-            server, first = summary.get("server") or {}, summary.get("first_attempt") or {}
-            status, retried = summary.get("status") or "completed", bool(summary.get("retried"))
-            settings = summary.get("settings") or _scenario_settings(paths.dir.parent, name, retried)
-            out.append(VariantResult(label, run, name, status, retried,
-                                     None if status == "completed" else server.get("cause") or summary.get("error"),
-                                     first.get("cause"), first.get("settings"), settings,
-                                     summary_numbers(from_json(Summary, summary, str(paths.summary_json))),
-                                     summary.get("sweep"), summary.get("factors") or {}, summary.get("host"),
-                                     None if summary.get("completed_prompts") is None or summary.get("capacity")
-                                     else frozenset(summary["completed_prompts"]), repeat, paths.dir))
+            out.append(variant_result(summary, label, run, name, repeat, paths.dir))
     labels = [v.label for v in out]
     for v in out:
         if labels.count(v.label) > 1:
             v.label = f"{v.run.name}/{v.label}"
     return out
+
+
+def variant_result(summary: Summary, label: str, run: Path, name: str, repeat: int | None,
+                   folder: Path) -> VariantResult:
+    """What is compared of one variant's summary; summaries written before ``settings`` take them from the
+    run's ``scenario.yaml``, and before ``completed_prompts`` have no prompt set (``prompts`` None)."""
+    status, first = summary.status or "completed", summary.first_attempt
+    settings = summary.settings or _scenario_settings(folder.parent, name, summary.retried)
+    listed = summary.completed_prompts or not summary.requests.completed  # none completed: none listed
+    return VariantResult(label, run, name, status, summary.retried,
+                         None if status == "completed" else summary.server.cause or summary.error,
+                         first.cause if first else None, first.settings if first else None, settings,
+                         summary_numbers(summary), summary.sweep, summary.factors, summary.host,
+                         frozenset(summary.completed_prompts) if listed and summary.capacity is None else None,
+                         repeat, folder)
 
 
 STEADY = "steady_"
@@ -274,7 +283,7 @@ def _floors(groups: list[_Group], known: dict[str, Any] | None) -> tuple[dict[st
     spreads: dict[str, list[float]] = {}
     for g in groups:
         own: dict[str, float] = {}
-        for x, y in combinations([m for m in g.members if not (m.host or {}).get("busy")], 2):
+        for x, y in combinations([m for m in g.members if not (m.host and m.host.busy)], 2):
             for key, r in _ratios(x.compared, y.compared).items():
                 if r:
                     own[key] = max(own.get(key, 0.0), deviation(r))
@@ -298,8 +307,8 @@ def compare(variants: list[VariantResult], baseline: str | None = None,
     runs = runs or list(dict.fromkeys(v.run for v in variants))
     base = _baseline(variants, baseline)
     done = [v for v in variants if v.status == "completed" and v.settings is not None]
-    factors = folded_factors([(v.settings or {}, v.factors) for v in done])
-    view = {v.label: None if v.settings is None else fold(v.settings, v.factors, factors)  # as compared
+    factors = folded_factors([(v.settings or {}, to_json(v.factors)) for v in done])
+    view = {v.label: None if v.settings is None else fold(v.settings, to_json(v.factors), factors)  # as compared
             for v in variants}
     rows = []
     for v in variants:
@@ -346,11 +355,11 @@ def compare(variants: list[VariantResult], baseline: str | None = None,
             continue
         pair_a, pair_b = matched[0]
         if not effect["confounded_by"] and pair_a.sweep and pair_b.sweep:  # the effect step by step, and where it turns
-            effect["sweep"] = speedups(from_json(Sweep, pair_a.sweep), from_json(Sweep, pair_b.sweep))
+            effect["sweep"] = speedups(pair_a.sweep, pair_b.sweep)
         effects.append(effect)
     repeats = [{"a": x.label, "b": y.label, "ratios": _ratios(x.compared, y.compared)}
                for x, y in combinations(done, 2) if view[x.label] == view[y.label]]
-    sweeps = [(v.label, v.sweep) for v in variants if v.sweep]
+    sweeps = [(v.label, to_json(v.sweep)) for v in variants if v.sweep]
     return {"runs": [str(r) for r in runs], "sweeps": sweeps, "basis": chosen,
             "baseline": base.label if base else None, "variants": rows, "varying_settings": varying,
             "factors": factors, "n_repeats": max((len(g.members) for g in groups), default=0),

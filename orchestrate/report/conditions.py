@@ -17,17 +17,24 @@ from orchestrate.report.aggregates.recordsfile import read_records
 from orchestrate.report.aggregates.stats import numeric_column
 from orchestrate.report.formats import summary_numbers
 from orchestrate.report.host_report import busy_reasons
-from orchestrate.report.jsontypes import from_json
+from orchestrate.report.jsontypes import from_json, to_json
+from orchestrate.report.schema.machine import Host
 from orchestrate.report.schema.summary import Summary
 from orchestrate.results import VariantPaths
 
-HostBlock = dict[str, Any] | None
+HostBlock = Host | None
 """A summary's ``host`` block (``orchestrate.report.aggregates.host.summarize_host``), or None before it existed."""
 
 
 def busy_text(host: HostBlock) -> str | None:
     """What kept the host busy (foreign CPU, steal, GPU users), or None when it was quiet."""
-    return "; ".join(busy_reasons(host)) or None
+    return "; ".join(busy_reasons(None if host is None else _given(to_json(host)))) or None
+
+
+def _given(block: dict[str, Any]) -> dict[str, Any]:
+    """A block as ``host_report`` reads it, from the file: a key without a value left out, so that its default
+    applies (``limits`` of summaries written before them: the default limits)."""
+    return {k: _given(v) if isinstance(v, dict) else v for k, v in block.items() if v is not None}
 
 
 def common_prompts(a: Set[int] | None, b: Set[int] | None) -> int | None:
@@ -38,7 +45,7 @@ def common_prompts(a: Set[int] | None, b: Set[int] | None) -> int | None:
 def conditions(host_a: HostBlock, host_b: HostBlock, prompts_a: Set[int] | None,
                prompts_b: Set[int] | None) -> list[str]:
     """``host_load`` and ``prompt_set``, for those that make the pair unfair (empty: a fair pair)."""
-    busy = bool(host_a and host_a.get("busy")) or bool(host_b and host_b.get("busy"))
+    busy = bool(host_a and host_a.busy) or bool(host_b and host_b.busy)
     other = prompts_a is not None and prompts_b is not None and prompts_a != prompts_b
     return ["host_load"] * busy + ["prompt_set"] * other
 
@@ -50,4 +57,4 @@ def numbers_over(variant_dir: Path, prompts: Set[int]) -> dict[str, Any] | None:
     records = read_records(VariantPaths(variant_dir).records)
     if not records.empty:
         records = records[numeric_column(records, "prompt_index").isin(list(prompts))]
-    return None if records.empty else summary_numbers(from_json(Summary, summarize_records(records)))
+    return None if records.empty else summary_numbers(from_json(Summary, to_json(summarize_records(records))))

@@ -53,7 +53,7 @@ def measure(scenario: Scenario, variant: str | None, results_root: Path, swarm: 
               "measured_at": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
               "scenario": str(scenario.path), "variant": chosen.name, "runs": len(done), "run": str(run),
               "pairs": data["repeats"], "floor": floor_of(data["repeats"]),
-              "busy_runs": [v.label for v in done if (v.host or {}).get("busy")]}
+              "busy_runs": [v.label for v in done if v.host and v.host.busy]}
     text = json.dumps(record, indent=2) + "\n"
     (run / NOISE_FLOOR_JSON).write_text(text)
     host_floor_file().parent.mkdir(parents=True, exist_ok=True)

@@ -15,7 +15,7 @@ import orchestrate.report.summary
 import orchestrate.runloop
 from locustfiles.admission import JOIN_TOKEN_ENV
 from locustfiles.records import RequestRecord
-from orchestrate.cli import main
+from orchestrate.cli import exit_code, main
 from orchestrate.load.locust_run import Swarm, WebUi
 from orchestrate.results import VariantPaths
 from orchestrate.scenario.spec import Scenario, ServerSpec
@@ -280,6 +280,22 @@ def test_a_truncated_dataset_is_noted_in_the_summary():
 def test_run_exit_1_when_a_variant_did_not_complete(tmp_path: Path, no_run):
     no_run.status = "failed_to_load"
     assert main(["run", str(DEMO), "--results-dir", str(tmp_path)]) == 1
+
+
+def test_the_exit_code_reads_every_variants_status(tmp_path: Path):
+    """0 only when every variant's summary says completed; a variant without a readable summary did not."""
+    run = tmp_path / "run"
+    for name in ("a", "b"):
+        paths = VariantPaths.create(run, name)
+        paths.server_json.write_text("{}")
+        paths.summary_json.write_text(json.dumps({"status": "completed"}))
+    assert exit_code(run) == 0
+    VariantPaths(run / "b").summary_json.write_text('{"status": "compl')
+    assert exit_code(run) == 1
+    VariantPaths(run / "b").summary_json.write_text(json.dumps({"status": "crashed"}))
+    assert exit_code(run) == 1
+    (tmp_path / "empty").mkdir()
+    assert exit_code(tmp_path / "empty") == 1  # no variant at all
 
 
 def test_run_bad_scenario_is_one_line(tmp_path: Path, capsys, no_run):

@@ -57,6 +57,14 @@ def test_a_variant_is_done_when_its_summary_says_it_ended(tmp_path: Path) -> Non
         "completed", "failed_to_load", None, None]
 
 
+def test_a_summary_of_the_wrong_shape_is_not_done_and_does_not_stop_the_resume(tmp_path: Path) -> None:
+    """A half-written or foreign summary proves nothing: the variant is run again."""
+    for name, text in (("typed", '{"status": ["completed"]}'), ("list", "[]"), ("torn", '{"status": "compl')):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "summary.json").write_text(text)
+        assert finished(tmp_path / name) is None, name
+
+
 def test_a_variant_cut_short_is_set_aside_under_partial_numbered(tmp_path: Path) -> None:
     for _ in range(2):
         (tmp_path / "repeat-2" / "b").mkdir(parents=True)

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 import yaml
 
+from orchestrate.cli import main
 from orchestrate.errors import ResultsError
 from orchestrate.report.compare import VariantResult, basis, compare, on_basis, read_variants
 from orchestrate.report.compare_report import write_comparison
@@ -203,6 +204,19 @@ def test_missing_summary_and_missing_settings(tmp_path: Path):
     assert data["excluded"] == [{"label": "old", "status": "completed", "cause": None},
                                 {"label": "broken", "status": "missing", "cause": "no readable summary.json"}]
     assert data["baseline"] == "old"  # its numbers are still shown and can be the baseline
+
+
+def test_a_summary_of_the_wrong_shape_is_one_line_naming_its_file_and_key(tmp_path: Path, capsys):
+    bad = summary("off", None, 320.0, 800.0, 125.0, 25.0)
+    bad["requests"] = {**bad["requests"], "completed": "all of them"}
+    run = write_run(tmp_path / "run", {"good": STUDY["flash-attn-on_draft_model-none"], "bad": bad})
+    with pytest.raises(ResultsError) as info:
+        read_variants([run])
+    assert str(info.value).startswith(f"{run / 'bad' / 'summary.json'}: requests.completed: ")
+    assert main(["compare", str(run)]) == 2
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line.startswith(f"tokenswarm: error: {run / 'bad' / 'summary.json'}: requests.completed: ")
+    assert not compare_json(run).exists()
 
 
 def test_settings_fall_back_to_the_runs_scenario_yaml(tmp_path: Path):

@@ -5,9 +5,13 @@ from __future__ import annotations
 import pytest
 
 from orchestrate.report.conditions import busy_text, common_prompts, conditions
+from orchestrate.report.jsontypes import from_json
+from orchestrate.report.schema.machine import Host
 
-QUIET = {"foreign_cpu_pct": {"p50": 1.0, "max": 4.0}, "steal_pct": {"p50": 0.0, "max": 0.0}, "busy": False}
-BUSY = {"foreign_cpu_pct": {"p50": 55.0, "max": 90.0}, "steal_pct": {"p50": 0.0, "max": 0.0}, "busy": True}
+QUIET = from_json(Host, {"foreign_cpu_pct": {"p50": 1.0, "max": 4.0}, "steal_pct": {"p50": 0.0, "max": 0.0},
+                         "busy": False})
+BUSY = from_json(Host, {"foreign_cpu_pct": {"p50": 55.0, "max": 90.0}, "steal_pct": {"p50": 0.0, "max": 0.0},
+                        "busy": True})
 
 
 @pytest.mark.parametrize("host_a, host_b, prompts_a, prompts_b, expected", [
