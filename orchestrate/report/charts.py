@@ -1,17 +1,21 @@
 """The interactive charts of ``report.html``: Plotly figures as plain dicts (``data`` and ``layout``).
 
 Stage: report. Formatting only: the curves come from ``aggregates/series.py``, the figures from the
-summaries and ``compare.json``. Every run is one trace, coloured by its variant and dashed by its
+typed summaries and ``compare.json``. Every run is one trace, coloured by its variant and dashed by its
 repeat, in a legend group by variant: a click on a legend entry hides or shows that variant's runs.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from orchestrate.report.compare_report import effect_name, held_text
 from orchestrate.report.plots import CURVES
+from orchestrate.report.schema.capacity import Capacity
+from orchestrate.report.schema.sweep import Sweep
+from orchestrate.report.schema.ui import UiSteps
 
 Figure = dict[str, Any]
 """``{"title", "data": [traces], "layout": {...}}``, drawn by ``Plotly.newPlot`` as is."""
@@ -92,17 +96,17 @@ def timeline_figures(runs: list[RunCurves]) -> list[Figure]:
     return out
 
 
-def step_figures(blocks: list[tuple[str, dict[str, Any]]], what: str) -> list[Figure]:
+def step_figures(blocks: Sequence[tuple[str, Sweep | UiSteps]], what: str) -> list[Figure]:
     """Decode tok/s, TTFT and TPOT against the stepped value (a sweep's, or the web UI's user levels), one
     line per variant.
 
     :param blocks: (label, a summary's ``sweep`` or ``ui_steps`` block).
     """
-    blocks = [(label, block) for label, block in blocks if block.get("steps")]
+    blocks = [(label, block) for label, block in blocks if block.steps]
     if not blocks:
         return []
-    key = blocks[0][1]["key"]
-    values = sorted({v for _, block in blocks for v in block["values"]}, key=str)
+    key = blocks[0][1].key
+    values = sorted({v for _, block in blocks for v in block.values}, key=str)
     numeric = all(isinstance(v, (int, float)) and v > 0 for v in values)
     axis: dict[str, Any] = {"title": {"text": key}}
     if numeric and max(values) / min(values) >= 8:  # 1, 2, 4 … 32 users: evenly spaced, as the PNG
@@ -111,7 +115,7 @@ def step_figures(blocks: list[tuple[str, dict[str, Any]]], what: str) -> list[Fi
     for metric, title in CURVES:
         traces = []
         for i, (label, block) in enumerate(blocks):
-            points = [(s["value"], s[metric]) for s in block["steps"] if s.get(metric) is not None]
+            points = [(s.value, getattr(s, metric)) for s in block.steps if getattr(s, metric) is not None]
             if points:
                 traces.append({"type": "scatter", "mode": "lines+markers", "name": label,
                                "x": [p[0] for p in points], "y": [p[1] for p in points],
@@ -123,25 +127,25 @@ def step_figures(blocks: list[tuple[str, dict[str, Any]]], what: str) -> list[Fi
     return out
 
 
-def capacity_figures(label: str, block: dict[str, Any]) -> list[Figure]:
+def capacity_figures(label: str, block: Capacity) -> list[Figure]:
     """A capacity search: each probe's attainment (green passed, red failed) against the load, and its
     steady-state decode tok/s."""
-    axis = block["over"] if block["over"] == "users" else f"{block['over']} ({block['unit']})"
-    probes = block.get("probes") or []
-    done = [p for p in probes if p.get("attainment") is not None]
-    attain = {"type": "scatter", "mode": "markers", "name": "probes", "x": [p["value"] for p in done],
-              "y": [100 * p["attainment"] for p in done],
-              "marker": {"size": 10, "color": ["#228833" if p["passed"] else "#ee6677" for p in done]},
-              "text": [p.get("label", "") for p in done],
+    axis = block.over if block.over == "users" else f"{block.over} ({block.unit})"
+    done = [p for p in block.probes if p.attainment is not None]
+    attain = {"type": "scatter", "mode": "markers", "name": "probes", "x": [p.value for p in done],
+              "y": [100 * p.attainment for p in done if p.attainment is not None],
+              "marker": {"size": 10, "color": ["#228833" if p.passed else "#ee6677" for p in done]},
+              "text": [p.label for p in done],
               "hovertemplate": "%{x}: %{y:.1f} % met the SLO (%{text})<extra></extra>"}
-    target = {"type": "scatter", "mode": "lines", "name": f"attainment {100 * block['attainment']:g} %",
-              "x": [min(p["value"] for p in done), max(p["value"] for p in done)] if done else [],
-              "y": [100 * block["attainment"]] * (2 if done else 0), "line": {"color": "#888", "dash": "dash"}}
-    decode = [p for p in probes if (p.get("steady_state") or {}).get("decode_tok_s") is not None]
+    attainment = 100 * (block.attainment or 0.0)
+    target = {"type": "scatter", "mode": "lines", "name": f"attainment {attainment:g} %",
+              "x": [min(p.value for p in done), max(p.value for p in done)] if done else [],
+              "y": [attainment] * (2 if done else 0), "line": {"color": "#888", "dash": "dash"}}
+    decode = [p for p in block.probes if p.steady_state.decode_tok_s is not None]
     speed = {"type": "scatter", "mode": "markers", "name": "steady-state decode tok/s",
-             "x": [p["value"] for p in decode], "y": [p["steady_state"]["decode_tok_s"] for p in decode],
+             "x": [p.value for p in decode], "y": [p.steady_state.decode_tok_s for p in decode],
              "marker": {"size": 9, "color": "#4477aa",
-                        "symbol": ["circle-open" if p.get("stopped_early") else "circle" for p in decode]},
+                        "symbol": ["circle-open" if p.stopped_early else "circle" for p in decode]},
              "hovertemplate": "%{x}: %{y:,.1f} tok/s<extra></extra>"}
     return [{"title": f"{label}: attainment", "data": [attain, target],
              "layout": _layout(f"{label}: requests within the SLO (steady state)", axis, "%")},

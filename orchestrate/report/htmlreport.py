@@ -15,7 +15,7 @@ import json
 import math
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, is_dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -31,9 +31,9 @@ from orchestrate.report.aggregates.servermetrics import metrics_timeline
 from orchestrate.report.compare import CAPACITY_EFFECT, EFFECT_METRICS, ENERGY_EFFECT, GOODPUT_EFFECT
 from orchestrate.report.definitions import METRIC_DEFINITIONS
 from orchestrate.report.formats import GIB, fmt_bytes, fmt_ms, fmt_num
-from orchestrate.report.jsontypes import from_json
 from orchestrate.report.markdown import summary_md
 from orchestrate.report.schema import Summary
+from orchestrate.report.summary import read_summary
 from orchestrate.results import VariantPaths, compare_json, read_json, report_html, variant_dirs
 
 TEMPLATE = "report.html.j2"
@@ -93,11 +93,12 @@ STEADY = (Figure("steady_state.duration_s", "window s", fmt_num),
 """The same inside each run's steady-state window."""
 
 
-def lookup(summary: dict[str, Any], path: str) -> Any:
-    """The value at a dotted ``summary.json`` path (``latency_ms.ttft.p50``), None where any part is missing."""
+def lookup(summary: Summary, path: str) -> Any:
+    """The value at a dotted ``summary.json`` path (``latency_ms.ttft.p50``) of the typed summary, None where any
+    part is None."""
     node: Any = summary
     for part in path.split("."):
-        node = node.get(part) if isinstance(node, dict) else None
+        node = getattr(node, part, None) if is_dataclass(node) else None
     return node
 
 
@@ -107,10 +108,11 @@ class Run:
 
     label: str
     paths: VariantPaths
-    summary: dict[str, Any]
+    summary: Summary
+    """Its ``summary.json``, read once."""
 
 
-def _cell(summary: dict[str, Any], figure: Figure) -> dict[str, Any]:
+def _cell(summary: Summary, figure: Figure) -> dict[str, Any]:
     value = lookup(summary, figure.path)
     return {"metric": figure.path, "value": json.dumps(value), "text": "–" if value is None else figure.fmt(value)}
 
@@ -128,10 +130,10 @@ def table(runs: list[Run], figures: tuple[Figure, ...], keep: Callable[[Run], bo
 
 def curves(run: Run) -> charts.RunCurves:
     """A run's latency distributions and timelines, from its records and ``metrics.jsonl``."""
-    repeat = (run.summary.get("repeat") or {}).get("index", 1)
-    out = charts.RunCurves(run.label, str(run.summary.get("variant") or run.label), repeat)
+    repeat = run.summary.repeat.index if run.summary.repeat else 1
+    out = charts.RunCurves(run.label, run.summary.variant or run.label, repeat)
     files = (run.paths.records, run.paths.metrics)
-    latency, timeline = _file_curves(files, tuple(_stamp(f) for f in files), bool(run.summary.get("reasoning")))
+    latency, timeline = _file_curves(files, tuple(_stamp(f) for f in files), run.summary.reasoning is not None)
     out.latency.update(latency)
     out.timeline.update(timeline)
     return out
@@ -195,8 +197,8 @@ def _section(key: str, title: str, figures: list[charts.Figure], html: str = "",
 def sections(run_dir: Path, runs: list[Run]) -> list[dict[str, Any]]:
     """The page's sections in reading order; a section with nothing to show is left out."""
     out = []
-    glance, steady = table(runs, GLANCE), table(runs, STEADY, lambda r: bool((r.summary.get("steady_state") or {})
-                                                                           .get("found")))
+    glance, steady = table(runs, GLANCE), table(runs, STEADY, lambda r: bool(r.summary.steady_state
+                                                                           and r.summary.steady_state.found))
     out.append({**_section("glance", "At a glance", [], intro="Every run's headline (the whole load) and, below "
                            "it, its steady-state window (where the load was what it was meant to be)."),
                 "table": glance, "steady": steady})
@@ -208,14 +210,14 @@ def sections(run_dir: Path, runs: list[Run]) -> list[dict[str, Any]]:
                             "Each clean effect as a ratio with its min–max over repeats (grey: within noise); "
                             "the tables and the confounded pairs follow."))
     for run in runs:
-        found = run.summary.get("capacity")
+        found = run.summary.capacity
         if found:
             out.append(_section("capacity-" + re.sub(r"[^A-Za-z0-9_-]+", "-", run.label), f"Capacity: {run.label}",
-                                charts.capacity_figures(run.label, found), intro=found["sentence"]))
-    swept = [(r.label, r.summary["sweep"]) for r in runs if r.summary.get("sweep")]
+                                charts.capacity_figures(run.label, found), intro=found.sentence))
+    swept = [(r.label, r.summary.sweep) for r in runs if r.summary.sweep]
     if swept:
         out.append(_section("sweep", "Sweep", charts.step_figures(swept, "sweep")))
-    stepped = [(r.label, r.summary["ui_steps"]) for r in runs if r.summary.get("ui_steps")]
+    stepped = [(r.label, r.summary.ui_steps) for r in runs if r.summary.ui_steps]
     if stepped:
         out.append(_section("ui-steps", "Web UI steps", charts.step_figures(stepped, "web UI"),
                             intro="The user levels set in the web UI, each held as a step."))
@@ -228,7 +230,7 @@ def sections(run_dir: Path, runs: list[Run]) -> list[dict[str, Any]]:
         out.append(_section("timelines", "Over time", timelines,
                             intro="From the records: tokens when they arrived, requests from send to end; memory "
                                   "and power as sampled. " + LINES))
-    errors = {r.label: (r.summary.get("requests") or {}).get("errors_by_class") or {} for r in runs}
+    errors = {r.label: r.summary.requests.errors_by_class for r in runs}
     shown = charts.errors_figure(errors)
     if shown:
         out.append(_section("errors", "Errors by cause", [shown]))
@@ -236,10 +238,11 @@ def sections(run_dir: Path, runs: list[Run]) -> list[dict[str, Any]]:
 
 
 def _runs(run_dir: Path, found: list[VariantPaths]) -> list[Run]:
+    """The variants with a summary, each read once (one of the wrong shape: a ``ResultsError`` naming it)."""
     out = []
     for paths in found:
-        summary = read_json(paths.summary_json)
-        if summary:
+        summary = read_summary(paths)
+        if summary is not None:
             label = str(paths.dir.relative_to(run_dir)) if paths.dir != run_dir else paths.dir.name
             out.append(Run(label, paths, summary))
     return out
@@ -259,9 +262,8 @@ def render(run_dir: Path, found: list[VariantPaths]) -> str:
     """The page of the results in ``found`` (variant folders of ``run_dir``)."""
     runs = _runs(run_dir, found)
     parts = sections(run_dir, runs)
-    details = [{"label": r.label, "html": prose(summary_md(from_json(Summary, r.summary, str(r.paths.summary_json))))}
-               for r in runs]
-    scenario = next((r.summary.get("scenario") for r in runs if r.summary.get("scenario")), run_dir.name)
+    details = [{"label": r.label, "html": prose(summary_md(r.summary))} for r in runs]
+    scenario = next((r.summary.scenario for r in runs if r.summary.scenario), run_dir.name)
     env = jinja2.Environment(loader=jinja2.PackageLoader("orchestrate.report", "templates"),
                              autoescape=jinja2.select_autoescape(["j2"]))
     return env.get_template(TEMPLATE).render(

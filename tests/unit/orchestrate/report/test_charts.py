@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 from orchestrate.report import charts
+from orchestrate.report.jsontypes import from_json
+from orchestrate.report.schema.capacity import Capacity
+from orchestrate.report.schema.sweep import Sweep
 
 
 def test_runs_of_a_variant_share_a_colour_and_one_legend_entry_and_differ_in_dash() -> None:
@@ -41,14 +44,14 @@ def test_an_effect_is_drawn_at_its_median_with_its_range_as_the_error_bar() -> N
 def test_steps_over_a_wide_range_get_a_log_axis_and_a_capacity_search_colours_its_probes() -> None:
     block = {"key": "users", "values": [1, 2, 4, 8, 16, 32],
              "steps": [{"value": v, "decode_tok_s": 10.0 * v, "ttft_p50_ms": None} for v in (1, 2, 4, 8, 16, 32)]}
-    figures = charts.step_figures([("base", block)], "sweep")
+    figures = charts.step_figures([("base", from_json(Sweep, block))], "sweep")
     assert [f["title"] for f in figures] == ["sweep: decode tok/s"]  # no TTFT values: no TTFT chart
     assert figures[0]["layout"]["xaxis"]["type"] == "log" and figures[0]["data"][0]["y"] == [10.0, 20.0, 40.0, 80.0, 160.0, 320.0]
     search = {"over": "users", "unit": "users", "attainment": 0.99, "probes": [
         {"value": 4, "attainment": 1.0, "passed": True, "label": "users-4", "steady_state": {"decode_tok_s": 40.0}},
         {"value": 8, "attainment": 0.5, "passed": False, "label": "users-8", "stopped_early": True,
          "steady_state": {"decode_tok_s": None}}]}
-    attain, decode = charts.capacity_figures("base", search)
+    attain, decode = charts.capacity_figures("base", from_json(Capacity, search))
     assert attain["data"][0]["y"] == [100.0, 50.0] and attain["data"][0]["marker"]["color"] == ["#228833", "#ee6677"]
     assert decode["data"][0]["x"] == [4]
 
