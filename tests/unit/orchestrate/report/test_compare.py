@@ -424,6 +424,17 @@ def test_quiet_hosts_and_summaries_without_host_readings_leave_effects_clean(tmp
     assert len(effects) == 4 and all(e["confounded_by"] == [] for e in effects)
 
 
+def test_summaries_from_before_completed_prompts_have_no_prompt_set(tmp_path: Path):
+    """Without the key no prompt set is claimed (no ``prompt_set`` confound, no common count); a summary that
+    completed nothing has the empty set; a capacity search's probes number their prompts apart: none."""
+    old = STUDY["flash-attn-on_draft_model-none"]
+    nothing = {**old, "requests": {"sent": 4, "completed": 0, "errors": 4}}
+    listed = {**old, "completed_prompts": [0, 2, 1]}
+    searched = {**listed, "capacity": {"over": "users", "max_passing": 8, "slo": {"ttft_ms": 500}}}
+    run = write_run(tmp_path / "run", {"old": old, "nothing": nothing, "listed": listed, "searched": searched})
+    assert [v.prompts for v in read_variants([run])] == [None, frozenset(), frozenset({0, 1, 2}), None]
+
+
 def test_a_variant_the_time_cap_cut_completed_other_prompts_and_is_confounded(tmp_path: Path):
     everything, early = list(range(100)), list(range(60))
     study = {name: {**s, "completed_prompts": early if name == "flash-attn-off_draft_model-none" else everything}

@@ -29,3 +29,11 @@ def test_common_prompts_and_busy_text():
     assert common_prompts({0, 1, 2, 5}, {1, 2, 7}) == 2 and common_prompts(None, {1}) is None
     assert busy_text(QUIET) is None and busy_text(None) is None
     assert busy_text(BUSY) == "other processes used 55 % of a core (p50, max 90 %)"
+
+
+def test_a_host_block_from_before_its_limits_is_judged_by_the_default_ones():
+    """``limits`` (and other keys) a summary did not write are absent, not null, to ``host_report``."""
+    old = from_json(Host, {"foreign_cpu_pct": {"p50": 55.0, "max": 90.0}, "busy": True})
+    assert old.limits.foreign_cpu_pct is None
+    assert busy_text(old) == "other processes used 55 % of a core (p50, max 90 %)"
+    assert busy_text(from_json(Host, {"foreign_cpu_pct": {"p50": 5.0, "max": 8.0}})) is None  # under 10 %
