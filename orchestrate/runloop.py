@@ -176,7 +176,7 @@ def sample_prompts(plan: StepPlan, source: PromptSource, asked_ui: bool) -> None
     print(f"[{name}] {len(sample.prompts)} prompts ({sample.examined} examined, "
           f"{sample.examined - len(sample.prompts)} dropped){plan.sample_note()}", flush=True)
     if asked_ui and not plan.interactive:
-        print(f"[{name}] a sweep or a search runs headless, step by step: --ui is not used for it", flush=True)
+        print(f"[{name}] its steps run headless, one after another: --ui is not used for it", flush=True)
 
 
 def run_warmup(plan: StepPlan, stepper: Stepper) -> None:
@@ -247,7 +247,7 @@ def step_done(result: VariantRun, launcher: Launcher, step: Step, folder: Varian
         status=status, error=error, stopped_by=outcome.stopped_by,
         step=StepFact(point.key, point.value, point.probe) if point else None,
         planned_prompts=planned_requests(list(step.prompts)),
-        settings=variant_settings(replace(variant, load=step.load, sweep=None, steps=(), search=None)),
+        settings=variant_settings(variant.running(step.load)),
         load=step.load, factors=factors(variant), slo=variant.slo.as_dict() if variant.slo else {}),
         result.context.host_limits)
     return StepDone(step, status, outcome.stopped_by, result.plan.judge(summary))

@@ -237,6 +237,10 @@ class Variant:
     search: Search | None = None
     """A capacity search instead of one load level (``orchestrate.scenario.search``)."""
 
+    def running(self, load: LoadSpec) -> "Variant":
+        """This variant running one load (a step of its sweep or search): what that step's settings record."""
+        return replace(self, load=load, sweep=None, steps=(), search=None)
+
     def with_retry(self) -> "Variant":
         """This variant with ``retry_with`` applied (same name; the retry itself has no retry rule)."""
         if not self.retry_with:
