@@ -1,31 +1,19 @@
-"""The options of ``tokenswarm run`` (and ``noise-floor``): its flags, and the scenario, load generators
-and web UI they make.
+"""The flags of the commands that run a load (``run``, ``capacity``, ``noise-floor``; ``validate`` takes the
+load ones, ``worker`` the join token's), and the types that read their values.
 
-Stage: entry point. The run stage (launchers, the Locust runner, pre-flight) is imported inside the
-functions that build a run, so the parser of every subcommand loads without it (``tokenswarm report``
-must not pull it in). Conflicting or impossible flags are one line each.
+Stage: entry point. Every type is an ``argparse`` type: a bad value is argparse's one-line usage error,
+before anything else runs. Declaring flags imports nothing of the run stage.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import math
-import os
 import re
-import sys
 from collections.abc import Callable
-from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
-from orchestrate.errors import ScenarioError
 from orchestrate.results import DEFAULT_ROOT
-from orchestrate.scenario.settings import variant_settings
-from orchestrate.scenario.spec import RANDOM_DATASET, Scenario
-
-if TYPE_CHECKING:  # the run stage is imported when a run is asked for: `tokenswarm report` never loads it
-    from orchestrate.load.locust_run import Swarm, WebUi
 
 
 def positive(kind: type) -> Callable[[str], object]:
@@ -166,137 +154,6 @@ def add_join_token_file(p: argparse._ActionsContainer, help_text: str) -> None:
     p.add_argument("--join-token-file", type=Path, metavar="FILE", help=help_text)
 
 
-def swarm_of(args: argparse.Namespace) -> Swarm:
-    """The load generators the flags ask for; conflicting flags are one-line errors."""
-    from orchestrate.load.jointoken import token_file_of
-    from orchestrate.load.locust_run import REMOTE_WORKERS_WAIT_S, Swarm
-    from orchestrate.server.launchers.base import LOCAL_HOSTS
-    if args.workers and args.master:
-        raise ScenarioError("--workers and --master exclude each other: --workers starts local workers, "
-                            "--master waits for workers from other hosts")
-    if args.master != bool(args.expect_workers):
-        raise ScenarioError("--master needs --expect-workers N (and --expect-workers needs --master)")
-    if not args.master and (args.master_bind_host or args.master_bind_port or args.expect_workers_max_wait):
-        raise ScenarioError("--master-bind-host/--master-bind-port/--expect-workers-max-wait only apply with --master")
-    if args.join_token_file and not (args.master or args.workers):
-        raise ScenarioError("--join-token-file only applies with --master or --workers")
-    token_file = token_file_of(args.join_token_file, remote=args.master)
-    if args.master:
-        host = args.master_bind_host or "0.0.0.0"
-        if host not in LOCAL_HOSTS:
-            print(f"tokenswarm: warning: the Locust master binds {host}:{args.master_bind_port or 5557}, so other "
-                  "machines can reach it (--master-bind-host); it admits only workers that prove the join token, "
-                  "but prompts and records cross the network unencrypted", file=sys.stderr, flush=True)
-        return Swarm(remote_workers=args.expect_workers, master_bind_host=host,
-                     master_bind_port=args.master_bind_port or 0,
-                     workers_wait_s=args.expect_workers_max_wait or REMOTE_WORKERS_WAIT_S, join_token_file=token_file)
-    return Swarm(workers=args.workers or 0, join_token_file=token_file)
-
-
-def web_ui_of(args: argparse.Namespace) -> WebUi | None:
-    """The web UI ``--ui`` asks for (one address for every variant of the run), or None."""
-    if not args.ui:
-        if args.web_host or args.web_port or args.ui_quit_on_stop:
-            raise ScenarioError("--web-host/--web-port/--ui-quit-on-stop only apply with --ui")
-        return None
-    from orchestrate.load.locust_run import WebUi
-    from orchestrate.server.launchers.base import LOCAL_HOSTS, free_port
-    host = args.web_host or "127.0.0.1"
-    if host not in LOCAL_HOSTS:
-        print(f"tokenswarm: warning: the web UI listens on {host}: anyone who reaches it can start and stop "
-              "load against your server (the default, 127.0.0.1, is reachable from this host only)",
-              file=sys.stderr, flush=True)
-    return WebUi(host=host, port=args.web_port or free_port(host), quit_on_stop=args.ui_quit_on_stop)
-
-
-DEFAULT_SCENARIO = """\
-name: url
-description: a server already running (--url), measured with the command line's load
-load:
-  dataset: sharegpt-v3
-  allow_truncated: true
-  users: 32
-  num_prompts: 1000
-  max_tokens: 256
-"""
-"""``tokenswarm run --url URL`` without a scenario: vLLM's defaults (1,000 ShareGPT prompts) at 32 users;
-the package's ShareGPT file is truncated, so its complete conversations are used (the notes say so)."""
-
-
-def scenario_of(args: argparse.Namespace) -> Scenario:
-    """The scenario file with the command line's overrides applied (``run``, ``noise-floor``)."""
-    from orchestrate.scenario.parse import load_scenario, parse_scenario
-    from orchestrate.server.preflight import API_KEY_ENV
-    if args.scenario is None:
-        if not args.url:
-            raise ScenarioError("give a scenario file (e.g. scenarios/demo.yaml), or --url URL to measure a server "
-                                "already running with the built-in scenario")
-        scenario = parse_scenario(DEFAULT_SCENARIO, Path("(built-in scenario)"))
-    else:
-        scenario = load_scenario(args.scenario)
-    if args.api_key_file:
-        try:
-            os.environ[API_KEY_ENV] = args.api_key_file.read_text().strip()  # Locust's users inherit it
-        except OSError as exc:
-            raise ScenarioError(f"--api-key-file: cannot read {args.api_key_file} ({exc.strerror})") from None
-    load = load_overrides(args)
-    server = {"launcher": "external", "url": args.url} if args.url else {}
-    if args.url and not args.url.startswith(("http://", "https://")):
-        raise ScenarioError(f"--url: must start with http:// or https://, got {args.url!r}")
-    if args.url:
-        refuse_unapplied(scenario)
-    top: dict[str, Any] = {"repeats": args.repeats} if args.repeats else {}
-    limits = {k: v for k, v in (("foreign_cpu_pct", args.foreign_cpu_limit), ("steal_pct", args.steal_limit))
-              if v is not None}
-    if limits:
-        top["host_limits"] = replace(scenario.host_limits, **limits)
-    return with_load(scenario.with_overrides(server=server, load=load, **top), load)
-
-
-def load_overrides(args: argparse.Namespace) -> dict[str, Any]:
-    """The load keys the command line sets (``add_load_arguments``)."""
-    return {k: v for k, v in (("users", args.users), ("spawn_rate", args.spawn_rate or args.users),
-                              ("num_prompts", args.num_prompts), ("max_tokens", args.max_tokens),
-                              ("max_seconds", args.max_seconds), ("dataset", args.dataset),
-                              ("seed", args.seed), ("rate", args.rate),
-                              ("server_lost_after_s", args.server_lost_after_s),
-                              ("allow_truncated", args.allow_truncated),
-                              ("warmup_prompts", None if args.warmup_prompts is None else int(args.warmup_prompts)),
-                              ("input_tokens", args.input_tokens), ("output_tokens", args.output_tokens),
-                              ("prefix_tokens", None if args.prefix_tokens is None else int(args.prefix_tokens)),
-                              ("ignore_eos", args.ignore_eos),
-                              ("sampling", {} if args.dataset == RANDOM_DATASET else None))  # ShareGPT's filters
-            if v is not None}
-
-
-def with_load(scenario: Scenario, load: dict[str, Any]) -> Scenario:
-    """The scenario after its load overrides, checked as a scenario's own keys are (one line each)."""
-    from orchestrate.scenario.lengths import override_problem
-    for variant in scenario.variants:
-        problem = override_problem(variant.load, set(load))
-        if problem is not None:
-            raise ScenarioError(f"variant {variant.name}: {problem}")
-    return scenario
-
-
-def refuse_unapplied(scenario: Scenario) -> None:
-    """With ``--url`` no server setting of the scenario is applied, so variants that differ only in them
-    would be one server measured twice and read as an effect: refused, naming them."""
-    seen: dict[str, tuple[str, dict[str, Any]]] = {}
-    for v in scenario.variants:
-        settings = variant_settings(v)
-        load = json.dumps({k: x for k, x in settings.items() if not k.startswith("server.")}, sort_keys=True,
-                          default=str)
-        if load in seen:
-            name, other = seen[load]
-            differ = sorted(k for k in set(settings) | set(other) if settings.get(k) != other.get(k))
-            raise ScenarioError(f"--url: variants {name} and {v.name} differ only in server settings "
-                                f"({', '.join(differ)}), which tokenswarm cannot apply to a server it did not "
-                                "start; run the scenario without --url (each variant's server is started), or "
-                                "keep one such variant")
-        seen[load] = (v.name, settings)
-
-
 def slo_limits(text: str) -> dict[str, float]:
     """``ttft_ms=2000,tpot_ms=100`` → the limits (each a key of ``slo:`` and > 0)."""
     from orchestrate.scenario.slo import SLO_KEYS
@@ -319,29 +176,3 @@ def search_range(text: str) -> tuple[float, float]:
     except ValueError:
         raise argparse.ArgumentTypeError(f"must be LOW,HIGH (e.g. 1,256), got {text!r}") from None
     return low, high
-
-
-def with_search(scenario: Scenario, args: argparse.Namespace) -> Scenario:
-    """Every variant with the SLO and the search of ``tokenswarm capacity``'s flags over its own (a scenario's
-    ``search:``, or the defaults: users 1 to 256); the same rules as in a scenario, one line each."""
-    from orchestrate.scenario.search import DEFAULT_RANGE, problem
-    from orchestrate.scenario.slo import Slo
-    from orchestrate.scenario.spec import Search
-    variants = []
-    for v in scenario.variants:
-        slo = Slo(**args.slo) if args.slo else v.slo
-        base = v.search or Search("users", *DEFAULT_RANGE)
-        over = args.over or base.over
-        low, high = args.range or ((base.low, base.high) if args.over in (None, base.over) else DEFAULT_RANGE)
-        if over == "users" and not (float(low).is_integer() and float(high).is_integer()):
-            raise ScenarioError(f"--range: users are whole numbers, got {low:g},{high:g}")
-        search = replace(base, over=over, low=int(low) if over == "users" else low,
-                         high=int(high) if over == "users" else high,
-                         precision=args.precision or base.precision, attainment=args.attainment or base.attainment)
-        found = problem(search, v.load, slo is not None, v.sweep is not None)
-        if found is not None:
-            flag = {"over": "--over", "range": "--range", "precision": "--precision", "attainment": "--attainment",
-                    None: "--slo" if slo is None else f"variant {v.name}"}[found[0]]
-            raise ScenarioError(f"{flag}: {found[1]}")
-        variants.append(replace(v, slo=slo, search=search))
-    return replace(scenario, variants=tuple(variants))

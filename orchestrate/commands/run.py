@@ -1,0 +1,92 @@
+"""``tokenswarm run``, ``capacity`` and ``noise-floor``: the commands that run a load, their arguments and mains,
+and the exit code of a run.
+
+Stage: entry point. Each main builds everything from the flags first (the scenario, the API key, the load
+generators: ``scenario_options``, ``generator_options``), so a mistake is one line before anything starts; then
+hands the key over (``export_api_key``, the one place it reaches the environment) and runs. The run stage
+(``runloop``, ``tools.noisefloor``) is imported inside the mains.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from pathlib import Path
+
+from orchestrate.commands.flags import add_run_arguments, positive, search_range, slo_limits
+from orchestrate.commands.generator_options import api_key_of, swarm_of, web_ui_of
+from orchestrate.commands.scenario_options import scenario_of, with_search
+from orchestrate.errors import ScenarioError
+from orchestrate.results import variant_dirs
+
+
+def export_api_key(key: str | None) -> None:
+    """The one place ``--api-key-file``'s key reaches the environment (``TOKENSWARM_API_KEY``,
+    ``server/preflight.py``'s ``API_KEY_ENV``): pre-flight reads it there and Locust's users inherit it. It is never
+    written to the results. Without the flag the environment is left as it is (the variable may be set already)."""
+    if key is not None:
+        from orchestrate.server.preflight import API_KEY_ENV
+        os.environ[API_KEY_ENV] = key
+
+
+def run_main(args: argparse.Namespace) -> int:
+    from orchestrate.runloop import run_scenario
+    scenario, api_key = scenario_of(args), api_key_of(args)
+    swarm, ui = swarm_of(args), web_ui_of(args)
+    export_api_key(api_key)
+    return exit_code(run_scenario(scenario, args.results_dir, swarm, ui=ui, resume=args.resume))
+
+
+def exit_code(run: Path) -> int:
+    """0 when every variant of the run completed, else 1 (a variant without a readable summary did not)."""
+    from orchestrate.report.summary import read_summary
+    summaries = [read_summary(p) for p in variant_dirs(run)]
+    return 0 if summaries and all(s is not None and s.status == "completed" for s in summaries) else 1
+
+
+def add_capacity_arguments(p: argparse.ArgumentParser) -> None:
+    add_run_arguments(p)
+    search = p.add_argument_group("capacity search", "the highest load that meets the SLO, per variant, against "
+                                  "one server start (a scenario's search: section, from flags)")
+    search.add_argument("--slo", type=slo_limits, metavar="KEY=MS,...",
+                        help="the limits each request is judged by: ttft_ms, tpot_ms, e2e_ms (e.g. "
+                        "ttft_ms=2000,tpot_ms=100; overrides the scenario's slo)")
+    search.add_argument("--over", choices=("users", "rate"), help="search concurrent users (default) or an "
+                        "open-loop request rate (--users then caps the requests in flight)")
+    search.add_argument("--range", type=search_range, metavar="LOW,HIGH", help="the loads to search between "
+                        "(default 1,256)")
+    search.add_argument("--precision", type=positive(float), help="stop when the boundary loads differ by this "
+                        "share or less (default 0.05)")
+    search.add_argument("--attainment", type=positive(float), help="share of steady-state requests that must meet "
+                        "every limit for a probe to pass (default 0.99)")
+
+
+def capacity_main(args: argparse.Namespace) -> int:
+    """``tokenswarm capacity``: ``run`` with a capacity search on every variant, from the flags."""
+    from orchestrate.runloop import run_scenario
+    if args.ui:
+        raise ScenarioError("capacity runs headless, probe by probe: --ui does not apply")
+    scenario, api_key = scenario_of(args), api_key_of(args)
+    scenario, swarm = with_search(scenario, args), swarm_of(args)
+    export_api_key(api_key)
+    return exit_code(run_scenario(scenario, args.results_dir, swarm, resume=args.resume))
+
+
+def add_noise_floor_arguments(p: argparse.ArgumentParser) -> None:
+    add_run_arguments(p)
+    p.add_argument("--variant", help="the variant run again and again (default: the scenario's first)")
+    p.set_defaults(repeats=2)
+
+
+def noise_floor_main(args: argparse.Namespace) -> int:
+    """One variant, ``--repeats`` identical runs (2 by default): the ratios between them are this host's noise."""
+    from orchestrate.tools.noisefloor import describe, measure
+    if args.ui or args.resume:
+        raise ScenarioError("noise-floor runs headless, from the start: --ui and --resume do not apply")
+    scenario, api_key = scenario_of(args), api_key_of(args)
+    swarm = swarm_of(args)
+    export_api_key(api_key)
+    for line in describe(measure(scenario, args.variant, args.results_dir, swarm)):
+        print(f"tokenswarm: {line}")
+    return 0
+
