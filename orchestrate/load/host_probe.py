@@ -2,7 +2,7 @@
 
 Stage: load, beside it (``sampler.MetricsSampler`` takes one reading per sample into
 ``metrics.jsonl``; the summary's ``host`` block is ``report/aggregates/host.py``, its note
-``report/host_report.py``, the limits ``scenario/host_limits.py``).
+``report/notes.py:host_note``, the limits ``scenario/host_limits.py``).
 
 A comparison is only as fair as its conditions: two variants that differ in flash attention also
 differ in what else the host was doing. Per interval, foreign CPU = the host's busy CPU time

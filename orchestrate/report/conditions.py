@@ -16,8 +16,8 @@ from orchestrate.report.aggregates.headline import summarize_records
 from orchestrate.report.aggregates.recordsfile import read_records
 from orchestrate.report.aggregates.stats import numeric_column
 from orchestrate.report.formats import summary_numbers
-from orchestrate.report.host_report import busy_reasons
 from orchestrate.report.jsontypes import from_json, to_json
+from orchestrate.report.notes import busy_reasons
 from orchestrate.report.schema.machine import Host
 from orchestrate.report.schema.summary import Summary
 from orchestrate.results import VariantPaths
@@ -28,13 +28,7 @@ HostBlock = Host | None
 
 def busy_text(host: HostBlock) -> str | None:
     """What kept the host busy (foreign CPU, steal, GPU users), or None when it was quiet."""
-    return "; ".join(busy_reasons(None if host is None else _given(to_json(host)))) or None
-
-
-def _given(block: dict[str, Any]) -> dict[str, Any]:
-    """A block as ``host_report`` reads it, from the file: a key without a value left out, so that its default
-    applies (``limits`` of summaries written before them: the default limits)."""
-    return {k: _given(v) if isinstance(v, dict) else v for k, v in block.items() if v is not None}
+    return "; ".join(busy_reasons(host)) or None
 
 
 def common_prompts(a: Set[int] | None, b: Set[int] | None) -> int | None:

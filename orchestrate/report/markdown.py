@@ -25,7 +25,7 @@ from orchestrate.report.console import (
 )
 from orchestrate.report.formats import SLO_LABELS, fmt_ms, fmt_num, slo_text
 from orchestrate.report.jsontypes import to_json
-from orchestrate.report.pacing_report import cap_warning
+from orchestrate.report.notes import cap_warning
 from orchestrate.report.schema import Summary
 from orchestrate.report.schema.capacity import Capacity
 from orchestrate.report.schema.common import Percentiles
@@ -234,7 +234,7 @@ def pacing_section(summary: Summary) -> list[str]:
                     + " |" for label, stats in rows]
             out.append("")
         if arr.cap_fell_behind:
-            out += [f"**Warning: {cap_warning(to_json(arr))}.**", ""]
+            out += [f"**Warning: {cap_warning(arr)}.**", ""]
     if summary.stages:
         out += ["| stage | users | duration | began at | requests | completed | errors | peak in flight | "
                 "decode tok/s | TTFT p50 | TTFT p99 | TPOT p50 |", "|---" * 12 + "|"]

@@ -18,7 +18,6 @@ from orchestrate.report.aggregates.capacity import decode_by_load
 from orchestrate.report.aggregates.chunks import output_tokens_per_second
 from orchestrate.report.aggregates.servermetrics import metrics_timeline
 from orchestrate.report.formats import GIB, MIB, fmt_figure, slo_text
-from orchestrate.report.jsontypes import to_json
 from orchestrate.report.schema import Summary
 from orchestrate.report.schema.capacity import Capacity
 from orchestrate.report.schema.sweep import Sweep
@@ -132,7 +131,7 @@ def capacity(block: Capacity, path: Path) -> Path | None:
         decode = p.steady_state.decode_tok_s
         if decode is not None:
             right.plot(p.value, decode, "o", color="tab:blue", fillstyle="none" if p.stopped_early else "full")
-    medians = decode_by_load([to_json(p) for p in probes])
+    medians = decode_by_load(probes)
     right.plot(list(medians), list(medians.values()), "-", color="tab:blue", alpha=0.6)
     right.set_title("decode tok/s (steady state; hollow: stopped early)")
     for ax in (left, right):

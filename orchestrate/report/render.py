@@ -17,11 +17,12 @@ from orchestrate.report.markdown import summary_md
 from orchestrate.report.schema import Summary
 from orchestrate.report.vllm_format import write_vllm_bench
 from orchestrate.results import VariantPaths
+from orchestrate.scenario.spec import LoadSpec
 
 
-def write_reports(summary: Summary, paths: VariantPaths, records: Any = None) -> None:
+def write_reports(summary: Summary, paths: VariantPaths, records: Any = None, load: LoadSpec | None = None) -> None:
     """Write ``summary.json`` (machine), the plots, then ``summary.md`` (person) linking them, and
-    ``vllm_bench.json``."""
+    ``vllm_bench.json`` (of ``load``, the load the result ran: its rate, users and stages)."""
     paths.summary_json.write_text(json.dumps(to_json(summary), indent=2, default=str) + "\n")
     name = summary.variant
     found, sweep, steps = summary.capacity, summary.sweep, summary.ui_steps
@@ -31,4 +32,4 @@ def write_reports(summary: Summary, paths: VariantPaths, records: Any = None) ->
                                plots.latency(summary, records, paths.plot_png),
                                plots.throughput(summary, paths.metrics, paths.throughput_png)) if p is not None]
     paths.summary_md.write_text(summary_md(summary, images))
-    write_vllm_bench(summary, records, paths.vllm_bench_json)
+    write_vllm_bench(summary, records, paths.vllm_bench_json, load)

@@ -38,7 +38,9 @@ Where the per-request definitions coincide and where not (tokenswarm's are in do
 - ``itls`` are written to 0.1 µs, the records' own resolution (chunk offsets carry 4 decimals of ms), so a
   gap reads as the exact difference of its offsets rather than with the float subtraction's last digits;
   a long run's million lists are written block by block, never held as Python lists.
-- ``request_rate``: the open-loop ``load.rate``, else ``"inf"`` (vLLM's spelling) for closed-loop
+- ``request_rate``, ``burstiness``, ``max_concurrency`` come from the load the result ran (its typed
+  ``LoadSpec``; none for a sweep's own summary, of several loads: ``"inf"``, 1.0 and null).
+  ``request_rate``: the open-loop ``load.rate``, else ``"inf"`` (vLLM's spelling) for closed-loop
   users; ``burstiness``: ``load.burstiness`` (poisson), ``"inf"`` for constant arrivals (vLLM's limit
   of constant gaps; a string to stay strict JSON, where vLLM would write ``Infinity``), 1.0 (vLLM's
   default) in a closed loop; ``max_concurrency``: ``load.users`` (the cap on requests in flight,
@@ -70,6 +72,7 @@ from orchestrate.report.aggregates.concurrency import peak_in_flight
 from orchestrate.report.aggregates.stats import numeric_column
 from orchestrate.report.aggregates.vllmstats import column_blocks, vllm_stats
 from orchestrate.report.schema import Summary
+from orchestrate.scenario.spec import LoadSpec
 
 BACKEND = "openai-chat"
 """vLLM's backend for streaming ``/v1/chat/completions``, the API tokenswarm drives."""
@@ -134,30 +137,22 @@ def _errors(rows: pd.DataFrame, done: np.ndarray) -> list[str]:
     return out
 
 
-def _real(value: Any) -> float | None:
-    """A settings value as a number; None for anything else (a list of swept values, a bool, missing)."""
-    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
-
-
-def _traffic(summary: Summary) -> dict[str, Any]:
-    """vLLM's ``request_rate``/``burstiness``/``max_concurrency`` from the settings ``orchestrate.scenario.pacing`` writes."""
-    settings = summary.settings
-    rate, users = _real(settings.get("load.rate")), _real(settings.get("load.users"))
-    stages = settings.get("load.stages")
-    if rate is None:  # closed loop: every user sends its next request at once, vLLM's rate inf
+def _traffic(load: LoadSpec | None) -> dict[str, Any]:
+    """vLLM's ``request_rate``/``burstiness``/``max_concurrency`` of the load the result ran (None: a sweep's own
+    summary, of several loads)."""
+    rate = load.rate if load is not None else None
+    if load is None or rate is None:  # closed loop: every user sends its next request at once, vLLM's rate inf
         burstiness: float | str = 1.0
-    elif settings.get("load.arrival") == "constant":
+    elif load.arrival == "constant":
         burstiness = "inf"  # vLLM's limit of constant gaps; a string, like its "inf" rate, to stay strict JSON
     else:
-        burstiness = _real(settings.get("load.burstiness")) or 1.0
-    if isinstance(stages, list) and stages:  # ramp stages: the most users any stage allows in flight
-        users = max((u for s in stages if isinstance(s, dict) and (u := _real(s.get("users"))) is not None),
-                    default=None)
-    return {"request_rate": "inf" if rate is None else rate, "burstiness": burstiness,
-            "max_concurrency": None if users is None else int(users)}
+        burstiness = float(load.burstiness) or 1.0
+    users = None if load is None else max((s.users for s in load.stages), default=load.users)  # ramp: its most
+    return {"request_rate": "inf" if rate is None else float(rate), "burstiness": burstiness,
+            "max_concurrency": users}
 
 
-def vllm_bench(summary: Summary, records: pd.DataFrame) -> dict[str, Any] | None:
+def vllm_bench(summary: Summary, records: pd.DataFrame, load: LoadSpec | None = None) -> dict[str, Any] | None:
     """The ``vllm bench serve`` result of a variant; None when it sent no request (vLLM writes none).
     The per-request lists are numpy arrays (a long run has a million requests), ``itls`` a
     ``RequestGaps``; ``write_vllm_bench`` writes them as JSON lists."""
@@ -183,7 +178,7 @@ def vllm_bench(summary: Summary, records: pd.DataFrame) -> dict[str, Any] | None
         "label": f"{summary.scenario}/{summary.variant}",
         "model_id": model, "tokenizer_id": model,
         "num_prompts": int(summary.planned_prompts or req.sent),
-        **_traffic(summary),
+        **_traffic(load),
         "duration": float(summary.duration_s),
         "completed": int(req.completed), "failed": int(req.sent - req.completed),
         "total_input_tokens": int(tokens.prompt), "total_output_tokens": int(tokens.output),
@@ -207,9 +202,11 @@ def vllm_bench(summary: Summary, records: pd.DataFrame) -> dict[str, Any] | None
     return result
 
 
-def write_vllm_bench(summary: Summary, records: pd.DataFrame | None, path: Path) -> Path | None:
-    """Write ``vllm_bench.json``; a variant that sent nothing has none (a stale one is removed)."""
-    result = vllm_bench(summary, records) if records is not None else None
+def write_vllm_bench(summary: Summary, records: pd.DataFrame | None, path: Path,
+                     load: LoadSpec | None = None) -> Path | None:
+    """Write ``vllm_bench.json`` (``load``: the load the result ran); a variant that sent nothing has none (a
+    stale one is removed)."""
+    result = vllm_bench(summary, records, load) if records is not None else None
     if result is None:
         path.unlink(missing_ok=True)
         return None

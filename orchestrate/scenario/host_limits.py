@@ -2,7 +2,7 @@
 
 Stage: scenario. A spec like the others (``Scenario.host_limits``); the probe that reads the host
 is ``load/host_probe.py``, the summary's ``host`` block ``report/aggregates/host.py`` and its note
-``report/host_report.py``.
+``report/notes.py:host_note``.
 """
 
 from __future__ import annotations

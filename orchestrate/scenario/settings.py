@@ -12,7 +12,7 @@ from dataclasses import replace
 from typing import Any
 
 from locustfiles.dataset import SamplingConfig
-from locustfiles.pacing_params import Stage
+from locustfiles.pacing_params import Stage, default_spawn_rate
 from orchestrate.scenario.flags import VALUE_SWITCHES, canonical_flag
 from orchestrate.scenario.lengths import length_settings
 from orchestrate.scenario.pacing import settings as mode_settings
@@ -78,24 +78,36 @@ def load_of(settings: dict[str, Any]) -> LoadSpec | None:
     ``run.json`` predates its ``load``. The keys the report reads come back (users, spawn rate, rate, arrival,
     burstiness, stages, ``ignore_eos`` as sent, and the scalar ``SETTING_LOAD_KEYS``); the rest keep their
     defaults. None for a result without one load: ``load.users`` not a whole number (a sweep's list, or no
-    settings), a swept ``load.rate``, a capacity search's variant (``search.over``)."""
-    users, rate = settings.get("load.users"), settings.get("load.rate")
+    settings; a ramp's is its largest stage's), a swept ``load.rate``, a capacity search's variant
+    (``search.over``)."""
+    stages = _stages(settings.get("load.stages"))
+    users = settings.get("load.users", max((stage.users for stage in stages), default=None))
+    rate = settings.get("load.rate")
     if not isinstance(users, int) or isinstance(users, bool) or settings.get("search.over") or \
             not (rate is None or _number(rate)):
         return None
-    load = LoadSpec(users=users)
+    load = LoadSpec(users=users, stages=stages)
     scalars = {key: settings[f"load.{key}"] for key in SETTING_LOAD_KEYS if key != "users"
                and f"load.{key}" in settings and not isinstance(settings[f"load.{key}"], list)}
     if rate is not None:
         scalars.update(rate=float(rate), arrival=settings.get("load.arrival", load.arrival))
         if _number(settings.get("load.burstiness")):
             scalars["burstiness"] = float(settings["load.burstiness"])
-    stages = settings.get("load.stages")
-    if isinstance(stages, list):
-        scalars["stages"] = tuple(Stage(**stage) for stage in stages)
     if isinstance(settings.get("load.ignore_eos"), bool):
         scalars["ignore_eos"] = settings["load.ignore_eos"]
     return replace(load, **scalars)
+
+
+def _stages(written: Any) -> tuple[Stage, ...]:
+    """``load.stages`` as ``pacing.settings`` writes them; a stage without its spawn rate takes the parser's
+    default."""
+    stages: list[Stage] = []
+    for stage in written if isinstance(written, list) else ():
+        users = int(stage["users"])
+        spawn = stage.get("spawn_rate")
+        stages.append(Stage(float(stage.get("duration_s") or 0.0), users, float(spawn) if spawn is not None
+                            else default_spawn_rate(users, stages[-1] if stages else None)))
+    return tuple(stages)
 
 
 def ui_settings(asked: LoadSpec, ran: LoadSpec) -> dict[str, Any]:

@@ -4,7 +4,7 @@ Stage: server → load. Every endpoint is optional: against a server that is not
 and the counter falls back to the estimate of ``locustfiles.dataset.estimate_tokens`` (the summary says
 so). The chat template is applied by the server's ``/apply-template``; a server without it (llama.cpp
 builds older than that endpoint, other servers with ``/tokenize``) gets the template of ``/props``
-rendered here with jinja2, else the message text alone; ``orchestrate.report.summary.TOKEN_COUNTERS``
+rendered here with jinja2, else the message text alone; ``orchestrate.report.notes.TOKEN_COUNTERS``
 names each way.
 """
 
@@ -160,7 +160,7 @@ def template_renderer(facts: ServerFacts) -> Callable[[Messages], str] | None:
 
 def prompt_token_counter(base_url: str, session: requests.Session, facts: ServerFacts
                          ) -> tuple[str, Callable[[list[Messages]], list[int]] | None]:
-    """The best counter this server allows for whole chats, and its name (``orchestrate.report.summary.TOKEN_COUNTERS``);
+    """The best counter this server allows for whole chats, and its name (``orchestrate.report.notes.TOKEN_COUNTERS``);
     None for the estimate (no ``/tokenize``)."""
     if not facts.has_tokenize:
         return "estimate_chars_div_4", None

@@ -1,8 +1,10 @@
 """Every aggregate of the report stage lives in this package: percentiles, rates and counts over many
-records or samples, computed here and nowhere else. None of them renders: the console's lines, ``summary.md``
-and the plots are ``report/console.py``'s, ``markdown.py``'s and ``plots.py``'s (a search's one-sentence
-answer, ``capacity.sentence``, is a value of ``summary.json``). The rest of ``report/`` writes, formats and
-compares what these compute.
+records or samples, computed here and nowhere else. Each block of ``summary.json`` is returned as its type
+in ``report/schema`` (``summary.py:build_summary`` makes the ``Summary`` of them), and the aggregates hand
+each other typed blocks (the steady state its ``Goodput``, the energy the ``Tokens`` and ``SteadyState``).
+None of them renders: the console's lines, ``summary.md`` and the plots are ``report/console.py``'s,
+``markdown.py``'s and ``plots.py``'s (a search's one-sentence answer, ``capacity.sentence``, is a value of
+``summary.json``). The rest of ``report/`` writes, formats and compares what these compute.
 
 Stage: report. One kind a module:
 

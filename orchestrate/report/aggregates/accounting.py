@@ -17,7 +17,8 @@ import pandas as pd
 from locustfiles.records import OK
 from locustfiles.sse import CLOSED_BEFORE_RESPONSE
 from orchestrate.report.aggregates.concurrency import request_ends
-from orchestrate.report.aggregates.stats import numeric_column, weighted_stats
+from orchestrate.report.aggregates.stats import numeric_column, value_stats
+from orchestrate.report.schema.headline import Connections, LastMetricsSample, ServerDown
 
 CUT = "stream_cut"
 
@@ -28,15 +29,15 @@ def unsent(planned: int | None, sent: int) -> int:
     return max(0, planned - sent) if planned else 0
 
 
-def connections(records: pd.DataFrame) -> dict[str, Any] | None:
+def connections(records: pd.DataFrame) -> Connections | None:
     """Connections the users opened (each before its request's clock started) and how many of them were
     reopened mid-run after the server closed the last one; None for records that do not say."""
     if records.empty or "connect_ms" not in records:
         return None
     connect = numeric_column(records, "connect_ms").dropna()
-    return {"opened": int(connect.size), "reconnects": int(numeric_column(records, "reconnect").fillna(0).sum()),
-            "connect_ms": weighted_stats(connect.to_numpy()),
-            "refused_retries": int(numeric_column(records, "refused_retries").fillna(0).sum())}
+    return Connections(opened=int(connect.size), reconnects=int(numeric_column(records, "reconnect").fillna(0).sum()),
+                       connect_ms=value_stats(connect.to_numpy()),
+                       refused_retries=int(numeric_column(records, "refused_retries").fillna(0).sum()))
 
 
 def down_at(records: pd.DataFrame, watched_at: float | None) -> float | None:
@@ -54,7 +55,7 @@ def down_at(records: pd.DataFrame, watched_at: float | None) -> float | None:
 
 
 def server_down(records: pd.DataFrame, watched_at: float | None,
-                samples: list[dict[str, Any]]) -> dict[str, Any] | None:
+                samples: list[dict[str, Any]]) -> ServerDown | None:
     """``summary.json``'s ``server_down``: when (wall clock, and seconds after the first send), the
     streams it cut and the requests it dropped before answering, and the last metrics sample before it."""
     at = down_at(records, watched_at)
@@ -65,6 +66,13 @@ def server_down(records: pd.DataFrame, watched_at: float | None,
     last = before[-1] if before else None
     classes = records["error_class"] if "error_class" in records else pd.Series(dtype=object)
     cut, dropped = int((classes == CUT).sum()), int(classes.isin(CLOSED_BEFORE_RESPONSE).sum())
-    return {"at_ts": at, "at_s": round(at - first_send, 3), "streams_cut": cut, "dropped_before_response": dropped,
-            "last_metrics_sample": None if last is None else
-            {k: last.get(k) for k in ("t", "elapsed_s", "server_memory_bytes", "gpu_memory_used_bytes", "metrics")}}
+    return ServerDown(at_ts=at, at_s=round(at - first_send, 3), streams_cut=cut, dropped_before_response=dropped,
+                      last_metrics_sample=None if last is None else LastMetricsSample(
+                          t=last.get("t"), elapsed_s=last.get("elapsed_s"),
+                          server_memory_bytes=last.get("server_memory_bytes"),
+                          gpu_memory_used_bytes=last.get("gpu_memory_used_bytes"), metrics=_values(last.get("metrics"))))
+
+
+def _values(metrics: dict[str, Any] | None) -> dict[str, float | None] | None:
+    """A sample's ``/metrics`` values as the numbers they are (a counter written as ``64`` is ``64.0``)."""
+    return None if metrics is None else {k: None if v is None else float(v) for k, v in metrics.items()}

@@ -15,11 +15,12 @@ the sends kept up with the schedule. A probe the run stopped early because it co
 from __future__ import annotations
 
 import statistics
+from dataclasses import fields, replace
 from typing import Any
 
 from orchestrate.report.formats import SLO_LABELS, fmt_num, slo_text
-from orchestrate.report.jsontypes import from_json, to_json
-from orchestrate.report.schema.capacity import ProbeFigures, Verdict
+from orchestrate.report.jsontypes import from_json
+from orchestrate.report.schema.capacity import Capacity, Cliff, Probe, ProbeFigures, Verdict
 from orchestrate.report.schema.summary import Summary
 from orchestrate.results import VariantPaths, read_json
 from orchestrate.scenario.search import CANNOT_PASS, boundary, converged
@@ -66,7 +67,7 @@ def search_of(record: dict[str, Any]) -> Search:
     return Search(**record["search"])
 
 
-def capacity_block(paths: VariantPaths) -> dict[str, Any] | None:
+def capacity_block(paths: VariantPaths) -> Capacity | None:
     """``summary.json``'s ``capacity``, from ``search.json`` and the probes' summaries; None without a search."""
     record = read_json(paths.search_json)
     if not record:
@@ -77,51 +78,51 @@ def capacity_block(paths: VariantPaths) -> dict[str, Any] | None:
         probe_paths = VariantPaths(paths.dir / "steps" / probe["label"])
         summary = from_json(Summary, read_json(probe_paths.summary_json) or {"status": "not_run"},
                             str(probe_paths.summary_json))
-        probes.append({"n": probe["n"], "value": probe["value"], "label": probe["label"],
-                       **to_json(judge(summary, search))})
-    history = [(p["value"], p["passed"]) for p in probes]
-    max_passing, min_failing = boundary(history)
-    slo = record.get("slo") or {}
-    block: dict[str, Any] = {
-        "over": search.over, "unit": UNITS[search.over], "range": [search.low, search.high], "slo": slo,
-        "attainment": search.attainment, "precision": search.precision,
-        "max_passing": max_passing, "min_failing": min_failing,
-        "converged": bool(probes) and converged(search, max_passing, min_failing),
-        "limited_by": limited_by([p for p in probes if p["value"] == min_failing]),
-        "probes": probes, "cliff": cliff(probes),
-        "wall_s": (record["ended_ts"] - record["started_ts"]) if record.get("ended_ts") else None}
-    block["sentence"] = sentence(block)
-    return block
+        verdict = judge(summary, search)
+        probes.append(Probe(n=probe["n"], value=probe["value"], label=probe["label"],
+                            **{f.name: getattr(verdict, f.name) for f in fields(Verdict)}))
+    max_passing, min_failing = boundary([(p.value, p.passed) for p in probes])
+    block = Capacity(
+        over=search.over, unit=UNITS[search.over], range=(search.low, search.high),
+        slo={key: float(limit) for key, limit in (record.get("slo") or {}).items()},
+        attainment=search.attainment, precision=search.precision,
+        max_passing=max_passing, min_failing=min_failing,
+        converged=bool(probes) and converged(search, max_passing, min_failing),
+        limited_by=limited_by([p for p in probes if p.value == min_failing]),
+        probes=tuple(probes), cliff=cliff(probes),
+        wall_s=(record["ended_ts"] - record["started_ts"]) if record.get("ended_ts") else None)
+    return replace(block, sentence=sentence(block))
 
 
-def limited_by(failed: list[dict[str, Any]]) -> str | None:
+def limited_by(failed: list[Probe]) -> str | None:
     """The SLO key (or ``error``) the failing load's requests missed most often, over its probes."""
     totals: dict[str, int] = {}
     for probe in failed:
-        for key, count in (probe.get("missed_by") or {}).items():
-            if key in (*SLO_KEYS, "error"):
+        for key in (*SLO_KEYS, "error"):
+            count = getattr(probe.missed_by, key) if probe.missed_by is not None else None
+            if count is not None:
                 totals[key] = totals.get(key, 0) + int(count)
     return max(totals, key=lambda k: totals[k]) if totals and max(totals.values()) else None
 
 
-def decode_by_load(probes: list[dict[str, Any]]) -> dict[float, float]:
+def decode_by_load(probes: list[Probe]) -> dict[float, float]:
     """Each load's steady-state decode tok/s: the median over its probes that ran to the end (a window cut
     short by an early stop is no load level's throughput)."""
     by_value: dict[float, list[float]] = {}
     for p in probes:
-        decode = p["steady_state"]["decode_tok_s"]
-        if decode is not None and not p["stopped_early"]:
-            by_value.setdefault(p["value"], []).append(decode)
+        decode = p.steady_state.decode_tok_s
+        if decode is not None and not p.stopped_early:
+            by_value.setdefault(p.value, []).append(decode)
     return {value: statistics.median(found) for value, found in sorted(by_value.items())}
 
 
-def cliff(probes: list[dict[str, Any]]) -> dict[str, Any] | None:
+def cliff(probes: list[Probe]) -> Cliff | None:
     """The first load at which steady-state decode tok/s (``decode_by_load``) fell ``CLIFF_DROP`` below a
     lower load's, while load rose; None when it never did."""
     best: tuple[float, float] | None = None
     for value, decode in decode_by_load(probes).items():
         if best is not None and decode < (1 - CLIFF_DROP) * best[1]:
-            return {"value": value, "decode_tok_s": decode, "peak_value": best[0], "peak_decode_tok_s": best[1]}
+            return Cliff(value=value, decode_tok_s=decode, peak_value=best[0], peak_decode_tok_s=best[1])
         if best is None or decode > best[1]:
             best = (value, decode)
     return None
@@ -131,19 +132,19 @@ def _load(value: float | None, unit: str) -> str:
     return "–" if value is None else f"{value:g} {unit}"
 
 
-def sentence(block: dict[str, Any]) -> str:
+def sentence(block: Capacity) -> str:
     """The answer in one sentence: "serves 24 users within TTFT ≤ 2.0 s, TPOT ≤ 100 ms; 28 miss TTFT"."""
-    unit, slo = block["unit"], slo_text(block["slo"])
-    within = f"within {slo} for {100 * block['attainment']:g} % of requests in steady state"
-    low, high = block["range"]
-    top, bottom = block["max_passing"], block["min_failing"]
-    if not block["probes"]:
+    unit, slo = block.unit, slo_text(block.slo)
+    within = f"within {slo} for {100 * (block.attainment or 0):g} % of requests in steady state"
+    low, high = block.range
+    top, bottom = block.max_passing, block.min_failing
+    if not block.probes:
         return "no probe ran"
     if top is None:
         return f"does not serve {_load(low, unit)} {within}: the range's low end already failed"
     if bottom is None:
         return f"serves at least {_load(top, unit)} {within} (the range's high end, {high:g}, passed)"
-    missed = SLO_LABELS.get(block["limited_by"] or "", block["limited_by"] or "the SLO")
+    missed = SLO_LABELS.get(block.limited_by or "", block.limited_by or "the SLO")
     return (f"serves {_load(top, unit)} {within}; {_load(bottom, unit)} miss {missed}"
-            + ("" if block["converged"] else " (the search stopped at its probe limit before the boundary was as "
-                                             "close as asked)"))
+            + ("" if block.converged else " (the search stopped at its probe limit before the boundary was as "
+                                          "close as asked)"))

@@ -13,6 +13,8 @@ from typing import Any
 import pandas as pd
 
 from locustfiles.records import METRIC, NO_CONTENT, REQUEST_NAME, REQUEST_TYPE
+from orchestrate.report.schema.headline import Requests, Tokens
+from orchestrate.report.schema.machine import Client, LocustCrosscheck, LocustCsv, LoopLag
 from orchestrate.results import read_json
 
 SATURATION_LAG_P99_MS = 5.0
@@ -23,7 +25,7 @@ SATURATION_CPU_PCT = 90.0
 """A load generator process this close to a full core cannot keep up with its streams."""
 
 
-def summarize_client(reports: list[dict[str, Any]] | None) -> dict[str, Any] | None:
+def summarize_client(reports: list[dict[str, Any]] | None) -> Client | None:
     """The load generators' self-check: the worst process's loop lag, the busiest one's CPU.
 
     ``saturated``: the client's own work made it late (the part of the lag it spent running, p99,
@@ -37,12 +39,12 @@ def summarize_client(reports: list[dict[str, Any]] | None) -> dict[str, Any] | N
     own_p99 = max(r["loop_lag_ms"].get("own_p99", r["loop_lag_ms"]["p99"]) for r in reports)
     cpu = max((r["cpu_pct"] or 0.0 for r in reports), default=0.0)
     saturated = own_p99 > SATURATION_LAG_P99_MS or cpu >= SATURATION_CPU_PCT
-    return {"loop_lag_ms": {"p50": lag["p50"], "p99": lag["p99"], "max": lag["max"], "own_p99": own_p99},
-            "cpu_pct": cpu, "workers": len(reports), "saturated": saturated,
-            "host_busy": not saturated and lag["p99"] > SATURATION_LAG_P99_MS}
+    return Client(loop_lag_ms=LoopLag(p50=lag["p50"], p99=lag["p99"], max=lag["max"], own_p99=own_p99),
+                  cpu_pct=cpu, workers=len(reports), saturated=saturated,
+                  host_busy=not saturated and lag["p99"] > SATURATION_LAG_P99_MS)
 
 
-def locust_csv_counts(stats_csv: Path) -> dict[str, int] | None:
+def locust_csv_counts(stats_csv: Path) -> LocustCsv | None:
     """The chat row's request and failure counts in Locust's ``_stats.csv`` (None without the file)."""
     try:
         table = pd.read_csv(stats_csv)
@@ -50,11 +52,11 @@ def locust_csv_counts(stats_csv: Path) -> dict[str, int] | None:
         return None
     chat = table[(table["Type"] == REQUEST_TYPE) & (table["Name"] == REQUEST_NAME)]
     if chat.empty:
-        return {"requests": 0, "failures": 0}
-    return {"requests": int(chat["Request Count"].iloc[0]), "failures": int(chat["Failure Count"].iloc[0])}
+        return LocustCsv(requests=0, failures=0)
+    return LocustCsv(requests=int(chat["Request Count"].iloc[0]), failures=int(chat["Failure Count"].iloc[0]))
 
 
-def locust_crosscheck(stats_json: Path, stats_csv: Path | None = None) -> dict[str, Any] | None:
+def locust_crosscheck(stats_json: Path, stats_csv: Path | None = None) -> LocustCrosscheck | None:
     """Requests, failures and token totals from Locust's ``--json-file`` output alone (prompt
     tokens ride on the TTFT rows, and on the NO_CONTENT rows of replies without content)."""
     rows = read_json(stats_json)
@@ -63,29 +65,26 @@ def locust_crosscheck(stats_json: Path, stats_csv: Path | None = None) -> dict[s
     by_key = {(r["method"], r["name"]): r for r in rows}
     chat = by_key.get((REQUEST_TYPE, REQUEST_NAME))
     if chat is None:
-        return {"requests": 0, "failures": 0, "no_content": 0, "prompt_tokens": 0, "output_tokens": 0,
-                "duration_s": None, "prefill_tok_s": None, "decode_tok_s": None}
+        return LocustCrosscheck()
     ttft, no_content = by_key.get((METRIC, "TTFT"), {}), by_key.get((METRIC, NO_CONTENT), {})
     start = min(r["start_time"] for r in rows)
     end = max(r["last_request_timestamp"] or start for r in rows)
     duration = end - start
     prompt = int(ttft.get("total_content_length", 0)) + int(no_content.get("total_content_length", 0))
     output = int(chat["total_content_length"])
-    return {"requests": int(chat["num_requests"]), "failures": int(chat["num_failures"]),
-            "no_content": int(no_content.get("num_requests", 0)),
-            "prompt_tokens": prompt, "output_tokens": output, "duration_s": duration,
-            "prefill_tok_s": prompt / duration if duration > 0 else None,
-            "decode_tok_s": output / duration if duration > 0 else None,
-            "csv": locust_csv_counts(stats_csv) if stats_csv is not None else None}
+    return LocustCrosscheck(requests=int(chat["num_requests"]), failures=int(chat["num_failures"]),
+                            no_content=int(no_content.get("num_requests", 0)),
+                            prompt_tokens=prompt, output_tokens=output, duration_s=duration,
+                            prefill_tok_s=prompt / duration if duration > 0 else None,
+                            decode_tok_s=output / duration if duration > 0 else None,
+                            csv=locust_csv_counts(stats_csv) if stats_csv is not None else None)
 
 
-def crosscheck_agrees(summary: dict[str, Any], check: dict[str, Any] | None) -> bool | None:
+def crosscheck_agrees(requests: Requests, tokens: Tokens, check: LocustCrosscheck | None) -> bool | None:
     """Locust's counts equal the records' (requests, failures, replies without content, token totals)."""
     if check is None:
         return None
-    req = summary["requests"]
-    return (check["requests"] == req["sent"] - req["cancelled"] and check["failures"] == req["errors"]
-            and check.get("no_content", 0) == req.get("no_content", 0)
-            and check.get("csv") in (None, {"requests": check["requests"], "failures": check["failures"]})
-            and check["prompt_tokens"] == summary["tokens"]["prompt"]
-            and check["output_tokens"] == summary["tokens"]["output"])
+    return (check.requests == requests.sent - requests.cancelled and check.failures == requests.errors
+            and check.no_content == requests.no_content
+            and check.csv in (None, LocustCsv(requests=check.requests, failures=check.failures))
+            and check.prompt_tokens == tokens.prompt and check.output_tokens == tokens.output)

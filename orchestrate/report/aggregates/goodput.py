@@ -25,16 +25,15 @@ throughput uses, through the same ``per_second``.
 
 from __future__ import annotations
 
-from typing import Any
-
 import pandas as pd
 
 from locustfiles.records import CANCELLED, ERROR, OK
 from orchestrate.report.aggregates.stats import numeric_column, per_second
+from orchestrate.report.schema.steady import Goodput, MissedBy
 from orchestrate.scenario.slo import SLO_KEYS
 
 
-def goodput(records: pd.DataFrame, slo: dict[str, float] | None, duration_s: float) -> dict[str, Any] | None:
+def goodput(records: pd.DataFrame, slo: dict[str, float] | None, duration_s: float) -> Goodput | None:
     """``summary.json``'s ``goodput`` block; None without an SLO.
 
     ``missed_by`` counts, per limit, the completed requests over it (one request over two limits is
@@ -59,6 +58,6 @@ def goodput(records: pd.DataFrame, slo: dict[str, float] | None, duration_s: flo
     missed["error"], missed["cancelled"] = int((status == ERROR).sum()), int((status == CANCELLED).sum())
     n_good = int(good.sum())
     tokens = int(numeric_column(records, "output_tokens")[good].fillna(0).sum())
-    return {"slo": limits, "requests_meeting": n_good, "share": n_good / len(records) if len(records) else None,
-            "requests_per_s": per_second(n_good, duration_s), "output_tokens_per_s": per_second(tokens, duration_s),
-            "missed_by": missed}
+    return Goodput(slo=limits, requests_meeting=n_good, share=n_good / len(records) if len(records) else None,
+                   requests_per_s=per_second(n_good, duration_s), output_tokens_per_s=per_second(tokens, duration_s),
+                   missed_by=MissedBy(**missed))

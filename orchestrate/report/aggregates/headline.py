@@ -1,7 +1,8 @@
 """The headline block of ``summary.json``: requests, duration, tokens, throughput, latency percentiles,
 llama.cpp's own timings and the drafter's acceptance.
 
-Stage: records → report. Headline numbers come from ``requests.jsonl`` (exact floats);
+Stage: records → report. ``summarize_records`` returns them typed (``Headline``: the schema's blocks, by their
+``summary.json`` names). Headline numbers come from ``requests.jsonl`` (exact floats);
 ``client.locust_crosscheck`` is derived from Locust's own stats files alone and never feeds them, and
 neither do the server's own counters from ``metrics.jsonl`` (``servermetrics.server_metrics``): they
 are a second, independent count of the same tokens.
@@ -9,6 +10,7 @@ are a second, independent count of the same tokens.
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 import numpy as np
@@ -18,11 +20,45 @@ from locustfiles.records import CANCELLED, ERROR, OK
 from orchestrate.report.aggregates.chunkcolumn import COLUMN
 from orchestrate.report.aggregates.chunks import itl_stats
 from orchestrate.report.aggregates.concurrency import request_ends
-from orchestrate.report.aggregates.stats import column_sum, numeric_column, per_second, weighted_stats
+from orchestrate.report.aggregates.stats import as_stats, column_sum, numeric_column, per_second, value_stats
+from orchestrate.report.schema.common import Stats
+from orchestrate.report.schema.headline import (
+    LatencyMs,
+    Reasoning,
+    Requests,
+    ServerTimings,
+    Speculative,
+    Throughput,
+    Tokens,
+    TokenSources,
+)
 
 
-def _stat(df: pd.DataFrame, column: str) -> dict[str, float] | None:
-    return weighted_stats(df[column].dropna().to_numpy()) if column in df else None
+@dataclass(frozen=True)
+class Headline:
+    """The headline blocks of ``summary.json``, each under its ``Summary`` field's name (``blocks()``);
+    ``requests.unsent`` is 0 here (``accounting.unsent`` knows the plan)."""
+
+    requests: Requests = field(default_factory=Requests)
+    duration_s: float = 0.0
+    tokens: Tokens = field(default_factory=Tokens)
+    throughput: Throughput = field(default_factory=Throughput)
+    latency_ms: LatencyMs = field(default_factory=LatencyMs)
+    reasoning: Reasoning | None = None
+    tokens_per_chunk: float | None = None
+    output_tokens_source: tuple[str, ...] = ()
+    token_sources: TokenSources = field(default_factory=TokenSources)
+    server_timings: ServerTimings | None = None
+    speculative: Speculative | None = None
+    completed_prompts: tuple[int, ...] = ()
+
+    def blocks(self) -> dict[str, Any]:
+        """Each block by its ``Summary`` field's name (``Summary(**headline.blocks())``)."""
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+
+def _stat(df: pd.DataFrame, column: str) -> Stats | None:
+    return value_stats(df[column].dropna().to_numpy()) if column in df else None
 
 
 _COMPLETED_FIELDS = frozenset({"prompt_index", "ttft_ms", "ttfo_ms", "tpot_ms", "answer_tpot_ms", "e2e_ms", COLUMN,
@@ -33,49 +69,43 @@ _COMPLETED_FIELDS = frozenset({"prompt_index", "ttft_ms", "ttfo_ms", "tpot_ms", 
 """What the headline block reads of the completed records (a copy of only these: a long run's frame is large)."""
 
 
-def summarize_records(df: pd.DataFrame) -> dict[str, Any]:
-    """The headline block of ``summary.json`` from the per-request records."""
+def summarize_records(df: pd.DataFrame) -> Headline:
+    """The headline blocks of ``summary.json`` from the per-request records."""
     if df.empty:
-        return {"requests": {"sent": 0, "completed": 0, "errors": 0, "cancelled": 0, "no_content": 0,
-                             "short_replies": 0, "errors_by_class": {}},
-                "duration_s": 0.0, "tokens": {"prompt": 0, "cached": 0, "output": 0},
-                "throughput": {"prefill_tok_s": None, "decode_tok_s": None, "requests_per_s": None},
-                "latency_ms": {}, "reasoning": None, "token_sources": {}, "server_timings": None, "speculative": None,
-                "completed_prompts": []}
+        return Headline()
     ok = df.loc[df["status"] == OK, [c for c in df if c in _COMPLETED_FIELDS]]
     errors = df.loc[df["status"] == ERROR, ["error_class"]]
     duration = float(request_ends(df).max() - df["send_ts"].min())
-    tokens = {"prompt": column_sum(ok, "prompt_tokens") or 0, "cached": column_sum(ok, "cached_tokens") or 0,
-              "output": column_sum(ok, "output_tokens") or 0}
-    per_s = (lambda n: per_second(n, duration))
+    tokens = Tokens(prompt=column_sum(ok, "prompt_tokens") or 0, cached=column_sum(ok, "cached_tokens") or 0,
+                    output=column_sum(ok, "output_tokens") or 0)
     chunks = column_sum(ok, "n_chunks")
-    summary: dict[str, Any] = {
-        "requests": {"sent": int(len(df)), "completed": int(len(ok)), "errors": int(len(errors)),
-                     "cancelled": int((df["status"] == CANCELLED).sum()),
-                     "no_content": int(numeric_column(ok, "ttft_ms").isna().sum()),
-                     "short_replies": short_replies(ok),
-                     "errors_by_class": {str(k): int(v) for k, v in
-                                         errors["error_class"].value_counts().sort_index().items()}},
-        "duration_s": duration,
-        "tokens": tokens,
-        "throughput": {"prefill_tok_s": per_s(tokens["prompt"]), "decode_tok_s": per_s(tokens["output"]),
-                       "requests_per_s": per_s(len(ok))},
-        "latency_ms": {"ttft": _stat(ok, "ttft_ms"), "ttfo": _stat(ok, "ttfo_ms"), "tpot": _stat(ok, "tpot_ms"),
-                       "itl": itl_stats(ok), "e2e": _stat(ok, "e2e_ms")},
-        "reasoning": reasoning(ok),
-        "tokens_per_chunk": tokens["output"] / chunks if chunks else None,
-        "output_tokens_source": _sources(ok, "output_tokens_source"),
-        "token_sources": {kind: _sources(ok, f"{kind}_tokens_source") for kind in ("output", "cached", "reasoning")},
-        "server_timings": server_timings(ok),
-        "speculative": speculative(ok),
-        "completed_prompts": sorted({int(i) for i in numeric_column(ok, "prompt_index").dropna()}),
-    }
-    return summary
+    return Headline(
+        requests=Requests(sent=int(len(df)), completed=int(len(ok)), errors=int(len(errors)),
+                          cancelled=int((df["status"] == CANCELLED).sum()),
+                          no_content=int(numeric_column(ok, "ttft_ms").isna().sum()),
+                          short_replies=short_replies(ok),
+                          errors_by_class={str(k): int(v) for k, v in
+                                           errors["error_class"].value_counts().sort_index().items()}),
+        duration_s=duration,
+        tokens=tokens,
+        throughput=Throughput(prefill_tok_s=per_second(tokens.prompt, duration),
+                              decode_tok_s=per_second(tokens.output, duration),
+                              requests_per_s=per_second(len(ok), duration)),
+        latency_ms=LatencyMs(ttft=_stat(ok, "ttft_ms"), ttfo=_stat(ok, "ttfo_ms"), tpot=_stat(ok, "tpot_ms"),
+                             itl=as_stats(itl_stats(ok)), e2e=_stat(ok, "e2e_ms")),
+        reasoning=reasoning(ok),
+        tokens_per_chunk=tokens.output / chunks if chunks else None,
+        output_tokens_source=_sources(ok, "output_tokens_source"),
+        token_sources=TokenSources(*(_sources(ok, f"{kind}_tokens_source") for kind in ("output", "cached", "reasoning"))),
+        server_timings=server_timings(ok),
+        speculative=speculative(ok),
+        completed_prompts=tuple(sorted({int(i) for i in numeric_column(ok, "prompt_index").dropna()})),
+    )
 
 
-def _sources(ok: pd.DataFrame, column: str) -> list[str]:
+def _sources(ok: pd.DataFrame, column: str) -> tuple[str, ...]:
     """Where a token count came from, over the completed requests (``usage``, ``timings``, ``chunks``)."""
-    return sorted(ok[column].dropna().unique().tolist()) if column in ok else []
+    return tuple(sorted(str(v) for v in ok[column].dropna().unique())) if column in ok else ()
 
 
 def short_replies(ok: pd.DataFrame) -> int:
@@ -86,7 +116,7 @@ def short_replies(ok: pd.DataFrame) -> int:
     return int((numeric_column(ok, "output_tokens") < numeric_column(ok, "max_tokens")).sum())
 
 
-def reasoning(ok: pd.DataFrame) -> dict[str, Any] | None:
+def reasoning(ok: pd.DataFrame) -> Reasoning | None:
     """A reasoning model's thinking apart from its answer; None when no completed reply reasoned.
 
     TTFT counts the first token of either; TTFO (time to first output token of the answer) and the
@@ -95,14 +125,14 @@ def reasoning(ok: pd.DataFrame) -> dict[str, Any] | None:
     thought = numeric_column(ok, "reasoning_tokens") if "reasoning_tokens" in ok else pd.Series(dtype=float)
     if not (thought > 0).any():
         return None
-    return {"requests": int((thought > 0).sum()), "tokens": int(thought.fillna(0).sum()),
-            "tokens_per_request": weighted_stats(thought.dropna().to_numpy()),
-            "share_of_output": float(thought.fillna(0).sum() / numeric_column(ok, "output_tokens").sum()),
-            "tokens_source": _sources(ok, "reasoning_tokens_source"),
-            "ttfo_ms": _stat(ok, "ttfo_ms"), "answer_tpot_ms": _stat(ok, "answer_tpot_ms")}
+    return Reasoning(requests=int((thought > 0).sum()), tokens=int(thought.fillna(0).sum()),
+                     tokens_per_request=value_stats(thought.dropna().to_numpy()),
+                     share_of_output=float(thought.fillna(0).sum() / numeric_column(ok, "output_tokens").sum()),
+                     tokens_source=_sources(ok, "reasoning_tokens_source"),
+                     ttfo_ms=_stat(ok, "ttfo_ms"), answer_tpot_ms=_stat(ok, "answer_tpot_ms"))
 
 
-def server_timings(ok: pd.DataFrame) -> dict[str, float | None] | None:
+def server_timings(ok: pd.DataFrame) -> ServerTimings | None:
     """llama.cpp's own view: Σ prompt_n / Σ prompt_ms and Σ predicted_n / Σ predicted_ms.
 
     These are per-slot speeds (what one request saw), not the aggregate over parallel slots.
@@ -111,16 +141,17 @@ def server_timings(ok: pd.DataFrame) -> dict[str, float | None] | None:
         return None
     timed = ok.dropna(subset=["prompt_ms", "predicted_ms"])
     prompt_ms, predicted_ms = timed["prompt_ms"].sum(), timed["predicted_ms"].sum()
-    return {"per_slot_prefill_tok_s": float(timed["prefill_tokens"].sum() / prompt_ms * 1000) if prompt_ms else None,
-            "per_slot_decode_tok_s": float(timed["output_tokens"].sum() / predicted_ms * 1000) if predicted_ms else None}
+    return ServerTimings(
+        per_slot_prefill_tok_s=float(timed["prefill_tokens"].sum() / prompt_ms * 1000) if prompt_ms else None,
+        per_slot_decode_tok_s=float(timed["output_tokens"].sum() / predicted_ms * 1000) if predicted_ms else None)
 
 
-def speculative(ok: pd.DataFrame) -> dict[str, Any] | None:
+def speculative(ok: pd.DataFrame) -> Speculative | None:
     """Σ draft_n_accepted / Σ draft_n; None when no request carried draft counts (no drafter)."""
     if "draft_tokens" not in ok or ok["draft_tokens"].isna().all():
         return None
     drafted, accepted = int(ok["draft_tokens"].fillna(0).sum()), int(ok["draft_accepted"].fillna(0).sum())
     per_request = (ok["draft_accepted"] / ok["draft_tokens"]).replace([np.inf], np.nan).dropna()
-    return {"draft_tokens": drafted, "accepted_tokens": accepted,
-            "acceptance_rate": accepted / drafted if drafted else None,
-            "per_request_acceptance": weighted_stats(per_request.to_numpy())}
+    return Speculative(draft_tokens=drafted, accepted_tokens=accepted,
+                       acceptance_rate=accepted / drafted if drafted else None,
+                       per_request_acceptance=value_stats(per_request.to_numpy()))

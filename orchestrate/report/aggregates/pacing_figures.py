@@ -1,7 +1,7 @@
 """The figures of an open-loop run (``arrivals``) and of a staged ramp (``stages``), from the run's files.
 
 Stage: records → report (their summary.md lines: ``report/markdown.py``; their notes:
-``report/pacing_report.py``). Everything is computed from ``requests.jsonl`` and the two small files the Locust
+``report/notes.py:pacing_notes``). Everything is computed from ``requests.jsonl`` and the two small files the Locust
 side writes: ``arrivals.json`` (the schedule: its parameters, start, every prompt's offset and when the run
 ended) and ``stages.json`` (the stages and when each actually began). ``tokenswarm report`` rebuilds both
 blocks without a server.
@@ -14,6 +14,7 @@ schedule short: ``unsent_not_due``). Requests of a worker that went missing are 
 
 from __future__ import annotations
 
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -21,30 +22,38 @@ import pandas as pd
 
 from orchestrate.report.aggregates.chunks import tokens_received
 from orchestrate.report.aggregates.concurrency import peak_in_flight
-from orchestrate.report.aggregates.stats import numeric_column, weighted_stats
+from orchestrate.report.aggregates.stats import numeric_column, value_stats
+from orchestrate.report.schema.common import PercentilesMeanMax
+from orchestrate.report.schema.pacing import Arrivals, LatencyFromSchedule
+from orchestrate.report.schema.pacing import Stage as StageRow
 from orchestrate.results import VariantPaths, read_json
 
 LATENCY_KEYS = (("ttft_from_schedule_ms", "TTFT"), ("e2e_from_schedule_ms", "E2E"))
 
 
-def load_mode_summary(paths: VariantPaths, records: pd.DataFrame) -> dict[str, Any]:
-    """``summary.json``'s ``arrivals`` (open loop) and ``stages`` (ramp) blocks; neither key in a plain run."""
-    out: dict[str, Any] = {}
-    arrivals = read_json(paths.arrivals_json)
-    if arrivals:
-        lost = (read_json(paths.workers_json) or {}).get("lost_prompt_indices") or {}
-        out["arrivals"] = summarize_arrivals(records, arrivals, {i for v in lost.values() for i in v})
-    stages = read_json(paths.stages_json)
-    if stages:
-        out["stages"] = summarize_stages(records, stages)
-    return out
+@dataclass(frozen=True)
+class Pacing:
+    """``summary.json``'s ``arrivals`` (an open loop) and ``stages`` (a ramp); neither in a plain run."""
+
+    arrivals: Arrivals | None = None
+    stages: tuple[StageRow, ...] = ()
 
 
-def _pick(stats: dict[str, float] | None, *keys: str) -> dict[str, float] | None:
-    return {k: stats[k] for k in keys} if stats else None
+def load_mode_summary(paths: VariantPaths, records: pd.DataFrame) -> Pacing:
+    """``summary.json``'s ``arrivals`` (open loop) and ``stages`` (ramp) blocks, from the files the Locust side
+    wrote; neither in a plain run."""
+    arrivals, stages = read_json(paths.arrivals_json), read_json(paths.stages_json)
+    lost = ((read_json(paths.workers_json) or {}).get("lost_prompt_indices") or {}) if arrivals else {}
+    return Pacing(summarize_arrivals(records, arrivals, {i for v in lost.values() for i in v}) if arrivals else None,
+                  summarize_stages(records, stages) if stages else ())
 
 
-def summarize_arrivals(records: pd.DataFrame, info: dict[str, Any], lost: set[int] | None = None) -> dict[str, Any]:
+def _number(value: Any) -> float | None:
+    """A rate or a duration the Locust side wrote, as the number it is (``8`` is ``8.0``); None stays None."""
+    return None if value is None else float(value)
+
+
+def summarize_arrivals(records: pd.DataFrame, info: dict[str, Any], lost: set[int] | None = None) -> Arrivals:
     """Rate asked/scheduled/achieved, lateness, send delays, unsent requests, and latencies from the schedule.
 
     :param lost: prompt indices a lost worker took and never returned (sent, but without a record).
@@ -67,21 +76,20 @@ def summarize_arrivals(records: pd.DataFrame, info: dict[str, Any], lost: set[in
     overdue = sum(1 for due in unsent_due if end is None or due <= end)
     unsent = max(0, scheduled - n_sent - len(lost & set(indices)))
     ok = sent[sent["status"] == "ok"] if n_sent else sent
-    out: dict[str, Any] = {
-        "mode": info.get("arrival"), "rate_asked": info.get("rate"), "burstiness": info.get("burstiness"),
-        "users_cap": info.get("users"), "late_ms": late_ms, "seed": info.get("seed"),
-        "rate_scheduled": (len(offsets) - 1) / offsets[-1] if len(offsets) >= 2 and offsets[-1] > 0 else None,
-        "rate_achieved": (sends.size - 1) / span if span > 0 else None,
-        "scheduled": scheduled, "sent": n_sent, "unsent": unsent,
-        "unsent_overdue": min(overdue, unsent), "unsent_not_due": max(0, unsent - min(overdue, unsent)),
-        "late": late, "late_share": late / n_sent if n_sent else None,
-        "send_delay_ms": _pick(weighted_stats(delay.to_numpy()), "p50", "p90", "p99", "mean", "max"),
-        "latency_from_schedule_ms": {label.lower(): weighted_stats(numeric_column(ok, key).dropna().to_numpy())
-                                     for key, label in LATENCY_KEYS},
-        "start_ts": start, "end_ts": end,
-    }
-    out["cap_fell_behind"] = bool(late or out["unsent_overdue"])
-    return out
+    delays = value_stats(delay.to_numpy())
+    overdue = min(overdue, unsent)
+    return Arrivals(
+        mode=info.get("arrival"), rate_asked=_number(info.get("rate")), burstiness=_number(info.get("burstiness")),
+        users_cap=info.get("users"), late_ms=late_ms, seed=info.get("seed"),
+        rate_scheduled=(len(offsets) - 1) / offsets[-1] if len(offsets) >= 2 and offsets[-1] > 0 else None,
+        rate_achieved=(sends.size - 1) / span if span > 0 else None,
+        scheduled=scheduled, sent=n_sent, unsent=unsent, unsent_overdue=overdue,
+        unsent_not_due=max(0, unsent - overdue), late=late, late_share=late / n_sent if n_sent else None,
+        send_delay_ms=None if delays is None else PercentilesMeanMax(
+            p50=delays.p50, p90=delays.p90, p99=delays.p99, mean=delays.mean, max=delays.max),
+        latency_from_schedule_ms=LatencyFromSchedule(**{
+            label.lower(): value_stats(numeric_column(ok, key).dropna().to_numpy()) for key, label in LATENCY_KEYS}),
+        start_ts=start, end_ts=end, cap_fell_behind=bool(late or overdue))
 
 
 def _cancel_times(send: pd.Series, stages: list[dict[str, Any]], starts: list[float], run_end: float | None
@@ -94,7 +102,7 @@ def _cancel_times(send: pd.Series, stages: list[dict[str, Any]], starts: list[fl
                      index=send.index)
 
 
-def summarize_stages(records: pd.DataFrame, info: dict[str, Any]) -> list[dict[str, Any]]:
+def summarize_stages(records: pd.DataFrame, info: dict[str, Any]) -> tuple[StageRow, ...]:
     """Per stage: the records sent while it was active (by ``send_ts`` against the stage's actual start),
     their outcome and latencies, the tokens received during it, and the peak of requests in flight."""
     stages, starts = info.get("stages") or [], [float(t) for t in info.get("stage_starts") or []]
@@ -108,13 +116,10 @@ def summarize_stages(records: pd.DataFrame, info: dict[str, Any]) -> list[dict[s
     received = tokens_received(records, windows)
     out = []
     for i, stage in enumerate(stages):
-        row: dict[str, Any] = {"stage": i + 1, "users": stage["users"], "duration_s": stage["duration_s"],
-                               "spawn_rate": stage.get("spawn_rate"), "reached": i < len(starts),
-                               "started_s": None, "active_s": None, "requests": 0, "completed": 0, "errors": 0,
-                               "cancelled": 0, "peak_in_flight": 0, "decode_tok_s": None, "ttft_p50_ms": None,
-                               "ttft_p99_ms": None, "tpot_p50_ms": None}
-        out.append(row)
+        asked = StageRow(stage=i + 1, users=stage["users"], duration_s=_number(stage["duration_s"]),
+                         spawn_rate=_number(stage.get("spawn_rate")), reached=i < len(starts))
         if i >= len(starts):
+            out.append(asked)
             continue
         lo, window_end = windows[i]
         nxt = starts[i + 1] if i + 1 < len(starts) else None
@@ -126,14 +131,14 @@ def summarize_stages(records: pd.DataFrame, info: dict[str, Any]) -> list[dict[s
         mine = records[mask]
         ok = mine[mine["status"] == "ok"] if len(mine) else mine
         active = max(0.0, window_end - lo)
-        ttft = weighted_stats(numeric_column(ok, "ttft_ms").dropna().to_numpy())
-        tpot = weighted_stats(numeric_column(ok, "tpot_ms").dropna().to_numpy())
-        row.update({"started_s": lo - float(info.get("start_ts", starts[0])), "active_s": active,
-                    "requests": int(len(mine)), "completed": int(len(ok)),
-                    "errors": int((mine["status"] == "error").sum()) if len(mine) else 0,
-                    "cancelled": int((mine["status"] == "cancelled").sum()) if len(mine) else 0,
-                    "peak_in_flight": peak_in_flight(send.to_numpy(), end.to_numpy(), lo, window_end),
-                    "decode_tok_s": received[i] / active if active > 0 else None,
-                    "ttft_p50_ms": ttft["p50"] if ttft else None, "ttft_p99_ms": ttft["p99"] if ttft else None,
-                    "tpot_p50_ms": tpot["p50"] if tpot else None})
-    return out
+        ttft = value_stats(numeric_column(ok, "ttft_ms").dropna().to_numpy())
+        tpot = value_stats(numeric_column(ok, "tpot_ms").dropna().to_numpy())
+        out.append(replace(asked, started_s=lo - float(info.get("start_ts", starts[0])), active_s=active,
+                           requests=int(len(mine)), completed=int(len(ok)),
+                           errors=int((mine["status"] == "error").sum()) if len(mine) else 0,
+                           cancelled=int((mine["status"] == "cancelled").sum()) if len(mine) else 0,
+                           peak_in_flight=peak_in_flight(send.to_numpy(), end.to_numpy(), lo, window_end),
+                           decode_tok_s=received[i] / active if active > 0 else None,
+                           ttft_p50_ms=ttft.p50 if ttft else None, ttft_p99_ms=ttft.p99 if ttft else None,
+                           tpot_p50_ms=tpot.p50 if tpot else None))
+    return tuple(out)

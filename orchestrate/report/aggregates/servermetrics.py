@@ -8,6 +8,7 @@ carry; they never feed the headline (``headline``).
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -16,9 +17,35 @@ import pandas as pd
 
 from locustfiles.records import OK
 from orchestrate.report.aggregates.stats import column_sum, numeric_column
+from orchestrate.report.schema.server import Comparison, Memory, ServerCounters, ServerMetrics, VsRecords
 from orchestrate.results import SERVER_COUNTERS
 
 _METRIC = "metric:"
+
+
+@dataclass(frozen=True)
+class Metrics:
+    """What ``metrics.jsonl`` says over a run (``summarize_metrics``): ``summary.json``'s ``memory``, and the
+    server's own counters that ``server_metrics`` holds against the records."""
+
+    samples: int = 0
+    """Samples read."""
+    memory: Memory = field(default_factory=Memory)
+    """The memory peaks (``summary.json``'s ``memory``)."""
+    server_counters: ServerCounters | None = None
+    """Each counter's growth first → last; None when no sample carried ``/metrics`` values."""
+    server_prefill_tok_s: float | None = None
+    """Σ prompt tokens ÷ Σ prefill seconds the server counted (per slot)."""
+    server_decode_tok_s: float | None = None
+    """Σ generated tokens ÷ Σ generation seconds the server counted (per slot)."""
+    window_s: float | None = None
+    """First to last sample with ``/metrics`` values, s."""
+    requests_processing_max: int | None = None
+    """The ``requests_processing`` gauge's peak."""
+    requests_deferred_max: int | None = None
+    """The ``requests_deferred`` gauge's peak."""
+    metrics_unavailable: str | None = None
+    """Why no sample carried ``/metrics`` values (the last scrape error, ``no_samples``); None when some did."""
 
 
 def jsonl_rows(path: Path) -> list[dict[str, Any]]:
@@ -70,7 +97,7 @@ def _source(df: pd.DataFrame, column: str) -> str | None:
     return str(values.mode().iloc[0]) if not values.empty else None
 
 
-def summarize_metrics(df: pd.DataFrame) -> dict[str, Any]:
+def summarize_metrics(df: pd.DataFrame) -> Metrics:
     """Peaks of memory and first→last deltas of llama.cpp's counters from ``metrics.jsonl`` (``load_metrics``).
 
     ``server_counters`` is None when no sample carried ``/metrics`` values (``metrics_unavailable``
@@ -80,29 +107,26 @@ def summarize_metrics(df: pd.DataFrame) -> dict[str, Any]:
     build ``prompt_seconds_total`` grows less than Σ ``timings.prompt_ms`` (0.72 s vs 3.73 s for the
     same 10,146 tokens at 32 users; 4.5 vs 5.4 ms for one lone request), so it reads faster.
     """
-    memory = {"peak_bytes": _peak(df, "server_memory_bytes"), "source": _source(df, "server_memory_source"),
-              "gpu_peak_bytes": _peak(df, "gpu_memory_used_bytes"), "gpu_source": _source(df, "gpu_memory_source"),
-              "gpu_total_bytes": _peak(df, "gpu_memory_total_bytes")}
-    out: dict[str, Any] = {"samples": int(len(df)), "memory": memory, "server_counters": None,
-                           "server_prefill_tok_s": None, "server_decode_tok_s": None, "window_s": None,
-                           "requests_processing_max": _peak(df, _METRIC + "requests_processing"),
-                           "requests_deferred_max": _peak(df, _METRIC + "requests_deferred"),
-                           "metrics_unavailable": None}
+    memory = Memory(peak_bytes=_peak(df, "server_memory_bytes"), source=_source(df, "server_memory_source"),
+                    gpu_peak_bytes=_peak(df, "gpu_memory_used_bytes"), gpu_source=_source(df, "gpu_memory_source"),
+                    gpu_total_bytes=_peak(df, "gpu_memory_total_bytes"))
+    out = Metrics(samples=int(len(df)), memory=memory,
+                  requests_processing_max=_peak(df, _METRIC + "requests_processing"),
+                  requests_deferred_max=_peak(df, _METRIC + "requests_deferred"))
     metric_columns = [c for c in df if c.startswith(_METRIC)]
     scraped = df.dropna(subset=metric_columns, how="all") if metric_columns else df.iloc[0:0]
     if scraped.empty:
         errors = df["metrics_error"].dropna() if "metrics_error" in df else pd.Series(dtype=object)
-        out["metrics_unavailable"] = str(errors.iloc[-1]) if not errors.empty else ("no_samples" if df.empty else None)
-        return out
-    counters: dict[str, float | int | None] = {}
+        return replace(out, metrics_unavailable=str(errors.iloc[-1]) if not errors.empty
+                       else ("no_samples" if df.empty else None))
+    counters: dict[str, Any] = {}
     for key, name in SERVER_COUNTERS.items():
         value = counter_increase(scraped[_METRIC + name]) if _METRIC + name in scraped else None
         counters[key] = value if value is None or key.endswith("_seconds") else int(round(value))
-    out["server_counters"] = counters
-    out["window_s"] = float(scraped["t"].iloc[-1] - scraped["t"].iloc[0])
-    out["server_prefill_tok_s"] = _rate(counters["prompt_tokens"], counters["prompt_seconds"])
-    out["server_decode_tok_s"] = _rate(counters["predicted_tokens"], counters["predicted_seconds"])
-    return out
+    return replace(out, server_counters=ServerCounters(**counters),
+                   window_s=float(scraped["t"].iloc[-1] - scraped["t"].iloc[0]),
+                   server_prefill_tok_s=_rate(counters["prompt_tokens"], counters["prompt_seconds"]),
+                   server_decode_tok_s=_rate(counters["predicted_tokens"], counters["predicted_seconds"]))
 
 
 def _rate(tokens: float | None, seconds: float | None) -> float | None:
@@ -129,7 +153,7 @@ def metrics_timeline(path: Path) -> pd.DataFrame:
     return out
 
 
-def server_metrics(metrics: dict[str, Any], records: pd.DataFrame) -> dict[str, Any]:
+def server_metrics(metrics: Metrics, records: pd.DataFrame) -> ServerMetrics:
     """``summary.json``'s ``server_metrics``: the server's counters and how they compare to the records.
 
     The server counts every token it processed, also for requests the client saw fail or cancelled,
@@ -144,33 +168,30 @@ def server_metrics(metrics: dict[str, Any], records: pd.DataFrame) -> dict[str, 
     expected prompt length for prompt tokens), and ``within_tolerance`` is false only when the
     difference is larger (another client on the same server, a restarted server).
     """
-    counters = metrics.get("server_counters")
-    out: dict[str, Any] = {"available": counters is not None, "unavailable_reason": metrics.get("metrics_unavailable"),
-                           "samples": metrics.get("samples", 0), "window_s": metrics.get("window_s"),
-                           "counters": counters, "busy_prefill_tok_s": metrics.get("server_prefill_tok_s"),
-                           "busy_decode_tok_s": metrics.get("server_decode_tok_s"),
-                           "requests_processing_max": metrics.get("requests_processing_max"),
-                           "requests_deferred_max": metrics.get("requests_deferred_max"),
-                           "vs_records": None, "agrees_with_records": None, "within_tolerance": None}
+    counters = metrics.server_counters
+    out = ServerMetrics(available=counters is not None, unavailable_reason=metrics.metrics_unavailable,
+                        samples=metrics.samples, window_s=metrics.window_s, counters=counters,
+                        busy_prefill_tok_s=metrics.server_prefill_tok_s, busy_decode_tok_s=metrics.server_decode_tok_s,
+                        requests_processing_max=metrics.requests_processing_max,
+                        requests_deferred_max=metrics.requests_deferred_max)
     if counters is None or records.empty:
         return out
     http = pd.to_numeric(records.get("http_status", pd.Series(np.nan, index=records.index)), errors="coerce")
     incomplete = records[(records["status"] != OK) & ~(http >= 400)]
-    comparisons: dict[str, dict[str, int | None]] = {}
+    comparisons: dict[str, Comparison] = {}
     for key, counter, bound in (("output_tokens", "predicted_tokens", "max_tokens"),
                                 ("prefill_tokens", "prompt_tokens", "expected_prompt_tokens"),
                                 ("cached_tokens", "cached_tokens", "expected_prompt_tokens")):
-        if counters.get(counter) is None:
+        server = getattr(counters, counter)
+        if server is None:
             continue
         client = column_sum(records, key) or 0
-        tolerance = _incomplete_bound(incomplete, key, bound)
-        comparisons[key] = {"server": counters[counter], "records": client, "diff": counters[counter] - client,
-                            "tolerance": tolerance}
-    out["vs_records"] = comparisons
-    out["agrees_with_records"] = all(c["diff"] == 0 for c in comparisons.values())
-    out["within_tolerance"] = (None if any(c["tolerance"] is None for c in comparisons.values()) else
-                               all(abs(c["diff"] or 0) <= (c["tolerance"] or 0) for c in comparisons.values()))
-    return out
+        comparisons[key] = Comparison(server=server, records=client, diff=server - client,
+                                      tolerance=_incomplete_bound(incomplete, key, bound))
+    found = comparisons.values()
+    return replace(out, vs_records=VsRecords(**comparisons), agrees_with_records=all(c.diff == 0 for c in found),
+                   within_tolerance=None if any(c.tolerance is None for c in found) else
+                   all(abs(c.diff) <= (c.tolerance or 0) for c in found))
 
 
 def _incomplete_bound(incomplete: pd.DataFrame, column: str, bound: str) -> int | None:

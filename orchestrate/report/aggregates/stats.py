@@ -1,8 +1,10 @@
 """The percentile and column helpers every aggregate of the report stage is built on.
 
 Stage: report. ``weighted_stats`` gives exact nearest-rank percentiles of values (a weight repeats a
-value), ``pooled_stats`` the same of values read in blocks (``blockstats``); ``numeric_column``,
-``column_sum`` and ``per_second`` read a column of records or samples and turn a count into a rate.
+value), ``pooled_stats`` the same of values read in blocks (``blockstats``); ``as_stats`` is the one place
+their dict becomes the schema's ``Stats`` (``value_stats``: both at once), which a block holds;
+``numeric_column``, ``column_sum`` and ``per_second`` read a column of records or samples and turn a count
+into a rate.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ import numpy as np
 import pandas as pd
 
 from orchestrate.report.aggregates.blockstats import Blocks, concatenated, fits, select
+from orchestrate.report.schema.common import Stats
 
 PERCENTILES = (50, 90, 99)
 
@@ -30,6 +33,16 @@ def weighted_stats(values: np.ndarray, weights: np.ndarray | None = None) -> dic
     out["mean"] = float(np.average(v, weights=w))
     out["min"], out["max"] = float(v[0]), float(v[-1])
     return out
+
+
+def as_stats(found: dict[str, float] | None) -> Stats | None:
+    """``weighted_stats``' (or ``pooled_stats``') dict as the schema's ``Stats``; None stays None."""
+    return None if found is None else Stats(**found)
+
+
+def value_stats(values: np.ndarray, weights: np.ndarray | None = None) -> Stats | None:
+    """``weighted_stats`` of the values as the schema's ``Stats`` (None for no values)."""
+    return as_stats(weighted_stats(values, weights))
 
 
 def pooled_stats(blocks: Blocks, count: int) -> dict[str, float] | None:

@@ -33,7 +33,10 @@ from locustfiles.records import CANCELLED, OK
 from orchestrate.report.aggregates.chunks import tokens_received
 from orchestrate.report.aggregates.concurrency import in_flight, request_ends
 from orchestrate.report.aggregates.goodput import goodput
-from orchestrate.report.aggregates.stats import numeric_column, per_second, weighted_stats
+from orchestrate.report.aggregates.stats import numeric_column, per_second, value_stats
+from orchestrate.report.schema.common import Percentiles
+from orchestrate.report.schema.steady import InFlight, SteadyState
+from orchestrate.scenario.spec import LoadSpec
 
 IN_FLIGHT_SHARE = 0.95
 RATE_TOLERANCE = 0.05
@@ -44,34 +47,35 @@ CLOSED_RULE = "requests in flight >= 95 % of the users"
 OPEN_RULE = "requests sent within 5 % of the arrival schedule"
 
 
-def steady_state(records: pd.DataFrame, settings: dict[str, Any] | None, slo: dict[str, float] | None = None,
-                 schedule_ts: list[float] | None = None, ui: bool = False) -> dict[str, Any] | None:
+def steady_state(records: pd.DataFrame, load: LoadSpec | None, slo: dict[str, float] | None = None,
+                 schedule_ts: list[float] | None = None, ui: bool = False,
+                 search: bool = False) -> SteadyState | None:
     """``summary.json``'s ``steady_state`` block; None for a run that sent nothing.
 
-    :param settings: the variant's flat settings (``load.users``, ``load.rate``, ``load.stages``).
+    :param load: the load the result ran (its users, rate or stages); None for one without a single load
+        (a sweep's own summary).
     :param schedule_ts: an open loop's due times, wall clock (``arrivals.json``: start + offsets).
     :param ui: a person set the users in Locust's web UI.
+    :param search: a capacity search's own summary (its probes have their windows).
     """
     if records.empty or "send_ts" not in records:
         return None
-    settings = settings or {}
     if ui:
         return _none(CLOSED_RULE, "a person set the users in the web UI: each level held is a step of its own "
                                   "(ui_steps)")
-    if settings.get("search.over"):
+    if search:
         return _none(CLOSED_RULE, "a capacity search: each probe has its own window (capacity.probes, steps/)")
-    if settings.get("load.stages"):
+    if load is not None and load.stages:
         return _none(CLOSED_RULE, "a staged ramp changes the users on purpose: each stage's figures are its own "
                                   "(stages)")
-    if settings.get("load.rate") is not None:
+    if load is not None and load.rate is not None:
         return open_loop(records, schedule_ts or [], slo)
-    users = settings.get("load.users")
-    if not isinstance(users, int) or users < 1:
+    if load is None or load.users < 1:
         return _none(CLOSED_RULE, "the number of users is not known")
-    return closed_loop(records, users, slo)
+    return closed_loop(records, load.users, slo)
 
 
-def closed_loop(records: pd.DataFrame, users: int, slo: dict[str, float] | None) -> dict[str, Any]:
+def closed_loop(records: pd.DataFrame, users: int, slo: dict[str, float] | None) -> SteadyState:
     """The window of a closed loop of ``users`` and its figures."""
     threshold = math.ceil(IN_FLIGHT_SHARE * users - 1e-9)
     send = numeric_column(records, "send_ts").to_numpy(dtype=float)
@@ -94,17 +98,17 @@ def closed_loop(records: pd.DataFrame, users: int, slo: dict[str, float] | None)
                                   f"{needed} ({SENDS_PER_USER} per user); with {len(send)} prompts for {users} "
                                   "users the ramp and the drain are most of the run",
                      prompts_needed=before + needed)
-    block = _figures(records, inside, float(start), float(end), slo)
     span = (times >= start) & (times < end)
     widths = np.diff(np.append(times[span], end))
-    block["in_flight"] = {"threshold": threshold, "users": users,
-                          "mean": float(np.average(level[span], weights=widths)) if widths.sum() else None,
-                          "below_share": float(widths[level[span] < threshold].sum() / widths.sum())
-                          if widths.sum() else None}
-    return {"found": True, "rule": CLOSED_RULE, **block}
+    window = InFlight(threshold=threshold, users=users,
+                      mean=float(np.average(level[span], weights=widths)) if widths.sum() else None,
+                      below_share=float(widths[level[span] < threshold].sum() / widths.sum())
+                      if widths.sum() else None)
+    return SteadyState(found=True, rule=CLOSED_RULE, **_figures(records, inside, float(start), float(end), slo),
+                       in_flight=window)
 
 
-def open_loop(records: pd.DataFrame, schedule_ts: list[float], slo: dict[str, float] | None) -> dict[str, Any]:
+def open_loop(records: pd.DataFrame, schedule_ts: list[float], slo: dict[str, float] | None) -> SteadyState:
     """The window of an open loop: the sends that kept up with the schedule (``arrivals.json``)."""
     if not schedule_ts:
         return _none(OPEN_RULE, "the arrival schedule (arrivals.json) is missing")
@@ -126,22 +130,23 @@ def open_loop(records: pd.DataFrame, schedule_ts: list[float], slo: dict[str, fl
     if inside.sum() < MIN_OPEN_LOOP_REQUESTS:
         return _none(OPEN_RULE, f"only {int(inside.sum())} requests were sent on schedule: a window needs "
                                 f"{MIN_OPEN_LOOP_REQUESTS}")
-    block = _figures(records, inside, start, end, slo)
-    block["kept_up"] = last == order.size - 1
-    return {"found": True, "rule": OPEN_RULE, **block}
+    return SteadyState(found=True, rule=OPEN_RULE, **_figures(records, inside, start, end, slo),
+                       kept_up=bool(last == order.size - 1))
 
 
-def _none(rule: str, reason: str, prompts_needed: int | None = None) -> dict[str, Any]:
-    return {"found": False, "rule": rule, "reason": reason, "prompts_needed": prompts_needed}
+def _none(rule: str, reason: str, prompts_needed: int | None = None) -> SteadyState:
+    return SteadyState(found=False, rule=rule, reason=reason, prompts_needed=prompts_needed)
 
 
-def _pick(stats: dict[str, float] | None) -> dict[str, float] | None:
-    return {k: stats[k] for k in ("p50", "p90", "p99")} if stats else None
+def _percentiles(values: pd.Series) -> Percentiles | None:
+    """p50/p90/p99 of the values (``value_stats``' pick); None for none."""
+    stats = value_stats(values.dropna().to_numpy())
+    return Percentiles(stats.p50, stats.p90, stats.p99) if stats else None
 
 
 def _figures(records: pd.DataFrame, inside: np.ndarray, start: float, end: float,
              slo: dict[str, float] | None) -> dict[str, Any]:
-    """Counts, throughput and latency of the window [start, end) (wall clock)."""
+    """Counts, throughput and latency of the window [start, end) (wall clock): ``SteadyState``'s fields."""
     first = float(numeric_column(records, "send_ts").min())
     duration = end - start
     ok_mask = (records["status"] == OK).to_numpy()
@@ -156,8 +161,8 @@ def _figures(records: pd.DataFrame, inside: np.ndarray, start: float, end: float
             "prefill_tok_s": per_second(prompt_tokens_within(ok, [(start, end)])[0], duration),
             "decode_tok_s": per_second(output, duration),
             "requests_per_s": per_second(int(((ends >= start) & (ends < end)).sum()), duration),
-            "ttft_ms": _pick(weighted_stats(numeric_column(mine_ok, "ttft_ms").dropna().to_numpy())),
-            "tpot_ms": _pick(weighted_stats(numeric_column(mine_ok, "tpot_ms").dropna().to_numpy())),
+            "ttft_ms": _percentiles(numeric_column(mine_ok, "ttft_ms")),
+            "tpot_ms": _percentiles(numeric_column(mine_ok, "tpot_ms")),
             "goodput": goodput(mine, slo, duration)}
 
 

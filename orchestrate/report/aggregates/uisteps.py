@@ -14,7 +14,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import pandas as pd
 
@@ -24,6 +23,7 @@ from orchestrate.report.aggregates.stats import numeric_column
 from orchestrate.report.formats import summary_numbers
 from orchestrate.report.jsontypes import from_json
 from orchestrate.report.schema.summary import Summary
+from orchestrate.report.schema.ui import UiStep, UiSteps, UserLevel, UsersOverTime
 
 HOLD_S = 10.0
 """A user level held at least this long (seconds of Locust's history) is a step."""
@@ -76,16 +76,16 @@ def form_spawn_rate(llm_history_csv: Path) -> float | None:
     return float(rates.iloc[-1]) if not rates.empty else None
 
 
-def users_over_time(levels: list[Level]) -> dict[str, Any] | None:
+def users_over_time(levels: list[Level]) -> UsersOverTime | None:
     """``summary.json``'s record of what the users really were (not the scenario's number)."""
     if not levels:
         return None
-    return {"max": max(level.users for level in levels),
-            "levels": [{"users": level.users, "from": level.start, "held_s": round(level.held_s, 1)}
-                       for level in levels if level.users > 0]}
+    return UsersOverTime(max=max(level.users for level in levels),
+                         levels=tuple(UserLevel(level.users, level.start, round(level.held_s, 1))
+                                      for level in levels if level.users > 0))
 
 
-def ui_steps(records: pd.DataFrame, levels: list[Level], hold_s: float = HOLD_S) -> dict[str, Any] | None:
+def ui_steps(records: pd.DataFrame, levels: list[Level], hold_s: float = HOLD_S) -> UiSteps | None:
     """The steps block (a sweep's shape, ``aggregates/sweep.py``, key ``users``); None without a level to show.
 
     ``placed_by``: ``send`` when every record carries the user count it was sent under (each level a step),
@@ -106,14 +106,15 @@ def ui_steps(records: pd.DataFrame, levels: list[Level], hold_s: float = HOLD_S)
         return None
     steps = []
     for i, (level, mine) in enumerate(groups):
-        summary = summarize_records(mine)
-        figures = summary_numbers(from_json(Summary, summary))
-        cancelled = summary["requests"]["cancelled"]
-        steps.append({"value": level.users, "label": f"users-{level.users}-{i + 1}",
-                      "status": "stopped" if cancelled else "completed", "cancelled": cancelled,
-                      "few": figures["completed"] < FEW_COMPLETED, "held_s": round(level.held_s, 1), **figures})
-    return {"key": "users", "values": [s["value"] for s in steps], "hold_s": hold_s, "placed_by": placed_by,
-            "steps": steps}
+        headline = summarize_records(mine)  # the level's headline blocks: its figures as a sweep step's
+        figures = summary_numbers(Summary(**headline.blocks()))
+        cancelled = headline.requests.cancelled
+        steps.append(from_json(UiStep, {
+            "value": level.users, "label": f"users-{level.users}-{i + 1}",
+            "status": "stopped" if cancelled else "completed", "cancelled": cancelled,
+            "few": headline.requests.completed < FEW_COMPLETED, "held_s": round(level.held_s, 1), **figures}))
+    return UiSteps(key="users", values=tuple(level.users for level, _ in groups), hold_s=hold_s, placed_by=placed_by,
+                   steps=tuple(steps))
 
 
 def _levels_as_sent(records: pd.DataFrame, sent: pd.Series, users: pd.Series) -> list[tuple[Level, pd.DataFrame]]:

@@ -41,8 +41,8 @@ def test_monitor_keeps_the_max_and_bounds_its_samples(monkeypatch: pytest.Monkey
 def test_summarize_client(reports: list[dict], saturated: bool, lag_p99: float, cpu: float) -> None:
     client = summarize_client(reports)
     assert client is not None
-    assert (client["saturated"], client["loop_lag_ms"]["p99"], client["cpu_pct"]) == (saturated, lag_p99, cpu)
-    assert client["workers"] == len(reports)
+    assert (client.saturated, client.loop_lag_ms.p99, client.cpu_pct) == (saturated, lag_p99, cpu)
+    assert client.workers == len(reports)
 
 
 def test_no_reports_no_client_block() -> None:
@@ -69,5 +69,5 @@ def test_host_busy_versus_saturated(own_p99: float | None, saturated: bool, host
         r["loop_lag_ms"]["own_p99"] = own_p99
     client = summarize_client([r])
     assert client is not None
-    assert (client["saturated"], client["host_busy"], client["loop_lag_ms"]["own_p99"]) == \
+    assert (client.saturated, client.host_busy, client.loop_lag_ms.own_p99) == \
         (saturated, host_busy, own_p99 if own_p99 is not None else 30.0)

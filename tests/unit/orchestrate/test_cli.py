@@ -13,7 +13,6 @@ from collections.abc import Callable
 import pytest
 
 import orchestrate.cli
-import orchestrate.report.summary
 from orchestrate.cli import main
 from orchestrate.commands import COMMANDS
 from orchestrate.errors import ResultsError
@@ -93,12 +92,3 @@ def test_a_full_disk_is_one_line_and_other_os_errors_are_not_hidden(monkeypatch:
     with_command(monkeypatch, "run", raising(OSError(errno.ECONNRESET, "Connection reset by peer")))
     with pytest.raises(ConnectionResetError):
         main(["run"])
-
-
-def test_a_truncated_dataset_is_noted_in_the_summary():
-    sampling = {"dataset": "/d/cut.json", "token_counter": "server_tokenize", "examined": 10,
-                "dropped": {}, "shortfall": 0, "truncated": True, "complete_conversations": 17671}
-    assert ("the dataset file is truncated (allow_truncated): prompts were sampled from its 17,671 complete "
-            "conversations only") in orchestrate.report.summary.notes({"sampling": sampling})
-    assert not [n for n in orchestrate.report.summary.notes({"sampling": {**sampling, "truncated": False}})
-                if "truncated" in n]

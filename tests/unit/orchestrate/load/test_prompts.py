@@ -10,7 +10,9 @@ import requests
 
 from locustfiles.dataset import Prompt
 from orchestrate.load.prompts import prepare_prompts
-from orchestrate.report.summary import notes
+from orchestrate.report.notes import notes
+from orchestrate.report.schema.runfacts import Sampling
+from orchestrate.report.schema.summary import Summary
 from orchestrate.scenario.spec import LoadSpec
 from orchestrate.server.preflight import ServerFacts
 from orchestrate.standins.datasets import resolve_dataset
@@ -50,4 +52,4 @@ def test_server_without_tokenize_falls_back_to_the_estimate_and_says_so(
     assert all(p.max_tokens <= 64 for p in prompts)
     text = prompts[0].messages[0]["content"]
     assert prompts[0].prompt_tokens == -(-len(text) // 4)  # ceil(chars / 4)
-    assert any("ESTIMATED" in n for n in notes({"sampling": {"token_counter": prepared.token_counter}}))
+    assert any("ESTIMATED" in n for n in notes(Summary(sampling=Sampling(token_counter=prepared.token_counter))))

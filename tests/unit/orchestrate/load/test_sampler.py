@@ -23,9 +23,9 @@ from orchestrate.report.console import memory_line, server_metrics_line
 from orchestrate.report.formats import fmt_bytes
 from orchestrate.report.jsontypes import from_json
 from orchestrate.report.markdown import summary_md
+from orchestrate.report.notes import notes
 from orchestrate.report.schema import Summary
 from orchestrate.report.schema.server import Memory
-from orchestrate.report.summary import notes
 from orchestrate.server.launchers.base import Launcher
 from tests.unit.orchestrate.report.aggregates.test_servermetrics import COMPLETED, GIB, MIB, records, write_metrics
 
@@ -210,10 +210,10 @@ def test_a_server_without_metrics_is_said_once_and_memory_is_still_sampled(
     assert all(line["metrics"] is None and line["metrics_error"] == "http_501" for line in lines)
     assert all(line["server_memory_bytes"] is None and line["server_memory_source"] is None for line in lines)
     summary = summarize_metrics(load_metrics(out))
-    assert summary["server_counters"] is None and summary["metrics_unavailable"] == "http_501"
+    assert summary.server_counters is None and summary.metrics_unavailable == "http_501"
     block = server_metrics(summary, pd.DataFrame([{"status": OK, "output_tokens": 3}]))
-    assert block["available"] is False and block["agrees_with_records"] is None
-    assert any("no llama.cpp /metrics (http_501)" in note for note in notes({"server_metrics": block}))
+    assert block.available is False and block.agrees_with_records is None
+    assert any("no llama.cpp /metrics (http_501)" in note for note in notes(Summary(server_metrics=block)))
 
 
 def test_stop_is_prompt_and_takes_a_last_sample(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -259,8 +259,8 @@ def test_default_memory_is_the_rss_of_the_process_tree() -> None:
 def test_report_lines_and_plot_links(tmp_path: Path) -> None:
     assert (fmt_bytes(None), fmt_bytes(412.25 * MIB), fmt_bytes(1.5 * GIB)) == ("–", "412.2 MiB", "1.50 GiB")
     metrics = summarize_metrics(load_metrics(write_metrics(tmp_path / "metrics.jsonl")))
-    summary = from_json(Summary, {"scenario": "s", "variant": "v", **summarize_records(records(*COMPLETED)),
-                                  "memory": metrics["memory"], "server_metrics": server_metrics(metrics, records(*COMPLETED))})
+    summary = Summary(scenario="s", variant="v", **summarize_records(records(*COMPLETED)).blocks(),
+                      memory=metrics.memory, server_metrics=server_metrics(metrics, records(*COMPLETED)))
     assert memory_line(summary.memory) == ("memory: server peak 950.0 MiB (RSS of the server's processes); memory peak "
                                     "32.00 GiB of 128.00 GiB (system memory in use: unified memory, whole machine)")
     assert server_metrics_line(summary.server_metrics) == (

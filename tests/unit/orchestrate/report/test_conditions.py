@@ -32,7 +32,7 @@ def test_common_prompts_and_busy_text():
 
 
 def test_a_host_block_from_before_its_limits_is_judged_by_the_default_ones():
-    """``limits`` (and other keys) a summary did not write are absent, not null, to ``host_report``."""
+    """``limits`` (and other keys) a summary did not write read as None: ``notes.busy_reasons`` then judges by the defaults."""
     old = from_json(Host, {"foreign_cpu_pct": {"p50": 55.0, "max": 90.0}, "busy": True})
     assert old.limits.foreign_cpu_pct is None
     assert busy_text(old) == "other processes used 55 % of a core (p50, max 90 %)"

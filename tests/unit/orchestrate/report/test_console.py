@@ -12,11 +12,11 @@ from orchestrate.report.aggregates.energy import energy
 from orchestrate.report.aggregates.headline import summarize_records
 from orchestrate.report.aggregates.steadystate import steady_state
 from orchestrate.report.console import condition_lines, console_lines, energy_line, headline, steady_state_line
-from orchestrate.report.jsontypes import from_json
+from orchestrate.report.jsontypes import from_json, to_json
 from orchestrate.report.markdown import summary_md
 from orchestrate.report.schema import Summary
-from orchestrate.report.schema.machine import Energy
 from orchestrate.report.schema.steady import SteadyState
+from orchestrate.scenario.spec import LoadSpec
 from tests.unit.orchestrate.report.aggregates.test_energy import T0, TOKENS, samples
 from tests.unit.orchestrate.report.aggregates.test_steadystate import four_users, frame, rec
 
@@ -59,7 +59,7 @@ def failed_to_load_summary() -> dict:
     """The reference study's failure: the drafter aborts at slot init, nothing was sent."""
     summary = {"scenario": "gemma-mtp", "variant": "fa-on", "status": "failed_to_load",
                "error": "server exited with code 134 while loading; see server.log"}
-    summary.update(summarize_records(pd.DataFrame()))
+    summary.update(to_json(summarize_records(pd.DataFrame()).blocks()))
     summary["server"] = {"status": "failed_to_load", "exit_code": 134,
                          "cause": "ggml-cuda/fattn.cu:110: fatal error",
                          "hint": "set flash-attn: off for this model and drafter",
@@ -135,29 +135,29 @@ def test_headline_crash_mid_run_shows_status_then_numbers():
 # --- the steady state and the energy --------------------------------------------------------------
 
 def test_steady_state_line_found_and_not() -> None:
-    def line(block: dict[str, Any] | None) -> str | None:
-        return steady_state_line(from_json(SteadyState, block))
+    def line(block: SteadyState | None) -> str | None:
+        return steady_state_line(block)
 
     assert steady_state_line(None) is None
-    block = steady_state(four_users(), {"load.users": 4})
+    block = steady_state(four_users(), LoadSpec(users=4))
     assert line(block) == ("steady state 1.5–6.0 s (9 requests, 75 %): decode 5.8 tok/s, "
                            "TTFT median 1.0 s, TPOT median 500 ms")
-    none = steady_state(frame([rec(u * 0.5) for u in range(4)]), {"load.users": 4})
+    none = steady_state(frame([rec(u * 0.5) for u in range(4)]), LoadSpec(users=4))
     found = line(none)
     assert found is not None and found.startswith("steady state: none — only 1 requests were sent")
     assert found.endswith("(about 11 prompts would give one)")
-    unknown = line(steady_state(four_users(), {}))
+    unknown = line(steady_state(four_users(), None))
     assert unknown == "steady state: none — the number of users is not known"
 
 
 def test_energy_line_measured_and_not() -> None:
     block = energy(samples([250.0] * 13), T0, T0 + 10.0, TOKENS)
-    assert energy_line(from_json(Energy, block)) == (
+    assert energy_line(block) == (
         "energy 2,500 J over 10.0 s: 0.4 output tokens/J, 2.5 J per output token, 250 W "
         "mean (idle 250 W; nvidia-smi power.draw, all GPUs)")
     why = "nvidia-smi stopped answering (CalledProcessError: ...)"
     half = energy(samples([250.0] * 6 + [None] * 7, error=why), T0, T0 + 10.0, TOKENS)
-    assert energy_line(from_json(Energy, half)) == f"energy: not measured — {half['unavailable']}"
+    assert energy_line(half) == f"energy: not measured — {half.unavailable}"
 
 
 # --- the conditions -------------------------------------------------------------------------------

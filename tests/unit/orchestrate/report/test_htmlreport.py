@@ -10,6 +10,7 @@ from typing import Any
 
 from orchestrate.report import htmlreport
 from orchestrate.report.aggregates.headline import summarize_records
+from orchestrate.report.jsontypes import to_json
 from orchestrate.results import VariantPaths
 from tests.browser import page_figures
 from tests.unit.orchestrate.report.aggregates.test_headline import frame, study_records
@@ -23,7 +24,7 @@ def variant(run: Path, name: str, summary: dict[str, Any]) -> VariantPaths:
     return paths
 
 
-HEADLINE = {**summarize_records(frame(study_records())), "status": "completed",
+HEADLINE = {**to_json(summarize_records(frame(study_records())).blocks()), "status": "completed",
             "notes": ["a server's log said <script>alert(1)</script>"]}
 """study_records' summary: 3 completed, 1 error, 1 cancelled."""
 

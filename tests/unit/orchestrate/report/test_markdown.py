@@ -3,7 +3,7 @@ from hand-written dicts or by the aggregates from hand-made records (every numbe
 
 from __future__ import annotations
 
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 
 import pandas as pd
@@ -27,9 +27,10 @@ from orchestrate.report.markdown import (
     ui_steps_intro,
 )
 from orchestrate.report.schema import Summary
-from orchestrate.report.schema.capacity import Capacity
+from orchestrate.report.schema.capacity import Cliff
 from orchestrate.report.schema.sweep import Sweep
 from orchestrate.report.schema.ui import UiSteps
+from orchestrate.scenario.spec import LoadSpec
 from tests.unit.orchestrate.report.aggregates import test_pacing_figures as pacing
 from tests.unit.orchestrate.report.aggregates.test_capacity import users_search
 from tests.unit.orchestrate.report.aggregates.test_steadystate import behind, four_users, frame, rec, schedule
@@ -92,12 +93,12 @@ def test_no_block_no_section():
 # --- the steady state -----------------------------------------------------------------------------
 
 def test_steady_state_beside_the_whole_run() -> None:
-    block = steady_state(four_users(), {"load.users": 4}, {"tpot_ms": 1000.0})
-    summary = {"steady_state": block, "duration_s": 7.5, "requests": {"sent": 12},
+    block = steady_state(four_users(), LoadSpec(users=4), {"tpot_ms": 1000.0})
+    summary = {"duration_s": 7.5, "requests": {"sent": 12},
                "throughput": {"prefill_tok_s": 160.0, "decode_tok_s": 4.8, "requests_per_s": 1.6},
                "latency_ms": {"ttft": {"p50": 1000.0, "p90": 1000.0, "p99": 1000.0}},
                "goodput": {"share": 0.5}}
-    md = steady_state_section(typed(summary))
+    md = steady_state_section(replace(typed(summary), steady_state=block))
     assert md[:2] == ["## Steady state", ""]
     assert "| | whole run | steady state |" in md
     assert "| span | 0–7.5 s, 12 requests | 1.5–6.0 s, 9 requests (75 %) |" in md
@@ -112,14 +113,14 @@ def test_steady_state_beside_the_whole_run() -> None:
 
 
 def test_steady_state_open_loop_and_no_window() -> None:
-    block = steady_state(frame(behind()), {"load.rate": 2.0}, None, schedule(40))
-    md = steady_state_section(typed({"steady_state": block}))
+    block = steady_state(frame(behind()), LoadSpec(rate=2.0), None, schedule(40))
+    md = steady_state_section(Summary(steady_state=block))
     assert ("The window: requests sent within 5 % of the arrival schedule; after it the sends fell behind the "
             "schedule.") in md
     assert not any("requests meeting the SLO" in line for line in md)  # no SLO, no row
-    none = steady_state(frame([rec(u * 0.5) for u in range(4)]), {"load.users": 4})
+    none = steady_state(frame([rec(u * 0.5) for u in range(4)]), LoadSpec(users=4))
     assert none is not None
-    md = steady_state_section(typed({"steady_state": none}))
+    md = steady_state_section(Summary(steady_state=none))
     assert md[0] == "## Steady state"
     assert md[2].startswith(f"No steady-state window ({CLOSED_RULE}): only 1 requests were sent")
     assert md[2].endswith("users the ramp and the drain are most of the run. About 11 prompts would give one.")
@@ -130,8 +131,8 @@ def test_steady_state_open_loop_and_no_window() -> None:
 def test_capacity_and_a_cliff(tmp_path: Path) -> None:
     found = capacity_block(users_search(tmp_path))
     assert found is not None
-    md = capacity_section(from_json(Capacity, found), "capacity.png")
-    assert md[:3] == ["## Capacity", "", f"**{found['sentence']}.**"]
+    md = capacity_section(found, "capacity.png")
+    assert md[:3] == ["## Capacity", "", f"**{found.sentence}.**"]
     assert md[4].startswith("Searched users over 1–16 (bisected in log space to 5 %, then the boundary probed again)")
     assert md[4].endswith(": 6 probes in 12 s; each has its folder under `steps/`.")
     assert "| probe | users | met the SLO | passed | decode tok/s | TTFT p99 | TPOT p99 | why |" in md
@@ -139,15 +140,15 @@ def test_capacity_and_a_cliff(tmp_path: Path) -> None:
     assert "| 1 | 1 | 100.0 % | yes | 50.0 | 300 ms | 40 ms |  |" in md
     assert md[-2:] == ["![capacity](capacity.png)", ""]
     assert not any(line.startswith("Throughput fell") for line in md)
-    found["cliff"] = {"value": 4, "decode_tok_s": 100.0, "peak_value": 3, "peak_decode_tok_s": 142.5}
+    found = replace(found, cliff=Cliff(value=4, decode_tok_s=100.0, peak_value=3, peak_decode_tok_s=142.5))
     assert ("Throughput fell while load rose: decode 100.0 tok/s at 4 against 142.5 at 3."
-            in capacity_section(from_json(Capacity, found)))
+            in capacity_section(found))
 
 
 # --- an open loop and a ramp ----------------------------------------------------------------------
 
 def test_an_open_loop_whose_cap_fell_behind_warns() -> None:
-    """10 due over 0.25 s; 4 went out, ever later; 6 never did (``test_pacing_report``'s case)."""
+    """10 due over 0.25 s; 4 went out, ever later; 6 never did (``test_notes``' case)."""
     info = pacing.arrivals_info(10, 40.0, end=pacing.T0 + 0.2)
     info["offsets_s"][-1] = 1.0
     records = pd.DataFrame([pacing.rec(0, pacing.T0, scheduled=pacing.T0),
@@ -156,7 +157,7 @@ def test_an_open_loop_whose_cap_fell_behind_warns() -> None:
                             pacing.rec(3, pacing.T0 + 0.52, status="cancelled", e2e=100.0, ttft=None,
                                        scheduled=pacing.T0 + 0.075)])
     arr = pacing_figures.summarize_arrivals(records, info)
-    md = "\n".join(pacing_section(typed({"arrivals": arr})))
+    md = "\n".join(pacing_section(Summary(arrivals=arr)))
     assert "**Warning: the concurrency cap of 2 could not keep up" in md and "| 10 | 4 | 6 | 2 (> 10 ms) | 50 % |" in md
 
 
@@ -166,7 +167,7 @@ def test_the_stages_table() -> None:
                         ttft=150.0) for k in range(4) for u in range(3)]
     stages = pacing_figures.summarize_stages(pd.DataFrame(one + three),
                                              pacing.stages_info([pacing.T0, pacing.T0 + 2.05], pacing.T0 + 4.2))
-    md = "\n".join(pacing_section(typed({"stages": stages})))
+    md = "\n".join(pacing_section(Summary(stages=stages)))
     assert "| 1 | 1 | 2 s | 0.0 s | 4 | 4 | 0 | 1 |" in md and "| 3 | 2 | 2 s | not reached |" in md
 
 
@@ -175,7 +176,8 @@ def test_the_stages_table() -> None:
 def test_the_per_turn_table(tmp_path: Path) -> None:
     paths = variant(tmp_path, [3, 2, 2], {"cut": 1, "turns_dropped": 2,
                                           "cut_by": {"empty_turn": 0, "exceeds_slot_context": 1}})
-    lines = turns_section(typed(summarize_turns(paths, pd.DataFrame(RECORDS))))
+    turns = summarize_turns(paths, pd.DataFrame(RECORDS))
+    lines = turns_section(Summary(turns=turns.turns, conversations=turns.conversations))
     assert lines[0].startswith("| turn | requests | TTFT p50 | TTFT p99 | prompt tok | cached tok")
     assert lines[3] == "| 1 | 3 | 20 ms | 20 ms | 300.0 | 108.0 | 192.0 | 36.0 % |"
     text = "\n".join(lines)
@@ -204,7 +206,7 @@ def test_a_web_ui_step_stop_cut_short_and_few_completed_are_named() -> None:
                                error_class="cancelled"))
     steps = ui_steps(pd.DataFrame([record(0, T0 + 1), record(1, T0 + 2), cut]), levels, hold_s=10.0)
     assert steps is not None
-    intro = " ".join(ui_steps_intro(from_json(UiSteps, steps)))
+    intro = " ".join(ui_steps_intro(steps))
     assert "Fewer than 10 completed requests" in intro and "4 users (2 completed)" in intro
 
 
@@ -215,4 +217,4 @@ def test_a_web_ui_ramp_placed_by_the_count_sent_under_says_so() -> None:
                               stamped(10, T0 + 12.5, 4)])
     steps = ui_steps(records, levels, hold_s=10.0)
     assert steps is not None
-    assert "Each user count set in the form is a step" in " ".join(ui_steps_intro(from_json(UiSteps, steps)))
+    assert "Each user count set in the form is a step" in " ".join(ui_steps_intro(steps))

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -11,7 +12,7 @@ from orchestrate.report import plots
 from orchestrate.report.aggregates.capacity import capacity_block
 from orchestrate.report.compare import compare, read_variants
 from orchestrate.report.jsontypes import from_json
-from orchestrate.report.schema.capacity import Capacity
+from orchestrate.report.schema.capacity import ProbeFigures
 from orchestrate.report.schema.sweep import Sweep
 from tests.unit.orchestrate.report.aggregates.test_capacity import users_search
 from tests.unit.orchestrate.report.aggregates.test_sweep import block
@@ -22,12 +23,12 @@ def test_capacity_writes_a_png(tmp_path: Path) -> None:
     pytest.importorskip("matplotlib")
     found = capacity_block(users_search(tmp_path))
     assert found is not None
-    out = plots.capacity(from_json(Capacity, found), tmp_path / "capacity.png")
+    out = plots.capacity(found, tmp_path / "capacity.png")
     assert out == tmp_path / "capacity.png"
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    blank = {"attainment": None, "steady_state": {"decode_tok_s": None}}
-    nothing = {**found, "probes": [{**p, **blank} for p in found["probes"]]}
-    assert plots.capacity(from_json(Capacity, nothing), tmp_path / "none.png") is None
+    nothing = replace(found, probes=tuple(replace(p, attainment=None, steady_state=ProbeFigures(decode_tok_s=None))
+                                          for p in found.probes))
+    assert plots.capacity(nothing, tmp_path / "none.png") is None
     assert not (tmp_path / "none.png").exists()
 
 

@@ -45,6 +45,6 @@ def test_write_reports_plots_the_records(tmp_path: Path):
         e2e_ms=300.0 * (i + 1), tpot_ms=50.0, chunk_offsets_ms=[100.0 * (i + 1), 150.0 * (i + 1)], n_chunks=2,
         tokens_per_chunk=1.0, output_tokens=2, prompt_tokens=10)) for i in range(3)])
     paths = VariantPaths.create(tmp_path, "base")
-    summary = typed({**reference_summary(), **summarize_records(records)})
+    summary = typed({**reference_summary(), **to_json(summarize_records(records).blocks())})
     write_reports(summary, paths, records)
     assert paths.plot_png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

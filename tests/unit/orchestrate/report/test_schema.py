@@ -37,6 +37,7 @@ from orchestrate.report.formats import summary_numbers
 from orchestrate.report.jsontypes import from_json, to_json, undeclared
 from orchestrate.report.schema import Summary
 from orchestrate.report.schema.capacity import Verdict
+from orchestrate.report.schema.headline import Tokens
 from orchestrate.report.schema.machine import Energy, LocustCrosscheck
 from orchestrate.report.schema.server import Server
 from orchestrate.report.schema.steady import SteadyState
@@ -248,28 +249,28 @@ def steady(records: list[RequestRecord]) -> pd.DataFrame:
 
 
 def test_the_steady_state_of_an_open_loop_that_fell_behind_and_of_a_run_without_an_slo() -> None:
-    """``kept_up: false`` and ``goodput: null`` are there only in a window's shape: ``omitted`` drops them
-    (False and None are empty), so a rewrite loses them; every other key of each shape comes back."""
+    """``kept_up: false`` is written (False is not its default, None); a window's ``goodput: null`` is
+    ``omitted`` (absent from the file); every other key of each shape is written and reads back."""
     sends = [T0 + 0.1 * i for i in range(30)] + [T0 + 10.0 + i for i in range(5)]  # the last five fell behind
     behind = open_loop(steady([rec(i, t) for i, t in enumerate(sends)]), [T0 + 0.1 * i for i in range(35)],
                        {"ttft_ms": 200.0})
-    assert behind["found"] and behind["kept_up"] is False
-    assert round_trip(SteadyState, behind) == []  # false is not the default (None: absent), so it is written
+    assert behind.found and behind.kept_up is False
+    assert round_trip(SteadyState, to_json(behind)) == [] and to_json(behind)["kept_up"] is False
     no_slo = closed_loop(steady([rec(i, T0 + 0.5 * (i // 2)) for i in range(12)]), 2, None)
-    assert no_slo["found"] and no_slo["goodput"] is None and no_slo["in_flight"]
-    assert round_trip(SteadyState, no_slo) == ["-goodput"]
+    assert no_slo.found and no_slo.goodput is None and no_slo.in_flight
+    assert round_trip(SteadyState, to_json(no_slo)) == [] and "goodput" not in to_json(no_slo)
     short = closed_loop(steady([rec(0, T0), rec(1, T0 + 0.1)]), 2, None)
-    assert not short["found"] and isinstance(short["prompts_needed"], int)
-    assert round_trip(SteadyState, short) == []
+    assert not short.found and isinstance(short.prompts_needed, int)
+    assert round_trip(SteadyState, to_json(short)) == []
 
 
 def test_energy_over_the_whole_run_and_the_steady_window() -> None:
     readings = pd.DataFrame([{"t": T0 - 1.0 + i, "power_watts": 200.0, "power_source": "nvidia-smi",
                               "power_devices": "every GPU"} for i in range(13)])
-    steady_window = {"found": True, "start_s": 2.0, "end_s": 6.0, "decode_tok_s": 100.0}
-    block = energy(readings, T0, T0 + 10.0, {"prompt": 4000, "output": 1000}, steady_window)
-    assert block["steady_state"]["joules"] and block["devices"] == "every GPU"
-    assert round_trip(Energy, block) == []
+    steady_window = SteadyState(found=True, start_s=2.0, end_s=6.0, decode_tok_s=100.0)
+    block = energy(readings, T0, T0 + 10.0, Tokens(prompt=4000, output=1000), steady_window)
+    assert block.steady_state is not None and block.steady_state.joules and block.devices == "every GPU"
+    assert round_trip(Energy, to_json(block)) == []
 
 
 def test_probe_verdicts_of_a_probe_that_never_ran_and_of_one_stopped_early() -> None:
@@ -306,8 +307,8 @@ def test_each_launcher_kind_in_server_json(tmp_path: Path) -> None:
 def test_locust_crosscheck_without_a_chat_row_has_no_csv_key(tmp_path: Path) -> None:
     (tmp_path / "stats.json").write_text("[]")
     block = locust_crosscheck(tmp_path / "stats.json", tmp_path / "stats.csv")
-    assert block is not None and "csv" not in block
-    assert round_trip(LocustCrosscheck, block) == ["+csv"]
+    assert block is not None and block.csv is None and to_json(block)["csv"] is None  # null, not absent
+    assert round_trip(LocustCrosscheck, to_json(block)) == []
 
 
 def test_sweep_rows_with_capacity_and_steady_energy_figures_and_one_not_run(tmp_path: Path) -> None:

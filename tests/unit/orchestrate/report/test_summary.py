@@ -1,5 +1,5 @@
-"""orchestrate/report/summary.py: a variant's files → ``summary.json`` (what is added when, from which file)
-and the plain-language notes a reader must see beside the numbers."""
+"""orchestrate/report/summary.py: a variant's files → ``summary.json`` (what is added when, from which file; the
+notes' wording is ``test_notes.py``'s), and ``run.json``, what a rebuild reads back."""
 
 from __future__ import annotations
 
@@ -11,15 +11,16 @@ from typing import Any
 import pytest
 
 from locustfiles.records import RequestRecord
+from orchestrate.report.aggregates.steadystate import CLOSED_RULE, OPEN_RULE
 from orchestrate.report.jsontypes import to_json
 from orchestrate.report.schema.runfacts import Step
 from orchestrate.report.schema.summary import RunFacts
 from orchestrate.report.schema.sweep import Sweep
-from orchestrate.report.summary import TOKEN_COUNTERS, notes
 from orchestrate.report.summary import build_summary as build_typed
 from orchestrate.report.summary import rebuild_summary as rebuild_typed
 from orchestrate.results import VariantPaths
 from orchestrate.scenario.host_limits import HostLimits
+from orchestrate.scenario.spec import LoadSpec
 
 T0 = 1_700_000_000.0
 KEPT = tuple(f.name for f in fields(RunFacts))
@@ -91,87 +92,11 @@ def test_a_web_ui_run_records_the_users_the_person_set(tmp_path: Path) -> None:
     assert summary["settings"] == {"load.users": 16, "load.spawn_rate": 2.0, "load.max_tokens": 8}  # the form's
     assert summary["ui_steps"] is not None and summary["ui_steps"]["values"] == [4, 16]
     assert "users_over_time" not in build_summary(paths, "s", "v", RunFacts("completed"))
-
-
-def base() -> dict[str, Any]:
-    return {"status": "completed", "requests": {"sent": 10, "completed": 10, "unsent": 0}}
-
-
-def test_a_clean_run_has_no_notes() -> None:
-    assert notes(base()) == []
-    assert notes({**base(), "sampling": {"token_counter": "server_tokenize"}}) == []
-
-
-@pytest.mark.parametrize("counter", sorted(set(TOKEN_COUNTERS) - {"server_tokenize"}))
-def test_every_inexact_token_counter_is_named(counter: str) -> None:
-    note, = notes({**base(), "sampling": {"token_counter": counter}})
-    assert note.startswith(f"prompt lengths: {TOKEN_COUNTERS[counter]}")
-    assert note.endswith("sampling limits are approximate") == (counter != "server_tokenize_local_template")
-
-
-def test_output_control_notes() -> None:
-    """ignore_eos asked and every reply short: the server ignored it; some short: named apart; off: the model's
-    own lengths, no note. Inexact random prompts and reasoning counted from the stream are said."""
-    def with_(short: int, ignore_eos: bool, **more: Any) -> list[str]:
-        return notes({**base(), "requests": {"sent": 10, "completed": 10, "unsent": 0, "short_replies": short},
-                      "settings": {"load.ignore_eos": ignore_eos}, **more})
-    ignored, = with_(10, True)
-    assert ignored.startswith("the server ignored ignore_eos: every one of the 10 completed replies ended before")
-    some, = with_(2, True)
-    assert some.startswith("2 of 10 completed replies ended before their max_tokens despite ignore_eos")
-    assert with_(10, False) == [] and with_(0, True) == []
-    inexact, chunks = with_(0, False, sampling={"token_counter": "server_tokenize", "inexact": 3},
-                            reasoning={"tokens_source": ["chunks"]})
-    assert inexact.startswith("3 random prompts could not be cut to their exact length")
-    assert chunks.startswith("reasoning tokens are counted one per reasoning event")
-
-
-def test_sampling_notes() -> None:
-    truncated, short = notes({**base(), "sampling": {"truncated": True, "complete_conversations": 12345,
-                                                     "shortfall": 3, "dropped": {"too_long": 7}}})
-    assert "12,345 complete conversations" in truncated
-    assert short == "the dataset yielded 3 fewer prompts than asked for (dropped by rule: {'too_long': 7})"
-
-
-def test_a_retry_names_the_settings_it_changed() -> None:
-    summary = {**base(), "settings": {"server.flags.flash-attn": "off", "load.users": 4},
-               "first_attempt": {"cause": "fattn abort", "log": "server.first-attempt.log",
-                                 "settings": {"server.flags.flash-attn": "on", "load.users": 4}}}
-    assert notes(summary) == ["the first attempt failed to load (fattn abort); this result is the retry with "
-                              "server.flags.flash-attn=off (log: server.first-attempt.log)"]
-
-
-def test_a_late_client_says_whether_to_add_workers_or_free_cores() -> None:
-    lag = {"p99": 40.0, "max": 90.0, "own_p99": 5.0}
-    saturated, = notes({**base(), "client": {"saturated": True, "host_busy": False, "loop_lag_ms": lag,
-                                             "cpu_pct": 99.0}})
-    assert "saturated" in saturated and "add workers (--workers N)" in saturated
-    busy, = notes({**base(), "client": {"saturated": False, "host_busy": True, "loop_lag_ms": lag, "cpu_pct": 10.0}})
-    assert "waited for a CPU" in busy and "at most 5.0 ms its own work" in busy and "add workers" not in busy
-    assert notes({**base(), "client": {"saturated": False, "host_busy": False, "loop_lag_ms": lag}}) == []
-
-
-@pytest.mark.parametrize("change, expected", [
-    ({"stopped_by": "ui_stop"}, "the test was stopped in the web UI"),
-    ({"stopped_by": "time_cap"}, "the time cap (max_seconds) ended the run"),
-    ({"requests": {"completed": 9, "no_content": 2}}, "2 of 9 completed replies carried no content"),
-    ({"output_tokens_source": ["usage", "chunks"]}, "some output token counts are chunk counts"),
-    ({"crosscheck_agrees": False}, "Locust's own counts differ"),
-    ({"server_metrics": {"unavailable_reason": "http_404"}}, "the server gave no llama.cpp /metrics (http_404)"),
-    ({"server_metrics": {"unavailable_reason": "not_llamacpp"}}, "the server gave no llama.cpp /metrics"),
-    ({"server_metrics": {"within_tolerance": False}}, "the server's /metrics token counts differ"),
-    ({"status": "server_lost", "requests": {"unsent": 1234}}, "the server stopped answering during the load"),
-    ({"status": "crashed", "requests": {"unsent": 1234}}, "the server died during the load"),
-])
-def test_each_caveat_has_its_note(change: dict[str, Any], expected: str) -> None:
-    out = notes({**base(), **change})
-    assert len(out) == 1 and out[0].startswith(expected), out
-
-
-def test_no_note_for_what_is_fine() -> None:
-    fine = {**base(), "stopped_by": "num_prompts", "crosscheck_agrees": True, "output_tokens_source": ["usage"],
-            "server_metrics": {"unavailable_reason": "server_died", "within_tolerance": True}}
-    assert notes(fine) == []
+    typed = build_typed(paths, "s", "v", RunFacts("completed", ui=True, settings={"load.users": 32},
+                                                  load=LoadSpec(users=32, spawn_rate=32.0)))
+    assert typed.load == LoadSpec(users=16, spawn_rate=2.0), "the load that ran: the person's users and spawn rate"
+    assert typed.settings == {"load.users": 16, "load.spawn_rate": 2.0}
+    assert json.loads(paths.vllm_bench_json.read_text())["max_concurrency"] == 16
 
 
 # --- run.json: what the run knew, for `tokenswarm report` ----------------------------------------
@@ -227,3 +152,24 @@ def test_a_sweep_from_before_run_json_keeps_its_sweep_block(tmp_path: Path) -> N
     paths.run_json.unlink()
     rebuilt = rebuild_summary(paths, "s")
     assert rebuilt.get("sweep") is not None and rebuilt["sweep"]["key"] == "users"
+
+
+def test_run_json_keeps_the_load_and_the_report_reads_it_not_the_settings(tmp_path: Path) -> None:
+    """The load travels typed: kept in run.json (never in summary.json), read back by a rebuild, and the steady
+    state and vllm_bench.json follow it (an open loop here, where the settings alone would say closed)."""
+    paths = VariantPaths.create(tmp_path, "v")
+    write_records(paths, 4)
+    load = LoadSpec(users=2, rate=4.0, arrival="constant")
+    build_summary(paths, "s", "v", RunFacts("completed", settings={"load.users": 2}, load=load))
+    assert json.loads(paths.run_json.read_text())["known"]["load"]["rate"] == 4.0
+    assert "load" not in json.loads(paths.summary_json.read_text())
+    rebuilt = rebuild_typed(paths, "s")
+    assert rebuilt.load == load and rebuilt.steady_state is not None and rebuilt.steady_state.rule == OPEN_RULE
+    bench = json.loads(paths.vllm_bench_json.read_text())
+    assert (bench["request_rate"], bench["burstiness"], bench["max_concurrency"]) == (4.0, "inf", 2)
+    old = json.loads(paths.run_json.read_text())
+    del old["known"]["load"]  # a run.json from before the load: read back from the settings
+    paths.run_json.write_text(json.dumps(old))
+    rebuilt = rebuild_typed(paths, "s")
+    assert rebuilt.load == LoadSpec(users=2) and rebuilt.steady_state is not None
+    assert rebuilt.steady_state.rule == CLOSED_RULE

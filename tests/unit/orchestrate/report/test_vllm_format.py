@@ -17,7 +17,10 @@ from orchestrate.report.aggregates.headline import summarize_records
 from orchestrate.report.aggregates.recordsfile import read_records
 from orchestrate.report.jsontypes import from_json
 from orchestrate.report.schema import Summary
+from orchestrate.report.schema.server import Server
 from orchestrate.report.vllm_format import vllm_bench, write_vllm_bench
+from orchestrate.scenario.settings import load_of
+from orchestrate.scenario.spec import LoadSpec
 
 T0 = 1_700_000_000.0
 CONTEXT_ERROR = "http_400:exceed_context_size_error"
@@ -52,18 +55,17 @@ def records() -> list[RequestRecord]:
     return [r1, r0, r3, r2]
 
 
-def typed(summary: dict[str, Any]) -> Summary:
-    """A hand-made ``summary.json`` as the typed ``Summary`` ``vllm_format`` reads."""
-    return from_json(Summary, summary)
+LOAD = LoadSpec(users=2, max_tokens=256)
+"""The load the study ran: two closed-loop users."""
 
 
-def summary_and_frame(slo: dict[str, float] | None = None) -> tuple[dict[str, Any], pd.DataFrame]:
+def summary_and_frame(slo: dict[str, float] | None = None) -> tuple[Summary, pd.DataFrame]:
     df = pd.DataFrame([asdict(r) for r in records()])
-    summary = summarize_records(df)
-    summary.update({"scenario": "study", "variant": "fa-off", "planned_prompts": 4,
-                    "settings": {"load.users": 2, "load.max_tokens": 256},
-                    "server": {"facts": {"model_id": "gemma-4-E4B-Q4_K_M.gguf"}},
-                    "goodput": goodput(df, slo, summary["duration_s"])})
+    head = summarize_records(df)
+    summary = Summary(scenario="study", variant="fa-off", planned_prompts=4,
+                      settings={"load.users": 2, "load.max_tokens": 256}, load=LOAD,
+                      server=from_json(Server, {"facts": {"model_id": "gemma-4-E4B-Q4_K_M.gguf"}}),
+                      goodput=goodput(df, slo, head.duration_s), **head.blocks())
     return summary, df
 
 
@@ -84,7 +86,7 @@ for _metric in ("ttft", "tpot", "itl", "e2el"):
 
 def test_every_field_with_its_type_and_json_without_nan(tmp_path: Path) -> None:
     summary, df = summary_and_frame()
-    path = write_vllm_bench(typed(summary), df, tmp_path / "vllm_bench.json")
+    path = write_vllm_bench(summary, df, tmp_path / "vllm_bench.json", LOAD)
     assert path is not None
     bench = json.loads(path.read_text())
     json.dumps(bench, allow_nan=False)  # dashboards parse strict JSON
@@ -103,7 +105,7 @@ def test_every_field_with_its_type_and_json_without_nan(tmp_path: Path) -> None:
 
 def test_values_by_hand() -> None:
     summary, df = summary_and_frame()
-    bench = vllm_bench(typed(summary), df)
+    bench = vllm_bench(summary, df, LOAD)
     assert bench is not None
     assert (bench["backend"], bench["endpoint_type"], bench["label"]) == ("openai-chat", "openai-chat",
                                                                           "study/fa-off")
@@ -133,7 +135,7 @@ def test_values_by_hand() -> None:
                                "cancelled"]
     # aggregates in ms over completed requests, numpy's estimators as vLLM uses them
     assert bench["median_ttft_ms"] == pytest.approx(150.0)  # between 100 and 200 (summary.json's p50 is 100)
-    assert summary["latency_ms"]["ttft"]["p50"] == 100.0
+    assert summary.latency_ms.ttft is not None and summary.latency_ms.ttft.p50 == 100.0
     assert bench["mean_ttft_ms"] == pytest.approx(150.0) and bench["std_ttft_ms"] == pytest.approx(50.0)
     assert bench["p99_ttft_ms"] == pytest.approx(199.0)  # 100 + 0.99 × 100, linear interpolation
     assert bench["mean_tpot_ms"] == pytest.approx((100 + 200 / 3) / 2)  # 83.33
@@ -148,17 +150,17 @@ def test_values_by_hand() -> None:
 
 def test_request_goodput_is_the_summary_goodput() -> None:
     summary, df = summary_and_frame(slo={"ttft_ms": 150.0})
-    bench = vllm_bench(typed(summary), df)
-    assert bench is not None
+    bench = vllm_bench(summary, df, LOAD)
+    assert bench is not None and summary.goodput is not None
     # r0 (TTFT 100) meets, r1 (200) does not: 1 request / 1.2 s
-    assert bench["request_goodput"] == pytest.approx(1 / 1.2) == summary["goodput"]["requests_per_s"]
+    assert bench["request_goodput"] == pytest.approx(1 / 1.2) == summary.goodput.requests_per_s
 
 
 def test_nothing_sent_writes_nothing_and_removes_a_stale_file(tmp_path: Path) -> None:
     stale = tmp_path / "vllm_bench.json"
     stale.write_text("{}")
     empty = pd.DataFrame()
-    assert write_vllm_bench(typed(summarize_records(empty)), empty, stale) is None
+    assert write_vllm_bench(Summary(**summarize_records(empty).blocks()), empty, stale) is None
     assert not stale.exists()
     assert write_vllm_bench(Summary(), None, stale) is None
 
@@ -175,9 +177,10 @@ def test_nothing_sent_writes_nothing_and_removes_a_stale_file(tmp_path: Path) ->
     pytest.param({"load.users": [1, 4, 16]}, ("inf", 1.0, None), id="a_sweep_variant_has_no_one_value"),
 ])
 def test_traffic_from_the_load_settings(settings: dict[str, Any], expected: tuple[Any, Any, Any]) -> None:
+    """The load as the run had it, and as ``settings.load_of`` reads it back from a folder written before
+    ``run.json`` kept it (a sweep's own summary has none)."""
     summary, df = summary_and_frame()
-    summary["settings"] = settings
-    bench = vllm_bench(typed(summary), df)
+    bench = vllm_bench(summary, df, load_of(settings))
     assert bench is not None
     assert (bench["request_rate"], bench["burstiness"], bench["max_concurrency"]) == expected
 
@@ -188,8 +191,8 @@ def test_the_columnar_frame_gives_the_same_file(tmp_path: Path) -> None:
     summary, df = summary_and_frame()
     path = tmp_path / "requests.jsonl"
     path.write_text("".join(r.to_json() + "\n" for r in records()))
-    lists = json.loads(write_vllm_bench(typed(summary), df, tmp_path / "a.json").read_text())  # type: ignore[union-attr]
-    cols = json.loads(write_vllm_bench(typed(summary), read_records(path), tmp_path / "b.json").read_text())  # type: ignore[union-attr]
+    lists = json.loads(write_vllm_bench(summary, df, tmp_path / "a.json", LOAD).read_text())  # type: ignore[union-attr]
+    cols = json.loads(write_vllm_bench(summary, read_records(path), tmp_path / "b.json", LOAD).read_text())  # type: ignore[union-attr]
     assert cols == lists
 
 
@@ -199,5 +202,5 @@ def test_itls_are_written_at_the_records_resolution(tmp_path: Path) -> None:
     r.chunk_offsets_ms = [138.266, 152.4106, 160.0]
     summary, _ = summary_and_frame()
     df = pd.DataFrame([asdict(r)])
-    bench = json.loads(write_vllm_bench(typed(summary), df, tmp_path / "v.json").read_text())  # type: ignore[union-attr]
+    bench = json.loads(write_vllm_bench(summary, df, tmp_path / "v.json", LOAD).read_text())  # type: ignore[union-attr]
     assert bench["itls"] == [[0.0141446, 0.0075894]]

@@ -111,3 +111,11 @@ def test_the_web_ui_settings_are_what_the_person_changed() -> None:
     assert ui_settings(asked, replace(asked, users=16, spawn_rate=2.0)) == {"load.users": 16, "load.spawn_rate": 2.0}
     assert ui_settings(asked, replace(asked, users=16)) == {"load.users": 16}
     assert ui_settings(asked, asked) == {}
+
+
+def test_a_ramps_users_are_its_largest_stages() -> None:
+    """Settings that name stages and no users (a hand-made folder): the ramp's users, its spawn rates as parsed."""
+    back = load_of({"load.stages": [{"users": 1, "duration_s": 2.0},
+                                    {"users": 3, "duration_s": 2.0, "spawn_rate": 1.0}]})
+    assert back is not None and back.users == 3
+    assert back.stages == (Stage(2.0, 1, 1.0), Stage(2.0, 3, 1.0))

@@ -45,19 +45,19 @@ def test_each_record_by_both_rules(name: str, record: dict[str, Any], good: bool
     """Each verdict by hand, by ``meets_slo``, and by goodput over a frame of that one record."""
     assert meets_slo(record, SLO) is good
     block = goodput(pd.DataFrame([record]), SLO, 1.0)
-    assert block is not None and block["requests_meeting"] == int(good)
+    assert block is not None and block.requests_meeting == int(good)
 
 
 def test_counts_agree_with_goodput_over_the_whole_frame() -> None:
     rows = records()
     block = goodput(pd.DataFrame(rows), SLO, 1.0)
     assert block is not None
-    assert block["requests_meeting"] == sum(meets_slo(r, SLO) for r in rows) == 3
-    missed = block["missed_by"]
+    assert block.requests_meeting == sum(meets_slo(r, SLO) for r in rows) == 3
+    missed = block.missed_by
     for key in SLO_KEYS:  # a completed request misses a limit exactly when it fails that limit alone
-        assert missed[key] == sum(r["status"] == "ok" and not meets_slo(r, {key: SLO[key]}) for r in rows), key
-    assert (missed["ttft_ms"], missed["tpot_ms"], missed["e2e_ms"]) == (3, 2, 3)
-    assert missed["error"] == 1 and missed["cancelled"] == 2
+        assert getattr(missed, key) == sum(r["status"] == "ok" and not meets_slo(r, {key: SLO[key]}) for r in rows), key
+    assert (missed.ttft_ms, missed.tpot_ms, missed.e2e_ms) == (3, 2, 3)
+    assert missed.error == 1 and missed.cancelled == 2
     assert not any(meets_slo(r, SLO) for r in rows if r["status"] != "ok")
 
 
@@ -66,5 +66,5 @@ def test_a_subset_of_limits_and_none() -> None:
     rows = records()
     for limits in ({"tpot_ms": 50.0}, {"e2e_ms": 1000.0}, {"ttft_ms": 200.0, "e2e_ms": 1000.0}):
         block = goodput(pd.DataFrame(rows), limits, 1.0)
-        assert block is not None and block["requests_meeting"] == sum(meets_slo(r, limits) for r in rows), limits
+        assert block is not None and block.requests_meeting == sum(meets_slo(r, limits) for r in rows), limits
     assert sum(meets_slo(r, {}) for r in rows) == 9  # the 9 with status ok

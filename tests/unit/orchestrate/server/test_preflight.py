@@ -9,7 +9,7 @@ from collections.abc import Iterator
 import jinja2
 import pytest
 
-from orchestrate.report.summary import TOKEN_COUNTERS
+from orchestrate.report.notes import TOKEN_COUNTERS
 from orchestrate.server.preflight import ServerFacts, prompt_token_counter, session, template_renderer
 
 OK = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 15\r\nConnection: keep-alive\r\n\r\n"

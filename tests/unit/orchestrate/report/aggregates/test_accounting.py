@@ -34,9 +34,10 @@ def test_server_down_block_names_the_last_metrics_sample_before_it() -> None:
                {"t": 11.4, "elapsed_s": 1.4, "server_memory_bytes": 2, "metrics": {"a": 2}},
                {"t": 12.0, "elapsed_s": 2.0, "server_memory_bytes": None, "metrics": None}]
     block = server_down(records, 11.8, samples)
-    assert block is not None and block["dropped_before_response"] == 0
-    assert block["at_ts"] == 11.5 and block["at_s"] == 1.5 and block["streams_cut"] == 1
-    assert block["last_metrics_sample"]["server_memory_bytes"] == 2 and block["last_metrics_sample"]["t"] == 11.4
+    assert block is not None and block.dropped_before_response == 0
+    assert block.at_ts == 11.5 and block.at_s == 1.5 and block.streams_cut == 1
+    last = block.last_metrics_sample
+    assert last is not None and last.server_memory_bytes == 2 and last.t == 11.4
 
 
 def test_connections_count_the_opened_and_the_reopened() -> None:
@@ -46,6 +47,6 @@ def test_connections_count_the_opened_and_the_reopened() -> None:
                             {"connect_ms": 0.25, "reconnect": True, "refused_retries": 0}])
     block = connections(records)
     assert block is not None
-    assert block["opened"] == 3 and block["reconnects"] == 2 and block["refused_retries"] == 3
-    assert block["connect_ms"]["max"] == 1.5 and block["connect_ms"]["p50"] == 0.5
+    assert block.opened == 3 and block.reconnects == 2 and block.refused_retries == 3
+    assert block.connect_ms is not None and block.connect_ms.max == 1.5 and block.connect_ms.p50 == 0.5
     assert connections(pd.DataFrame([{"send_ts": 1.0}])) is None, "records from before connect_ms say nothing"

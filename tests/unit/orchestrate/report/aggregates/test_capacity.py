@@ -4,7 +4,7 @@ limited it, the throughput cliff, and the block rebuilt from ``search.json`` and
 from __future__ import annotations
 
 import json
-from dataclasses import asdict
+from dataclasses import asdict, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +18,7 @@ from orchestrate.report.aggregates.capacity import (
     sentence,
 )
 from orchestrate.report.jsontypes import from_json, to_json
-from orchestrate.report.schema.capacity import Verdict
+from orchestrate.report.schema.capacity import Capacity, Cliff, Probe, ProbeFigures, Verdict
 from orchestrate.report.schema.steady import MissedBy
 from orchestrate.report.schema.summary import Summary
 from orchestrate.results import VariantPaths, read_json, write_json
@@ -92,23 +92,24 @@ def test_a_probe_stopped_before_its_window_is_judged_by_what_all_its_requests_mi
     probe = {**summary(found=False, stopped_by=CANNOT_PASS),
              "goodput": {"missed_by": {"ttft_ms": 1, "tpot_ms": 6, "error": 0, "cancelled": 3}}}
     verdict = judged(probe, USERS)
-    assert to_json(verdict.missed_by) == probe["goodput"]["missed_by"] and limited_by([to_json(verdict)]) == "tpot_ms"
+    assert to_json(verdict.missed_by) == probe["goodput"]["missed_by"]
+    assert limited_by([Probe(**{f.name: getattr(verdict, f.name) for f in fields(Verdict)})]) == "tpot_ms"
     assert judged(summary(0.5, missed_by={"ttft_ms": 2}), USERS).missed_by == MissedBy(ttft_ms=2)  # the window's first
 
 
 def test_limited_by_sums_the_failing_loads_probes() -> None:
     """TTFT is missed most in the first probe, TPOT over both (2 + 4 > 3 + 0); cancelled never limits."""
-    probes = [{"missed_by": {"ttft_ms": 3, "tpot_ms": 2, "error": 1, "cancelled": 9}},
-              {"missed_by": {"ttft_ms": 0, "tpot_ms": 4, "error": 0, "cancelled": 0}}]
+    probes = [Probe(missed_by=MissedBy(ttft_ms=3, tpot_ms=2, error=1, cancelled=9)),
+              Probe(missed_by=MissedBy(ttft_ms=0, tpot_ms=4, error=0, cancelled=0))]
     assert limited_by(probes[:1]) == "ttft_ms"
     assert limited_by(probes) == "tpot_ms"
-    assert limited_by([{"missed_by": {"error": 5, "ttft_ms": 1}}]) == "error"
-    assert limited_by([{"missed_by": {"ttft_ms": 0, "cancelled": 3}}]) is None
-    assert limited_by([{"missed_by": None}]) is None and limited_by([]) is None
+    assert limited_by([Probe(missed_by=MissedBy(error=5, ttft_ms=1))]) == "error"
+    assert limited_by([Probe(missed_by=MissedBy(ttft_ms=0, cancelled=3))]) is None
+    assert limited_by([Probe(missed_by=None)]) is None and limited_by([]) is None
 
 
-def probe(value: float, decode: float | None, stopped_early: bool = False) -> dict[str, Any]:
-    return {"value": value, "steady_state": {"decode_tok_s": decode}, "stopped_early": stopped_early}
+def probe(value: float, decode: float | None, stopped_early: bool = False) -> Probe:
+    return Probe(value=value, steady_state=ProbeFigures(decode_tok_s=decode), stopped_early=stopped_early)
 
 
 def test_cliff_is_the_first_load_10_percent_below_a_lower_peak() -> None:
@@ -117,18 +118,18 @@ def test_cliff_is_the_first_load_10_percent_below_a_lower_peak() -> None:
     # 4: 185 is 7.5 % below the peak at 2 (not a cliff); 8: the median of 150 and 170 is 20 % below
     fell = [probe(1, 100.0), probe(2, 200.0), probe(8, 150.0), probe(4, 185.0), probe(8, 170.0), probe(16, 50.0),
             probe(3, None)]
-    assert cliff(fell) == {"value": 8, "decode_tok_s": 160.0, "peak_value": 2, "peak_decode_tok_s": 200.0}
+    assert cliff(fell) == Cliff(value=8, decode_tok_s=160.0, peak_value=2, peak_decode_tok_s=200.0)
     # one good probe of 8 lifts its median: no cliff at 8, the next load's fall is
-    assert cliff([probe(2, 200.0), probe(8, 150.0), probe(8, 250.0), probe(16, 100.0)]) == {
-        "value": 16, "decode_tok_s": 100.0, "peak_value": 2, "peak_decode_tok_s": 200.0}
+    assert cliff([probe(2, 200.0), probe(8, 150.0), probe(8, 250.0), probe(16, 100.0)]) == Cliff(
+        value=16, decode_tok_s=100.0, peak_value=2, peak_decode_tok_s=200.0)
     # a probe stopped early measured a window cut short: not a load level's throughput
     assert cliff([probe(2, 200.0), probe(8, 100.0, stopped_early=True), probe(4, 210.0)]) is None
 
 
-def block(**changes: Any) -> dict[str, Any]:
-    base: dict[str, Any] = {"unit": "users", "slo": SLO, "attainment": 0.99, "range": [1, 64], "max_passing": 24,
-                            "min_failing": 28, "probes": [{}], "limited_by": "ttft_ms", "converged": True}
-    return {**base, **changes}
+def block(**changes: Any) -> Capacity:
+    base = Capacity(unit="users", slo=SLO, attainment=0.99, range=(1, 64), max_passing=24, min_failing=28,
+                    probes=(Probe(),), limited_by="ttft_ms", converged=True)
+    return replace(base, **changes)
 
 
 WITHIN = "within TTFT ≤ 2.0 s, TPOT ≤ 100 ms for 99 % of requests in steady state"
@@ -143,7 +144,7 @@ def test_sentence_every_form() -> None:
     assert sentence(block(max_passing=8, min_failing=16, converged=False, limited_by=None)) == (
         f"serves 8 users {WITHIN}; 16 users miss the SLO (the search stopped at its probe limit before the "
         "boundary was as close as asked)")
-    assert sentence(block(probes=[])) == "no probe ran"
+    assert sentence(block(probes=())) == "no probe ran"
 
 
 def write_probe(paths: VariantPaths, search: Search, n: int, value: float, probe_summary: dict[str, Any] | None,
@@ -178,18 +179,18 @@ def test_capacity_block_from_files(tmp_path: Path) -> None:
     assert read_json(paths.search_json)["search"] == asdict(USERS)
     found = capacity_block(paths)
     assert found is not None
-    assert (found["over"], found["unit"], found["range"], found["slo"]) == ("users", "users", [1, 16], SLO)
-    assert (found["max_passing"], found["min_failing"], found["converged"]) == (3, 4, True)
+    assert (found.over, found.unit, found.range, found.slo) == ("users", "users", (1, 16), SLO)
+    assert (found.max_passing, found.min_failing, found.converged) == (3, 4, True)
     # at 4: TTFT 5 + 1 = 6, TPOT 1 + 3 = 4, errors 2 (the 7 cancelled do not count)
-    assert found["limited_by"] == "ttft_ms"
-    assert [(p["n"], p["value"], p["passed"]) for p in found["probes"]] == [
+    assert found.limited_by == "ttft_ms"
+    assert [(p.n, p.value, p.passed) for p in found.probes] == [
         (1, 1, True), (2, 2, True), (3, 4, False), (4, 3, True), (5, 3, True), (6, 4, False)]
-    assert [p["label"] for p in found["probes"]][:3] == ["probe-01-users-1", "probe-02-users-2", "probe-03-users-4"]
-    assert found["probes"][2]["why"] == "80.0 % met the SLO, below 90 %"
+    assert [p.label for p in found.probes][:3] == ["probe-01-users-1", "probe-02-users-2", "probe-03-users-4"]
+    assert found.probes[2].why == "80.0 % met the SLO, below 90 %"
     # medians 50, 100, 142.5 (3), 135 (4): 4 is 5 % below 3's peak, not 10 %
-    assert found["cliff"] is None
-    assert found["wall_s"] == 12.0
-    assert found["sentence"] == ("serves 3 users within TTFT ≤ 2.0 s, TPOT ≤ 100 ms for 90 % of requests in steady "
+    assert found.cliff is None
+    assert found.wall_s == 12.0
+    assert found.sentence == ("serves 3 users within TTFT ≤ 2.0 s, TPOT ≤ 100 ms for 90 % of requests in steady "
                                  "state; 4 users miss TTFT")
 
 
@@ -203,10 +204,10 @@ def test_capacity_block_of_a_stopped_rate_search(tmp_path: Path) -> None:
     write_probe(paths, RATE, 3, 4.0, None, record)
     found = capacity_block(paths)
     assert found is not None
-    assert (found["unit"], found["max_passing"], found["min_failing"]) == ("req/s", 2.0, 4.0)
-    assert found["converged"] is False and found["limited_by"] is None and found["wall_s"] is None
-    assert found["probes"][2]["why"] == "the probe ended not_run" and found["probes"][2]["attainment"] is None
-    assert found["sentence"].startswith("serves 2 req/s within") and found["sentence"].endswith(
+    assert (found.unit, found.max_passing, found.min_failing) == ("req/s", 2.0, 4.0)
+    assert found.converged is False and found.limited_by is None and found.wall_s is None
+    assert found.probes[2].why == "the probe ended not_run" and found.probes[2].attainment is None
+    assert found.sentence.startswith("serves 2 req/s within") and found.sentence.endswith(
         "4 req/s miss the SLO (the search stopped at its probe limit before the boundary was as close as asked)")
 
 

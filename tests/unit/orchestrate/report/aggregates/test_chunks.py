@@ -21,7 +21,7 @@ def test_output_tokens_per_second_from_chunk_arrivals():
     # second 1: r2 chunks at 1.40 1.50 1.55 1.70 = 4. Error and cancelled rows carry no tokens per chunk.
     per_s = output_tokens_per_second(frame(study_records()))
     assert per_s.to_dict() == {0: 7.0, 1: 4.0}
-    assert per_s.sum() == summarize_records(frame(study_records()))["tokens"]["output"]
+    assert per_s.sum() == summarize_records(frame(study_records())).tokens.output
 
 
 def test_output_tokens_per_second_of_nothing_is_empty():

@@ -9,12 +9,14 @@ from pathlib import Path
 import pytest
 
 from orchestrate.report.aggregates.client import crosscheck_agrees, locust_crosscheck
-from orchestrate.report.aggregates.headline import summarize_records
+from orchestrate.report.aggregates.headline import Headline, summarize_records
+from orchestrate.report.schema.headline import Requests, Tokens
+from orchestrate.report.schema.machine import LocustCrosscheck, LocustCsv
 from tests.unit.orchestrate.report.aggregates.test_headline import T0, eos_only_record, frame, study_records
 
 
 @pytest.fixture
-def summary() -> dict:
+def summary() -> Headline:
     return summarize_records(frame(study_records()))
 
 
@@ -50,11 +52,11 @@ def write_json(tmp_path: Path, rows: list[dict]) -> Path:
 def test_locust_crosscheck(tmp_path: Path):
     check = locust_crosscheck(write_json(tmp_path, locust_rows()))
     # duration: earliest start_time (999.5) to latest last_request_timestamp (1002.0) = 2.5 s
-    csv = check.pop("csv")
-    assert csv is None  # no CSV given
-    assert check == pytest.approx({"requests": 4, "failures": 1, "no_content": 0, "prompt_tokens": 105,
-                                   "output_tokens": 11, "duration_s": 2.5, "prefill_tok_s": 105 / 2.5,
-                                   "decode_tok_s": 11 / 2.5})
+    assert check is not None
+    assert check.csv is None  # no CSV given
+    assert check == LocustCrosscheck(requests=4, failures=1, no_content=0, prompt_tokens=105, output_tokens=11,
+                                     duration_s=2.5, prefill_tok_s=pytest.approx(105 / 2.5),
+                                     decode_tok_s=pytest.approx(11 / 2.5))
 
 
 def test_crosscheck_with_a_reply_without_content(tmp_path: Path):
@@ -64,10 +66,14 @@ def test_crosscheck_with_a_reply_without_content(tmp_path: Path):
     rows[0].update(num_requests=5, total_content_length=12)
     rows.append(locust_row("METRIC", "NO_CONTENT", 1, 0, 223, T0 + 1.6, T0 + 1.7))
     check = locust_crosscheck(write_json(tmp_path, rows))
-    assert check["prompt_tokens"] == 105 + 223 and check["no_content"] == 1
-    assert crosscheck_agrees(summary, check) is True
+    assert check is not None and check.prompt_tokens == 105 + 223 and check.no_content == 1
+    assert agree(summary, check) is True
     rows.pop()  # without that row, as before the fix: 223 prompt tokens short
-    assert crosscheck_agrees(summary, locust_crosscheck(write_json(tmp_path, rows))) is False
+    assert agree(summary, locust_crosscheck(write_json(tmp_path, rows))) is False
+
+
+def agree(summary: Headline, check: LocustCrosscheck | None) -> bool | None:
+    return crosscheck_agrees(summary.requests, summary.tokens, check)
 
 
 CSV_HEADER = "Type,Name,Request Count,Failure Count,Median Response Time\n"
@@ -79,13 +85,13 @@ def test_crosscheck_reads_the_stats_csv(tmp_path: Path, summary, csv_requests: i
     csv.write_text(CSV_HEADER + f"POST,/v1/chat/completions,{csv_requests},1,300\nMETRIC,TTFT,3,0,200\n"
                    ",Aggregated,10,1,200\n")
     check = locust_crosscheck(write_json(tmp_path, locust_rows()), csv)
-    assert check["csv"] == {"requests": csv_requests, "failures": 1}
-    assert crosscheck_agrees(summary, check) is agrees
+    assert check is not None and check.csv == LocustCsv(requests=csv_requests, failures=1)
+    assert agree(summary, check) is agrees
 
 
 def test_crosscheck_agrees_with_the_records(tmp_path: Path, summary):
     check = locust_crosscheck(write_json(tmp_path, locust_rows()))
-    assert crosscheck_agrees(summary, check) is True
+    assert agree(summary, check) is True
 
 
 @pytest.mark.parametrize("field, value", [
@@ -96,19 +102,19 @@ def test_crosscheck_agrees_with_the_records(tmp_path: Path, summary):
 def test_crosscheck_disagrees(tmp_path: Path, summary, field: str, value: int):
     rows = locust_rows()
     rows[0][field] = value
-    assert crosscheck_agrees(summary, locust_crosscheck(write_json(tmp_path, rows))) is False
+    assert agree(summary, locust_crosscheck(write_json(tmp_path, rows))) is False
 
 
 def test_crosscheck_disagrees_on_prompt_tokens(tmp_path: Path, summary):
     rows = locust_rows()
     rows[1]["total_content_length"] = 100
-    assert crosscheck_agrees(summary, locust_crosscheck(write_json(tmp_path, rows))) is False
+    assert agree(summary, locust_crosscheck(write_json(tmp_path, rows))) is False
 
 
 def test_crosscheck_without_a_chat_row(tmp_path: Path):
     check = locust_crosscheck(write_json(tmp_path, [locust_row("GET", "/health", 1, 0, 0, T0, T0)]))
-    assert check == {"requests": 0, "failures": 0, "no_content": 0, "prompt_tokens": 0, "output_tokens": 0,
-                     "duration_s": None, "prefill_tok_s": None, "decode_tok_s": None}
+    assert check == LocustCrosscheck(requests=0, failures=0, no_content=0, prompt_tokens=0, output_tokens=0,
+                                     duration_s=None, prefill_tok_s=None, decode_tok_s=None)
 
 
 @pytest.mark.parametrize("content", [None, "", "[{\"method\": "], ids=["missing", "empty", "torn"])
@@ -117,4 +123,4 @@ def test_crosscheck_unreadable_file_is_none(tmp_path: Path, content: str | None)
     if content is not None:
         path.write_text(content)
     assert locust_crosscheck(path) is None
-    assert crosscheck_agrees({"requests": {}}, None) is None
+    assert crosscheck_agrees(Requests(), Tokens(), None) is None

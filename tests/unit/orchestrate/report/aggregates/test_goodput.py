@@ -14,6 +14,7 @@ from locustfiles.records import CANCELLED, ERROR, OK, RequestRecord
 from orchestrate.report.aggregates.goodput import goodput
 from orchestrate.report.aggregates.headline import summarize_records
 from orchestrate.report.jsontypes import to_json
+from orchestrate.report.schema.steady import MissedBy
 from orchestrate.report.schema.summary import RunFacts
 from orchestrate.report.summary import build_summary
 from orchestrate.results import VariantPaths
@@ -66,18 +67,18 @@ def frame(records: list[RequestRecord]) -> pd.DataFrame:
 
 def test_goodput_by_hand() -> None:
     df = frame(study())
-    duration = summarize_records(df)["duration_s"]
+    duration = summarize_records(df).duration_s
     # the summary's window: first send (+0.0) → last end (slow_all: +0.6 + 1.2 s) = 1.8 s
     assert duration == pytest.approx(1.8)
     block = goodput(df, SLO, duration)
     assert block is not None
-    assert block["slo"] == SLO
-    assert block["requests_meeting"] == 3                           # at_limit, fast, one_token
-    assert block["share"] == pytest.approx(3 / 9)                   # of ALL 9 sent, error and cancelled included
-    assert block["requests_per_s"] == pytest.approx(3 / 1.8)        # 1.667
-    assert block["output_tokens_per_s"] == pytest.approx(21 / 1.8)  # (9 + 11 + 1) tokens / 1.8 s = 11.667
+    assert block.slo == SLO
+    assert block.requests_meeting == 3                              # at_limit, fast, one_token
+    assert block.share == pytest.approx(3 / 9)                      # of ALL 9 sent, error and cancelled included
+    assert block.requests_per_s == pytest.approx(3 / 1.8)           # 1.667
+    assert block.output_tokens_per_s == pytest.approx(21 / 1.8)     # (9 + 11 + 1) tokens / 1.8 s = 11.667
     # slow_all counts under each limit it is over: ttft 2, tpot 2, e2e 2
-    assert block["missed_by"] == {"ttft_ms": 2, "tpot_ms": 2, "e2e_ms": 2, "error": 1, "cancelled": 1}
+    assert block.missed_by == MissedBy(ttft_ms=2, tpot_ms=2, e2e_ms=2, error=1, cancelled=1)
 
 
 def test_a_subset_of_limits_judges_only_those() -> None:
@@ -85,10 +86,10 @@ def test_a_subset_of_limits_judges_only_those() -> None:
     block = goodput(df, {"tpot_ms": 50.0}, 1.8)
     assert block is not None
     # over TPOT 50: slow_tpot (100), slow_all (800); the 5 other completed ones are good
-    assert block["requests_meeting"] == 5 and block["share"] == pytest.approx(5 / 9)
-    assert block["missed_by"] == {"tpot_ms": 2, "error": 1, "cancelled": 1}
+    assert block.requests_meeting == 5 and block.share == pytest.approx(5 / 9)
+    assert block.missed_by == MissedBy(tpot_ms=2, error=1, cancelled=1)
     # good tokens 9 + 11 + 1 + 5 + 21 = 47
-    assert block["output_tokens_per_s"] == pytest.approx(47 / 1.8)
+    assert block.output_tokens_per_s == pytest.approx(47 / 1.8)
 
 
 def test_a_completed_request_without_ttft_misses_a_ttft_limit() -> None:
@@ -96,7 +97,7 @@ def test_a_completed_request_without_ttft_misses_a_ttft_limit() -> None:
     df = frame([record(0, 0.0, OK, None, 100.0, 0, None), record(1, 0.1, OK, 50.0, 100.0, 1, None)])
     block = goodput(df, {"ttft_ms": 200.0, "tpot_ms": 10.0}, 0.2)
     assert block is not None
-    assert block["requests_meeting"] == 1 and block["missed_by"]["ttft_ms"] == 1 and block["missed_by"]["tpot_ms"] == 0
+    assert block.requests_meeting == 1 and block.missed_by.ttft_ms == 1 and block.missed_by.tpot_ms == 0
 
 
 def test_no_slo_no_block_and_no_records() -> None:
@@ -104,7 +105,7 @@ def test_no_slo_no_block_and_no_records() -> None:
     assert goodput(frame(study()), {}, 1.8) is None
     empty = goodput(pd.DataFrame(), SLO, 0.0)
     assert empty is not None
-    assert (empty["requests_meeting"], empty["share"], empty["requests_per_s"]) == (0, None, None)
+    assert (empty.requests_meeting, empty.share, empty.requests_per_s) == (0, None, None)
 
 
 def test_summary_md_and_report_rebuild_keep_goodput(tmp_path: Path) -> None:

@@ -11,8 +11,18 @@ import pandas as pd
 import pytest
 
 from locustfiles.records import CANCELLED, ERROR, OK, RequestRecord
-from orchestrate.report.aggregates.headline import server_timings, speculative, summarize_records
+from orchestrate.report.aggregates.headline import Headline, server_timings, speculative, summarize_records
 from orchestrate.report.aggregates.recordsfile import read_records
+from orchestrate.report.jsontypes import to_json
+from orchestrate.report.schema.headline import (
+    LatencyMs,
+    Requests,
+    ServerTimings,
+    Speculative,
+    Throughput,
+    Tokens,
+    TokenSources,
+)
 
 T0 = 1000.0
 CONTEXT_ERROR = "http_400:exceed_context_size_error"
@@ -67,19 +77,19 @@ def frame(records: list[RequestRecord]) -> pd.DataFrame:
 
 
 @pytest.fixture
-def summary() -> dict:
+def summary() -> Headline:
     return summarize_records(frame(study_records()))
 
 
 # --- summarize_records ----------------------------------------------------------------------------
 
 def test_request_counts(summary):
-    assert summary["requests"] == {"sent": 5, "completed": 3, "errors": 1, "cancelled": 1, "no_content": 0,
-                                   "short_replies": 0, "errors_by_class": {CONTEXT_ERROR: 1}}
+    assert summary.requests == Requests(sent=5, completed=3, errors=1, cancelled=1, no_content=0, short_replies=0,
+                                        errors_by_class={CONTEXT_ERROR: 1})
 
 
 def test_completed_prompts_are_the_indices_of_completed_requests_only(summary):
-    assert summary["completed_prompts"] == [0, 1, 2]  # r3 failed, r4 was cancelled
+    assert summary.completed_prompts == (0, 1, 2)  # r3 failed, r4 was cancelled
 
 
 def eos_only_record(i: int, send_ts: float, prompt: int) -> RequestRecord:
@@ -91,10 +101,10 @@ def eos_only_record(i: int, send_ts: float, prompt: int) -> RequestRecord:
 
 def test_replies_without_content_are_counted_apart():
     summary = summarize_records(frame(study_records() + [eos_only_record(5, T0 + 1.6, 223)]))
-    assert summary["requests"]["completed"] == 4 and summary["requests"]["no_content"] == 1
+    assert summary.requests.completed == 4 and summary.requests.no_content == 1
     # its prompt and its one output token count in the totals; TTFT/TPOT stay over the three with content
-    assert summary["tokens"]["prompt"] == 105 + 223 and summary["tokens"]["output"] == 11 + 1
-    assert summary["latency_ms"]["ttft"]["p50"] == 200.0
+    assert summary.tokens.prompt == 105 + 223 and summary.tokens.output == 11 + 1
+    assert summary.latency_ms.ttft is not None and summary.latency_ms.ttft.p50 == 200.0
 
 
 def test_errors_by_class_sorted_and_counted():
@@ -103,29 +113,29 @@ def test_errors_by_class_sorted_and_counted():
                                  status=ERROR, error_class="connection_reset", e2e_ms=1.0))
     records.append(RequestRecord(request_id="local-6", prompt_index=6, worker="local", send_ts=T0 + 1.4,
                                  status=ERROR, error_class=CONTEXT_ERROR, http_status=400, e2e_ms=1.0))
-    by_class = summarize_records(frame(records))["requests"]["errors_by_class"]
+    by_class = summarize_records(frame(records)).requests.errors_by_class
     assert list(by_class.items()) == [("connection_reset", 1), (CONTEXT_ERROR, 2)]
 
 
 def test_duration_first_send_to_last_end(summary):
     # ends: r0 1000.3, r1 1000.8, r2 1002.0, error 1001.8, cancelled (no e2e) 1001.5 → 1002.0 − 1000.0
-    assert summary["duration_s"] == pytest.approx(2.0)
+    assert summary.duration_s == pytest.approx(2.0)
 
 
 def test_tokens_over_completed_only(summary):
     # prompt 50+35+20, cached 10+0+5, output 3+4+4 (the error's 4000/1 and the cancelled 40/7 excluded)
-    assert summary["tokens"] == {"prompt": 105, "cached": 15, "output": 11}
+    assert summary.tokens == Tokens(prompt=105, cached=15, output=11)
 
 
 def test_throughput(summary):
-    thr = summary["throughput"]
-    assert thr["prefill_tok_s"] == pytest.approx(105 / 2.0)  # 52.5
-    assert thr["decode_tok_s"] == pytest.approx(11 / 2.0)    # 5.5
-    assert thr["requests_per_s"] == pytest.approx(3 / 2.0)   # 1.5
+    thr = summary.throughput
+    assert thr.prefill_tok_s == pytest.approx(105 / 2.0)  # 52.5
+    assert thr.decode_tok_s == pytest.approx(11 / 2.0)    # 5.5
+    assert thr.requests_per_s == pytest.approx(3 / 2.0)   # 1.5
 
 
 def test_ttft_tpot_e2e_percentiles(summary):
-    lat = summary["latency_ms"]
+    lat = to_json(summary.latency_ms)
     # TTFT [100, 200, 400]: cum [1,2,3]; p50 target 1.5 → 200; p90 2.7 → 400; p99 2.97 → 400
     assert lat["ttft"] == pytest.approx({"p50": 200.0, "p90": 400.0, "p99": 400.0, "mean": 700 / 3,
                                          "min": 100.0, "max": 400.0})
@@ -141,20 +151,21 @@ def test_itl_pooled_gaps_weighted_by_tokens_per_chunk(summary):
     # gaps: r0 [50, 100] (w 1), r1 [60] (w 2), r2 [100, 50, 150] (w 1)
     # sorted: 50 50 60 100 100 150, weights 1 1 2 1 1 1, cum 1 2 4 5 6 7 (total 7)
     # p50 target 3.5 → 60; p90 6.3 → 150; p99 6.93 → 150; mean (50+100+2·60+100+50+150)/7 = 570/7
-    assert summary["latency_ms"]["itl"] == pytest.approx({"p50": 60.0, "p90": 150.0, "p99": 150.0,
+    assert to_json(summary.latency_ms.itl) == pytest.approx({"p50": 60.0, "p90": 150.0, "p99": 150.0,
                                                           "mean": 570 / 7, "min": 50.0, "max": 150.0})
     # tokens per chunk over completed requests: Σ output / Σ content chunks = 11 / 9
-    assert summary["tokens_per_chunk"] == pytest.approx(11 / 9)
+    assert summary.tokens_per_chunk == pytest.approx(11 / 9)
 
 
 def test_output_tokens_source(summary):
-    assert summary["output_tokens_source"] == ["usage"]
+    assert summary.output_tokens_source == ("usage",)
 
 
 def test_server_timings(summary):
     # prefill: Σ prefill_tokens / Σ prompt_ms = (40+35+15) / (20+10+30) ms = 90/60 ms → 1500 tok/s
     # decode:  Σ output_tokens / Σ predicted_ms = 11 / (200+300+600) ms = 11/1100 ms → 10 tok/s
-    assert summary["server_timings"] == pytest.approx({"per_slot_prefill_tok_s": 1500.0, "per_slot_decode_tok_s": 10.0})
+    assert summary.server_timings == ServerTimings(per_slot_prefill_tok_s=pytest.approx(1500.0),
+                                                   per_slot_decode_tok_s=pytest.approx(10.0))
 
 
 def test_server_timings_none_without_timings():
@@ -165,51 +176,53 @@ def test_server_timings_none_without_timings():
 
 
 def test_speculative_none_without_draft_counts(summary):
-    assert summary["speculative"] is None
+    assert summary.speculative is None
 
 
 def test_speculative_acceptance_exact():
     # drafted 4+6+0 = 10, accepted 2+6+0 = 8 → 0.8. Per request: 2/4 = 0.5, 6/6 = 1.0, 0/0 dropped
     summary = summarize_records(frame(study_records(drafts=[(4, 2), (6, 6), (0, 0)])))
-    spec = summary["speculative"]
-    assert spec["draft_tokens"] == 10
-    assert spec["accepted_tokens"] == 8
-    assert spec["acceptance_rate"] == pytest.approx(0.8)
+    spec = summary.speculative
+    assert spec is not None
+    assert spec.draft_tokens == 10
+    assert spec.accepted_tokens == 8
+    assert spec.acceptance_rate == pytest.approx(0.8)
     # [0.5, 1.0]: cum [1, 2]; p50 target 1 → 0.5; p90 1.8 → 1.0; mean 0.75
-    assert spec["per_request_acceptance"] == pytest.approx({"p50": 0.5, "p90": 1.0, "p99": 1.0, "mean": 0.75,
+    assert to_json(spec.per_request_acceptance) == pytest.approx({"p50": 0.5, "p90": 1.0, "p99": 1.0, "mean": 0.75,
                                                             "min": 0.5, "max": 1.0})
 
 
 def test_speculative_all_zero_drafts_has_no_rate():
     spec = speculative(frame(study_records(drafts=[(0, 0)] * 3))[lambda df: df["status"] == OK])
-    assert spec == {"draft_tokens": 0, "accepted_tokens": 0, "acceptance_rate": None,
-                    "per_request_acceptance": None}
+    assert spec == Speculative(draft_tokens=0, accepted_tokens=0, acceptance_rate=None, per_request_acceptance=None)
 
 
 def test_empty_frame_summary():
-    assert summarize_records(pd.DataFrame()) == {
-        "requests": {"sent": 0, "completed": 0, "errors": 0, "cancelled": 0, "no_content": 0, "short_replies": 0,
-                     "errors_by_class": {}},
-        "duration_s": 0.0, "tokens": {"prompt": 0, "cached": 0, "output": 0},
-        "throughput": {"prefill_tok_s": None, "decode_tok_s": None, "requests_per_s": None},
-        "latency_ms": {}, "reasoning": None, "token_sources": {}, "server_timings": None, "speculative": None,
-        "completed_prompts": []}
+    assert summarize_records(pd.DataFrame()) == Headline(
+        requests=Requests(sent=0, completed=0, errors=0, cancelled=0, no_content=0, short_replies=0,
+                          errors_by_class={}),
+        duration_s=0.0, tokens=Tokens(prompt=0, cached=0, output=0),
+        throughput=Throughput(prefill_tok_s=None, decode_tok_s=None, requests_per_s=None),
+        latency_ms=LatencyMs(), reasoning=None, token_sources=TokenSources(), server_timings=None, speculative=None,
+        completed_prompts=())
 
 
 def test_only_errors():
     records = [RequestRecord(request_id="local-0", prompt_index=0, worker="local", send_ts=T0, status=ERROR,
                              error_class=CONTEXT_ERROR, http_status=400, e2e_ms=4.0)]
     summary = summarize_records(frame(records))
-    assert summary["requests"] == {"sent": 1, "completed": 0, "errors": 1, "cancelled": 0, "no_content": 0,
-                                   "short_replies": 0, "errors_by_class": {CONTEXT_ERROR: 1}}
-    assert summary["duration_s"] == pytest.approx(0.004)
-    assert summary["tokens"] == {"prompt": 0, "cached": 0, "output": 0}
-    assert summary["latency_ms"] == {"ttft": None, "ttfo": None, "tpot": None, "itl": None, "e2e": None}
-    assert summary["throughput"]["requests_per_s"] == 0.0
+    assert summary.requests == Requests(sent=1, completed=0, errors=1, cancelled=0, no_content=0, short_replies=0,
+                                        errors_by_class={CONTEXT_ERROR: 1})
+    assert summary.duration_s == pytest.approx(0.004)
+    assert summary.tokens == Tokens(prompt=0, cached=0, output=0)
+    assert summary.latency_ms == LatencyMs(ttft=None, ttfo=None, tpot=None, itl=None, e2e=None)
+    assert summary.throughput.requests_per_s == 0.0
 
 
 def test_summary_is_json_serialisable(summary):
-    assert json.loads(json.dumps(summary)) == summary
+    """Plain Python numbers all the way down (a numpy integer would be written as a string)."""
+    blocks = to_json(summary.blocks())
+    assert json.loads(json.dumps(blocks)) == blocks
 
 
 # --- the columnar form (orchestrate.report.aggregates.recordsfile) ---------------------------------------
@@ -237,11 +250,13 @@ def test_reasoning_replies_give_ttfo_the_answers_tpot_and_the_thinking_share() -
     for r, asked in zip(records, (3, 8, 4, 5, 9)):
         r.max_tokens = asked
     summary = summarize_records(frame(records))
-    reasoning = summary["reasoning"]
-    assert (reasoning["requests"], reasoning["tokens"], reasoning["tokens_source"]) == (2, 3, ["chunks", "usage"])
-    assert reasoning["share_of_output"] == pytest.approx(3 / 11)
-    assert reasoning["ttfo_ms"]["p50"] == 200.0 and reasoning["answer_tpot_ms"]["max"] == 450.0
-    assert summary["latency_ms"]["ttfo"]["max"] == 550.0 and summary["latency_ms"]["ttft"]["max"] == 400.0
-    assert summary["requests"]["short_replies"] == 1  # r1: 4 of 8; the error and the cancelled one do not count
-    assert summary["token_sources"] == {"output": ["usage"], "cached": [], "reasoning": ["chunks", "usage"]}
-    assert summarize_records(frame(study_records()))["reasoning"] is None
+    reasoning = summary.reasoning
+    assert reasoning is not None and reasoning.ttfo_ms is not None and reasoning.answer_tpot_ms is not None
+    assert (reasoning.requests, reasoning.tokens, reasoning.tokens_source) == (2, 3, ("chunks", "usage"))
+    assert reasoning.share_of_output == pytest.approx(3 / 11)
+    assert reasoning.ttfo_ms.p50 == 200.0 and reasoning.answer_tpot_ms.max == 450.0
+    lat = to_json(summary.latency_ms)
+    assert lat["ttfo"]["max"] == 550.0 and lat["ttft"]["max"] == 400.0
+    assert summary.requests.short_replies == 1  # r1: 4 of 8; the error and the cancelled one do not count
+    assert summary.token_sources == TokenSources(output=("usage",), cached=(), reasoning=("chunks", "usage"))
+    assert summarize_records(frame(study_records())).reasoning is None

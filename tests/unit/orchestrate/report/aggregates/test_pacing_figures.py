@@ -43,7 +43,7 @@ def stages_info(starts: list[float], end: float | None) -> dict[str, Any]:
 def test_a_lost_workers_requests_are_not_unsent() -> None:
     records = pd.DataFrame([rec(0, T0, scheduled=T0)])
     arr = pacing_figures.summarize_arrivals(records, arrivals_info(3, 10.0, end=T0 + 5), lost={2})
-    assert (arr["sent"], arr["unsent"], arr["unsent_overdue"]) == (1, 1, 1)
+    assert (arr.sent, arr.unsent, arr.unsent_overdue) == (1, 1, 1)
 
 
 def test_requests_cancelled_by_a_ramp_down_end_there() -> None:
@@ -52,8 +52,8 @@ def test_requests_cancelled_by_a_ramp_down_end_there() -> None:
     kept = [rec(3 + k, T0 + 4.2 + 0.5 * j) for j in range(2) for k in range(2)]
     stages = pacing_figures.summarize_stages(pd.DataFrame(cancelled + kept),
                                          stages_info([T0, T0 + 2.05, T0 + 4.1], T0 + 6.2))
-    assert [s["requests"] for s in stages] == [0, 3, 4] and stages[1]["cancelled"] == 3
-    assert stages[1]["peak_in_flight"] == 3 and stages[2]["peak_in_flight"] == 2
+    assert [s.requests for s in stages] == [0, 3, 4] and stages[1].cancelled == 3
+    assert stages[1].peak_in_flight == 3 and stages[2].peak_in_flight == 2
 
 
 def test_the_columnar_frame_gives_the_same_blocks(tmp_path: Path) -> None:

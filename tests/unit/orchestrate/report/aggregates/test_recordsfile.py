@@ -19,8 +19,9 @@ import pytest
 from locustfiles.records import CANCELLED, ERROR, OK, RequestRecord
 from orchestrate.report.aggregates import blockstats
 from orchestrate.report.aggregates.chunkcolumn import chunk_offsets
-from orchestrate.report.aggregates.headline import summarize_records
+from orchestrate.report.aggregates.headline import Headline, summarize_records
 from orchestrate.report.aggregates.recordsfile import read_records
+from orchestrate.report.jsontypes import to_json
 from tests.unit.orchestrate.report.aggregates.test_headline import study_records
 
 T0 = 1_700_000_000.0
@@ -104,13 +105,13 @@ def reference(rows: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
-def assert_matches(summary: dict[str, Any], ref: dict[str, Any]) -> None:
-    req = summary["requests"]
-    assert (req["sent"], req["completed"], req["errors"], req["cancelled"]) == ref["counts"]
-    assert req["errors_by_class"] == ref["errors_by_class"]
-    assert summary["tokens"] == ref["tokens"]
+def assert_matches(summary: Headline, ref: dict[str, Any]) -> None:
+    req = summary.requests
+    assert (req.sent, req.completed, req.errors, req.cancelled) == ref["counts"]
+    assert req.errors_by_class == ref["errors_by_class"]
+    assert to_json(summary.tokens) == ref["tokens"]
     for key in ("ttft", "tpot", "e2e", "itl"):
-        got, want = summary["latency_ms"][key], ref[key]
+        got, want = to_json(getattr(summary.latency_ms, key)), ref[key]
         assert {k: got[k] for k in ("p50", "p90", "p99", "min", "max")} == \
             {k: want[k] for k in ("p50", "p90", "p99", "min", "max")}, key  # exact: values of the records
         assert got["mean"] == pytest.approx(want["mean"], rel=1e-12), key
@@ -202,7 +203,7 @@ def test_a_fields_older_name_is_read_as_its_name_now(tmp_path: Path, torn: bool)
     assert frame["max_tokens"].tolist() == [row["requested_max_tokens"] for row in rows]
     assert "requested_max_tokens" not in frame
     short = sum(1 for row in rows if row["status"] == OK and row["output_tokens"] < row["requested_max_tokens"])
-    assert short and summarize_records(frame)["requests"]["short_replies"] == short
+    assert short and summarize_records(frame).requests.short_replies == short
 
 
 def test_values_of_another_type_are_missing(tmp_path: Path) -> None:
@@ -230,7 +231,7 @@ def test_no_record_is_an_empty_frame(tmp_path: Path, content: str | None) -> Non
     if content is not None:
         path.write_text(content)
     frame = read_records(path)
-    assert frame.empty and summarize_records(frame)["requests"]["sent"] == 0
+    assert frame.empty and summarize_records(frame).requests.sent == 0
 
 
 # --- a torn, a missing and an exact file, through the headline ------------------------------------
@@ -243,7 +244,7 @@ def test_read_records_skips_a_torn_last_line(tmp_path: Path):
     df = read_records(path)
     assert list(df["request_id"]) == ["local-0", "local-1"]
     assert df.loc[1, "chunk_offsets_ms"] == [200.0, 260.0]
-    assert summarize_records(df)["requests"]["completed"] == 2
+    assert summarize_records(df).requests.completed == 2
 
 
 def test_read_records_round_trips_exact_floats(tmp_path: Path):
@@ -257,4 +258,4 @@ def test_read_records_round_trips_exact_floats(tmp_path: Path):
 def test_read_records_missing_file_is_empty(tmp_path: Path):
     df = read_records(tmp_path / "nope.jsonl")
     assert df.empty
-    assert summarize_records(df)["requests"]["sent"] == 0
+    assert summarize_records(df).requests.sent == 0

@@ -30,7 +30,7 @@ def test_decode_per_second_adds_up_to_the_completed_output_with_empty_bins_at_ze
     # completed chunks arrive at +0.10 .15 .25 (1 token each), +0.70 .76 (2 each), +1.40 1.50 1.55 1.70
     assert x == pytest.approx([0.0, 0.2, 0.4, 0.6, 0.8, 1.0, 1.2, 1.4, 1.6])
     assert rate == pytest.approx([10.0, 5.0, 0.0, 20.0, 0.0, 0.0, 0.0, 15.0, 5.0])
-    assert sum(rate) * 0.2 == pytest.approx(summarize_records(records)["tokens"]["output"])
+    assert sum(rate) * 0.2 == pytest.approx(summarize_records(records).tokens.output)
 
 
 def test_prefill_per_second_spreads_each_prompt_over_its_prefill() -> None:
@@ -38,7 +38,7 @@ def test_prefill_per_second_spreads_each_prompt_over_its_prefill() -> None:
     x, rate = series.prefill_per_second(records, 0.5)
     assert x == [0.0, 0.5, 1.0, 1.5]
     assert rate == pytest.approx([100.0, 70.0, 40.0, 0.0])
-    assert sum(rate) * 0.5 == pytest.approx(summarize_records(records)["tokens"]["prompt"])
+    assert sum(rate) * 0.5 == pytest.approx(summarize_records(records).tokens.prompt)
 
 
 def test_in_flight_over_time_counts_each_request_from_send_to_end_and_keeps_the_peak_when_thinned() -> None:

@@ -19,9 +19,9 @@ from orchestrate.report.aggregates.servermetrics import (
     summarize_metrics,
 )
 from orchestrate.report.console import server_metrics_line
-from orchestrate.report.jsontypes import from_json
-from orchestrate.report.schema.server import ServerMetrics
-from orchestrate.report.summary import notes
+from orchestrate.report.notes import notes
+from orchestrate.report.schema.server import Comparison, Memory, ServerCounters, VsRecords
+from orchestrate.report.schema.summary import Summary
 
 GIB = 1024 ** 3
 MIB = 1024 ** 2
@@ -57,25 +57,25 @@ def write_metrics(path: Path) -> Path:
 
 def test_summarize_metrics_exact_deltas_peaks_and_sources(tmp_path: Path) -> None:
     summary = summarize_metrics(load_metrics(write_metrics(tmp_path / "metrics.jsonl")))
-    assert summary["samples"] == 4
-    assert summary["memory"] == {"peak_bytes": 950 * MIB, "source": "process_tree", "gpu_peak_bytes": 32 * GIB,
-                                 "gpu_source": "system", "gpu_total_bytes": 128 * GIB}
-    assert summary["server_counters"] == {"prompt_tokens": 1000, "cached_tokens": 300,
-                                          "prompt_seconds": pytest.approx(0.5), "predicted_tokens": 200,
-                                          "predicted_seconds": pytest.approx(2.0), "decode_calls": 150,
-                                          "draft_tokens": 0, "accepted_tokens": 0}
-    assert summary["window_s"] == 3.0
-    assert summary["server_prefill_tok_s"] == pytest.approx(2000.0)  # 1000 / 0.5 s
-    assert summary["server_decode_tok_s"] == pytest.approx(100.0)    # 200 / 2.0 s
-    assert summary["requests_processing_max"] == 4 and summary["metrics_unavailable"] is None
+    assert summary.samples == 4
+    assert summary.memory == Memory(peak_bytes=950 * MIB, source="process_tree", gpu_peak_bytes=32 * GIB,
+                                    gpu_source="system", gpu_total_bytes=128 * GIB)
+    assert summary.server_counters == ServerCounters(prompt_tokens=1000, cached_tokens=300,
+                                                     prompt_seconds=pytest.approx(0.5), predicted_tokens=200,
+                                                     predicted_seconds=pytest.approx(2.0), decode_calls=150,
+                                                     draft_tokens=0, accepted_tokens=0)
+    assert summary.window_s == 3.0
+    assert summary.server_prefill_tok_s == pytest.approx(2000.0)  # 1000 / 0.5 s
+    assert summary.server_decode_tok_s == pytest.approx(100.0)    # 200 / 2.0 s
+    assert summary.requests_processing_max == 4 and summary.metrics_unavailable is None
 
 
 def test_summarize_metrics_of_a_run_without_the_file(tmp_path: Path) -> None:
     summary = summarize_metrics(load_metrics(tmp_path / "missing.jsonl"))
-    assert summary["samples"] == 0 and summary["server_counters"] is None
-    assert summary["memory"] == {"peak_bytes": None, "source": None, "gpu_peak_bytes": None, "gpu_source": None,
-                                 "gpu_total_bytes": None}
-    assert not notes({"server_metrics": server_metrics(summary, pd.DataFrame())})
+    assert summary.samples == 0 and summary.server_counters is None
+    assert summary.memory == Memory(peak_bytes=None, source=None, gpu_peak_bytes=None, gpu_source=None,
+                                    gpu_total_bytes=None)
+    assert not notes(Summary(server_metrics=server_metrics(summary, pd.DataFrame())))
 
 
 def test_counter_increase_survives_a_restart() -> None:
@@ -115,13 +115,13 @@ REFUSED = RequestRecord(request_id="r3", prompt_index=3, worker="local", send_ts
 def test_server_counts_agree_exactly_with_completed_records(tmp_path: Path) -> None:
     metrics = summarize_metrics(load_metrics(write_metrics(tmp_path / "metrics.jsonl")))
     block = server_metrics(metrics, records(*COMPLETED, REFUSED))  # a refused request costs the server nothing
-    assert block["vs_records"] == {
-        "output_tokens": {"server": 200, "records": 200, "diff": 0, "tolerance": 0},
-        "prefill_tokens": {"server": 1000, "records": 1000, "diff": 0, "tolerance": 0},
-        "cached_tokens": {"server": 300, "records": 300, "diff": 0, "tolerance": 0}}
-    assert block["agrees_with_records"] is True and block["within_tolerance"] is True
-    assert block["busy_prefill_tok_s"] == pytest.approx(2000.0) and block["window_s"] == 3.0
-    assert not [n for n in notes({"server_metrics": block}) if "/metrics" in n]
+    assert block.vs_records == VsRecords(
+        output_tokens=Comparison(server=200, records=200, diff=0, tolerance=0),
+        prefill_tokens=Comparison(server=1000, records=1000, diff=0, tolerance=0),
+        cached_tokens=Comparison(server=300, records=300, diff=0, tolerance=0))
+    assert block.agrees_with_records is True and block.within_tolerance is True
+    assert block.busy_prefill_tok_s == pytest.approx(2000.0) and block.window_s == 3.0
+    assert not [n for n in notes(Summary(server_metrics=block)) if "/metrics" in n]
 
 
 def test_incomplete_requests_explain_a_difference_up_to_a_bound(tmp_path: Path) -> None:
@@ -131,11 +131,12 @@ def test_incomplete_requests_explain_a_difference_up_to_a_bound(tmp_path: Path) 
                               error_class="cancelled", http_status=200, max_tokens=64,
                               expected_prompt_tokens=100, output_tokens=20)
     block = server_metrics(metrics, records(*COMPLETED[:2], cancelled))
-    assert block["vs_records"]["output_tokens"] == {"server": 200, "records": 170, "diff": 30, "tolerance": 64}
-    assert block["vs_records"]["prefill_tokens"] == {"server": 1000, "records": 850, "diff": 150, "tolerance": 100}
-    assert block["agrees_with_records"] is False and block["within_tolerance"] is False
-    assert any("differ from the records by more than" in n for n in notes({"server_metrics": block}))
+    assert block.vs_records is not None
+    assert block.vs_records.output_tokens == Comparison(server=200, records=170, diff=30, tolerance=64)
+    assert block.vs_records.prefill_tokens == Comparison(server=1000, records=850, diff=150, tolerance=100)
+    assert block.agrees_with_records is False and block.within_tolerance is False
+    assert any("differ from the records by more than" in n for n in notes(Summary(server_metrics=block)))
     cancelled.expected_prompt_tokens = 300  # now the prompt explains it too
     block = server_metrics(metrics, records(*COMPLETED[:2], cancelled))
-    assert block["agrees_with_records"] is False and block["within_tolerance"] is True
-    assert "within what incomplete requests explain" in (server_metrics_line(from_json(ServerMetrics, block)) or "")
+    assert block.agrees_with_records is False and block.within_tolerance is True
+    assert "within what incomplete requests explain" in (server_metrics_line(block) or "")

@@ -9,6 +9,7 @@ from typing import Any
 import pandas as pd
 import pytest
 
+from locustfiles.pacing_params import Stage
 from locustfiles.records import CANCELLED, ERROR, OK
 from orchestrate.report.aggregates.steadystate import (
     CLOSED_RULE,
@@ -16,6 +17,9 @@ from orchestrate.report.aggregates.steadystate import (
     OPEN_RULE,
     steady_state,
 )
+from orchestrate.report.schema.common import Percentiles
+from orchestrate.report.schema.steady import InFlight, MissedBy
+from orchestrate.scenario.spec import LoadSpec
 
 T0 = 1000.0
 
@@ -52,18 +56,18 @@ def four_users() -> pd.DataFrame:
 
 
 def test_closed_loop_window_counts_and_figures() -> None:
-    block = steady_state(four_users(), {"load.users": 4})
-    assert block is not None and block["found"] is True and block["rule"] == CLOSED_RULE
-    assert (block["start_s"], block["end_s"], block["duration_s"]) == (1.5, 6.0, 4.5)
-    assert block["requests"] == 9 and block["completed"] == 9
-    assert block["share_of_requests"] == pytest.approx(9 / 12)
+    block = steady_state(four_users(), LoadSpec(users=4))
+    assert block is not None and block.found is True and block.rule == CLOSED_RULE
+    assert (block.start_s, block.end_s, block.duration_s) == (1.5, 6.0, 4.5)
+    assert block.requests == 9 and block.completed == 9
+    assert block.share_of_requests == pytest.approx(9 / 12)
     # ends at send + 2 s inside [1.5, 6): the sends 0 … 3.5 s
-    assert block["requests_per_s"] == pytest.approx(8 / 4.5)
-    assert block["ttft_ms"] == {"p50": 1000.0, "p90": 1000.0, "p99": 1000.0}
-    assert block["tpot_ms"] == {"p50": 500.0, "p90": 500.0, "p99": 500.0}
+    assert block.requests_per_s == pytest.approx(8 / 4.5)
+    assert block.ttft_ms == Percentiles(p50=1000.0, p90=1000.0, p99=1000.0)
+    assert block.tpot_ms == Percentiles(p50=500.0, p90=500.0, p99=500.0)
     # an end and its user's next send at one instant: the end comes first, but the dip lasts no time
-    assert block["in_flight"] == {"threshold": 4, "users": 4, "mean": 4.0, "below_share": 0.0}
-    assert block["goodput"] is None  # no SLO
+    assert block.in_flight == InFlight(threshold=4, users=4, mean=4.0, below_share=0.0)
+    assert block.goodput is None  # no SLO
 
 
 def test_decode_counts_only_the_chunks_that_arrived_inside() -> None:
@@ -80,21 +84,21 @@ def test_decode_counts_only_the_chunks_that_arrived_inside() -> None:
     5, 5.5    ≥ 6                 0
     ========  ==================  ======
     """
-    block = steady_state(four_users(), {"load.users": 4})
+    block = steady_state(four_users(), LoadSpec(users=4))
     assert block is not None
-    assert block["decode_tok_s"] == pytest.approx(26 / 4.5)
+    assert block.decode_tok_s == pytest.approx(26 / 4.5)
 
 
 def test_decode_weights_chunks_by_tokens_and_leaves_failed_requests_out() -> None:
     """A straddling request with 4 tokens a chunk counts 4 per chunk inside; an error's chunks do not count."""
     records = four_users()
     records.loc[records["send_ts"] == T0 + 4.0, "tokens_per_chunk"] = 4.0   # 2 chunks inside: 8, not 2
-    block = steady_state(records, {"load.users": 4})
-    assert block is not None and block["decode_tok_s"] == pytest.approx((26 - 2 + 8) / 4.5)
+    block = steady_state(records, LoadSpec(users=4))
+    assert block is not None and block.decode_tok_s == pytest.approx((26 - 2 + 8) / 4.5)
     records.loc[records["send_ts"] == T0 + 2.0, "status"] = ERROR            # its 3 chunks inside go
-    block = steady_state(records, {"load.users": 4})
-    assert block is not None and block["decode_tok_s"] == pytest.approx((26 - 2 + 8 - 3) / 4.5)
-    assert block["requests"] == 9 and block["completed"] == 8
+    block = steady_state(records, LoadSpec(users=4))
+    assert block is not None and block.decode_tok_s == pytest.approx((26 - 2 + 8 - 3) / 4.5)
+    assert block.requests == 9 and block.completed == 8
 
 
 def test_prefill_spreads_prompt_tokens_over_send_to_first_token() -> None:
@@ -109,9 +113,9 @@ def test_prefill_spreads_prompt_tokens_over_send_to_first_token() -> None:
     5.5         5.5–6.5     half: 50
     ==========  ==========  ======
     """
-    block = steady_state(four_users(), {"load.users": 4})
+    block = steady_state(four_users(), LoadSpec(users=4))
     assert block is not None
-    assert block["prefill_tok_s"] == pytest.approx(900 / 4.5)  # 200
+    assert block.prefill_tok_s == pytest.approx(900 / 4.5)  # 200
 
 
 def test_time_between_a_reply_and_the_next_send_is_kept_and_shown() -> None:
@@ -120,13 +124,13 @@ def test_time_between_a_reply_and_the_next_send_is_kept_and_shown() -> None:
     a = [rec(s, e2e=1000.0, offsets=[]) for s in (0.0, 1.0, 2.0, 3.0, 4.0)]
     b = [rec(0.5, e2e=1000.0, offsets=[]), rec(1.5, e2e=1000.0, offsets=[]), rec(3.0, e2e=1000.0, offsets=[]),
          rec(4.0, e2e=1500.0, offsets=[])]
-    block = steady_state(frame(a + b), {"load.users": 2})
-    assert block is not None and block["found"]
-    assert (block["start_s"], block["end_s"]) == (0.5, 5.0)
-    assert block["requests"] == 8  # all but A's first
-    assert block["in_flight"]["threshold"] == 2
-    assert block["in_flight"]["below_share"] == pytest.approx(0.5 / 4.5)
-    assert block["in_flight"]["mean"] == pytest.approx((2 * 4.0 + 1 * 0.5) / 4.5)
+    block = steady_state(frame(a + b), LoadSpec(users=2))
+    assert block is not None and block.found
+    assert (block.start_s, block.end_s) == (0.5, 5.0)
+    assert block.requests == 8  # all but A's first
+    assert block.in_flight.threshold == 2
+    assert block.in_flight.below_share == pytest.approx(0.5 / 4.5)
+    assert block.in_flight.mean == pytest.approx((2 * 4.0 + 1 * 0.5) / 4.5)
 
 
 def test_a_cancelled_request_stays_in_flight_until_the_stop() -> None:
@@ -135,55 +139,56 @@ def test_a_cancelled_request_stays_in_flight_until_the_stop() -> None:
     a = [rec(s, e2e=1000.0, offsets=[]) for s in (0.0, 1.0, 2.0, 3.0, 4.0)]
     b = [rec(0.5, e2e=1000.0, offsets=[]), rec(1.5, e2e=1000.0, offsets=[]),
          rec(2.5, status=CANCELLED, ttft=None, e2e=None, tpot=None, out=None, offsets=[])]
-    block = steady_state(frame(a + b), {"load.users": 2})
-    assert block is not None and block["found"]
-    assert (block["start_s"], block["end_s"]) == (0.5, 5.0)
-    assert block["requests"] == 7 and block["completed"] == 6  # the cancelled one is sent inside, not completed
-    assert block["in_flight"]["below_share"] == 0.0
+    block = steady_state(frame(a + b), LoadSpec(users=2))
+    assert block is not None and block.found
+    assert (block.start_s, block.end_s) == (0.5, 5.0)
+    assert block.requests == 7 and block.completed == 6  # the cancelled one is sent inside, not completed
+    assert block.in_flight.below_share == 0.0
 
 
 def test_too_few_prompts_for_a_window_says_how_many_would_do() -> None:
     """4 users, one 2 s request each, spawned 0.5 s apart: all 4 out only over [1.5, 2), one send in it.
     A window needs 8 (2 per user) after the 3 ramp sends before it: 11 prompts."""
-    block = steady_state(frame([rec(u * 0.5) for u in range(4)]), {"load.users": 4})
-    assert block is not None and block["found"] is False and block["rule"] == CLOSED_RULE
-    assert "only 1 requests were sent" in block["reason"]
-    assert "a window needs 8 (2 per user)" in block["reason"]
-    assert block["prompts_needed"] == 11
+    block = steady_state(frame([rec(u * 0.5) for u in range(4)]), LoadSpec(users=4))
+    assert block is not None and block.found is False and block.rule == CLOSED_RULE
+    assert "only 1 requests were sent" in block.reason
+    assert "a window needs 8 (2 per user)" in block.reason
+    assert block.prompts_needed == 11
 
 
 def test_in_flight_never_reaching_the_threshold() -> None:
     """4 users, but sends 1 s apart of 1.5 s each: never more than 2 out (threshold ceil(0.95 × 4) = 4)."""
-    block = steady_state(frame([rec(float(s), e2e=1500.0) for s in range(4)]), {"load.users": 4})
-    assert block is not None and block["found"] is False
-    assert block["reason"].startswith("requests in flight never reached 4 of 4 users (at most 2)")
-    assert block["prompts_needed"] is None
+    block = steady_state(frame([rec(float(s), e2e=1500.0) for s in range(4)]), LoadSpec(users=4))
+    assert block is not None and block.found is False
+    assert block.reason.startswith("requests in flight never reached 4 of 4 users (at most 2)")
+    assert block.prompts_needed is None
 
 
 def test_threshold_rounds_up_95_percent() -> None:
     """20 users: the threshold is 19, so a loop that never has more than 19 out still has a window."""
     # 19 users back to back from 0 (1 s requests, 3 each); a 20th never sends
     records = frame([rec(float(k), e2e=1000.0, offsets=[]) for _ in range(19) for k in range(3)])
-    block = steady_state(records, {"load.users": 20})
-    assert block is not None and block["found"] and block["in_flight"]["threshold"] == 19
-    assert (block["start_s"], block["end_s"], block["requests"]) == (0.0, 3.0, 57)
+    block = steady_state(records, LoadSpec(users=20))
+    assert block is not None and block.found and block.in_flight.threshold == 19
+    assert (block.start_s, block.end_s, block.requests) == (0.0, 3.0, 57)
 
 
-@pytest.mark.parametrize(("settings", "ui", "reason"), [
-    ({"load.users": 4, "load.stages": [{"users": 4, "duration_s": 10}]}, False, "a staged ramp"),
-    ({"load.users": 4}, True, "a person set the users in the web UI"),
-    ({"load.users": 4, "search.over": "users"}, False, "a capacity search"),
-    ({}, False, "the number of users is not known"),
+@pytest.mark.parametrize(("load", "ui", "search", "reason"), [
+    (LoadSpec(users=4, stages=(Stage(10.0, 4, 4.0),)), False, False, "a staged ramp"),
+    (LoadSpec(users=4), True, False, "a person set the users in the web UI"),
+    (LoadSpec(users=4), False, True, "a capacity search"),
+    (None, False, False, "the number of users is not known"),
 ])
-def test_runs_without_a_single_window(settings: dict[str, Any], ui: bool, reason: str) -> None:
-    """Stages, the web UI and a search change the load on purpose; the window would mean nothing."""
-    block = steady_state(four_users(), settings, ui=ui)
-    assert block is not None and block["found"] is False
-    assert block["reason"].startswith(reason)
+def test_runs_without_a_single_window(load: LoadSpec | None, ui: bool, search: bool, reason: str) -> None:
+    """Stages, the web UI and a search change the load on purpose; the window would mean nothing; a sweep's own
+    summary has no single load."""
+    block = steady_state(four_users(), load, ui=ui, search=search)
+    assert block is not None and block.found is False
+    assert block.reason.startswith(reason)
 
 
 def test_nothing_sent_no_block() -> None:
-    assert steady_state(pd.DataFrame(), {"load.users": 4}) is None
+    assert steady_state(pd.DataFrame(), LoadSpec(users=4)) is None
 
 
 def schedule(n: int) -> list[float]:
@@ -197,11 +202,11 @@ def on_schedule(n: int) -> list[dict[str, Any]]:
 
 
 def test_open_loop_on_schedule_spans_first_to_last_send() -> None:
-    block = steady_state(frame(on_schedule(25)), {"load.rate": 2.0, "load.users": 8}, None, schedule(25))
-    assert block is not None and block["found"] is True and block["rule"] == OPEN_RULE
-    assert (block["start_s"], block["end_s"], block["duration_s"]) == (0.0, 12.0, 12.0)
-    assert block["requests"] == 25 and block["kept_up"] is True
-    assert "in_flight" not in block
+    block = steady_state(frame(on_schedule(25)), LoadSpec(rate=2.0, users=8), None, schedule(25))
+    assert block is not None and block.found is True and block.rule == OPEN_RULE
+    assert (block.start_s, block.end_s, block.duration_s) == (0.0, 12.0, 12.0)
+    assert block.requests == 25 and block.kept_up is True
+    assert block.in_flight is None
 
 
 def behind() -> list[dict[str, Any]]:
@@ -214,25 +219,25 @@ def behind() -> list[dict[str, Any]]:
 
 
 def test_open_loop_falling_behind_ends_the_window_before() -> None:
-    block = steady_state(frame(behind()), {"load.rate": 2.0}, None, schedule(40))
-    assert block is not None and block["found"]
-    assert (block["start_s"], block["end_s"]) == (0.0, 13.5)
-    assert block["requests"] == 27 and block["kept_up"] is False
+    block = steady_state(frame(behind()), LoadSpec(rate=2.0), None, schedule(40))
+    assert block is not None and block.found
+    assert (block.start_s, block.end_s) == (0.0, 13.5)
+    assert block.requests == 27 and block.kept_up is False
 
 
 def test_open_loop_without_its_schedule_or_enough_requests() -> None:
-    settings = {"load.rate": 2.0}
-    missing = steady_state(frame(on_schedule(25)), settings, None, None)
-    assert missing is not None and missing["found"] is False and missing["reason"].startswith(
+    load = LoadSpec(rate=2.0)
+    missing = steady_state(frame(on_schedule(25)), load, None, None)
+    assert missing is not None and missing.found is False and missing.reason.startswith(
         "the arrival schedule (arrivals.json) is missing")
     few = MIN_OPEN_LOOP_REQUESTS - 1
-    short = steady_state(frame(on_schedule(few)), settings, None, schedule(few))
-    assert short is not None and short["found"] is False
-    assert short["reason"] == f"only {few} requests were sent on schedule: a window needs {MIN_OPEN_LOOP_REQUESTS}"
+    short = steady_state(frame(on_schedule(few)), load, None, schedule(few))
+    assert short is not None and short.found is False
+    assert short.reason == f"only {few} requests were sent on schedule: a window needs {MIN_OPEN_LOOP_REQUESTS}"
     # the second send 5 s late: 11 due, 2 sent
-    late = steady_state(frame([rec(0.125), rec(5.0)] + [rec(5.0 + 0.5 * i) for i in range(1, 30)]), settings,
+    late = steady_state(frame([rec(0.125), rec(5.0)] + [rec(5.0 + 0.5 * i) for i in range(1, 30)]), load,
                         None, schedule(40))
-    assert late is not None and late["found"] is False and late["reason"].startswith("the sends fell behind")
+    assert late is not None and late.found is False and late.reason.startswith("the sends fell behind")
 
 
 def test_goodput_inside_the_window_judges_every_request_sent_in_it() -> None:
@@ -243,14 +248,15 @@ def test_goodput_inside_the_window_judges_every_request_sent_in_it() -> None:
     records[5]["status"] = ERROR
     for late in records[27:]:
         late["ttft_ms"] = 5000.0
-    block = steady_state(frame(records), {"load.rate": 2.0}, {"ttft_ms": 1500.0}, schedule(40))
-    assert block is not None and block["found"]
-    good = block["goodput"]
-    assert good["requests_meeting"] == 24 and good["share"] == pytest.approx(24 / 27)
-    assert good["missed_by"] == {"ttft_ms": 2, "error": 1, "cancelled": 0}
-    assert good["requests_per_s"] == pytest.approx(24 / 13.5)
+    block = steady_state(frame(records), LoadSpec(rate=2.0), {"ttft_ms": 1500.0}, schedule(40))
+    assert block is not None and block.found
+    good = block.goodput
+    assert good is not None
+    assert good.requests_meeting == 24 and good.share == pytest.approx(24 / 27)
+    assert good.missed_by == MissedBy(ttft_ms=2, error=1, cancelled=0)
+    assert good.requests_per_s == pytest.approx(24 / 13.5)
     # latencies: the 26 completed ones sent inside (24 at 1 s, 2 at 2 s); the 13 late ones at 5 s would be the p99
-    assert block["ttft_ms"] == {"p50": 1000.0, "p90": 1000.0, "p99": 2000.0}
+    assert block.ttft_ms == Percentiles(p50=1000.0, p90=1000.0, p99=2000.0)
 
 
 def test_open_loop_a_brief_lag_that_catches_up_does_not_end_the_window() -> None:
@@ -258,6 +264,6 @@ def test_open_loop_a_brief_lag_that_catches_up_does_not_end_the_window() -> None
     3 due, 2 sent): from the 3rd on the sends keep up again, to the end."""
     records = on_schedule(30)
     records[1]["send_ts"] = T0 + 1.125
-    block = steady_state(frame(records), {"load.rate": 2.0}, None, schedule(30))
-    assert block is not None and block["found"] is True
-    assert block["requests"] == 30 and block["end_s"] == 14.5
+    block = steady_state(frame(records), LoadSpec(rate=2.0), None, schedule(30))
+    assert block is not None and block.found is True
+    assert block.requests == 30 and block.end_s == 14.5

@@ -11,7 +11,8 @@ import pytest
 
 from locustfiles.dataset import Prompt
 from locustfiles.records import CANCELLED, ERROR, OK, RequestRecord
-from orchestrate.report.aggregates.turns import summarize_turns
+from orchestrate.report.aggregates.turns import Turns, summarize_turns
+from orchestrate.report.schema.turns import Conversations, TurnRow
 from orchestrate.results import VariantPaths
 
 T0 = 1_000.0
@@ -53,28 +54,28 @@ def test_per_turn_rows(tmp_path: Path) -> None:
     paths = variant(tmp_path, [3, 2, 2], {"planned": 3, "cut": 1, "turns_dropped": 2,
                                           "cut_by": {"empty_turn": 0, "exceeds_slot_context": 1}, "max_turns": 4})
     out = summarize_turns(paths, pd.DataFrame(RECORDS))
-    t0, t1, t2 = out["turns"]
-    assert t0 == {"turn": 0, "requests": 3, "completed": 3, "ttft_p50_ms": 12.0, "ttft_p99_ms": 14.0,
-                  "prompt_tokens_mean": 120.0, "cached_tokens_mean": pytest.approx(4 / 3),
-                  "prefill_tokens_mean": pytest.approx(356 / 3), "cache_hit_share": pytest.approx(4 / 360)}
-    assert (t1["requests"], t1["completed"], t1["ttft_p50_ms"], t1["ttft_p99_ms"]) == (3, 1, 20.0, 20.0)
-    assert (t1["cached_tokens_mean"], t1["prefill_tokens_mean"]) == (108.0, 192.0)
-    assert t1["cache_hit_share"] == pytest.approx(108 / 300)
-    assert (t2["turn"], t2["requests"], t2["cache_hit_share"]) == (2, 1, pytest.approx(308 / 500))
-    assert out["conversations"] == {"planned": 3, "completed": 1, "cut": 1, "turns_dropped": 2, "turns_planned": 7,
-                                    "cut_by": {"empty_turn": 0, "exceeds_slot_context": 1}, "max_turns": 4}
+    t0, t1, t2 = out.turns
+    assert t0 == TurnRow(turn=0, requests=3, completed=3, ttft_p50_ms=12.0, ttft_p99_ms=14.0,
+                         prompt_tokens_mean=120.0, cached_tokens_mean=pytest.approx(4 / 3),
+                         prefill_tokens_mean=pytest.approx(356 / 3), cache_hit_share=pytest.approx(4 / 360))
+    assert (t1.requests, t1.completed, t1.ttft_p50_ms, t1.ttft_p99_ms) == (3, 1, 20.0, 20.0)
+    assert (t1.cached_tokens_mean, t1.prefill_tokens_mean) == (108.0, 192.0)
+    assert t1.cache_hit_share == pytest.approx(108 / 300)
+    assert (t2.turn, t2.requests, t2.cache_hit_share) == (2, 1, pytest.approx(308 / 500))
+    assert out.conversations == Conversations(planned=3, completed=1, cut=1, turns_dropped=2, turns_planned=7,
+                                              cut_by={"empty_turn": 0, "exceeds_slot_context": 1}, max_turns=4)
 
 
 def test_without_a_plan_file_cuts_are_zero_and_no_cache_reads_zero(tmp_path: Path) -> None:
     paths = variant(tmp_path, [2], None)
     records = [rec(0, 0, 0, prompt=100, cached=0), rec(1, 0, 1, prompt=300, cached=0)]
     out = summarize_turns(paths, pd.DataFrame(records))
-    assert [r["cached_tokens_mean"] for r in out["turns"]] == [0.0, 0.0]
-    assert [r["cache_hit_share"] for r in out["turns"]] == [0.0, 0.0]
-    assert out["conversations"]["completed"] == 1 and out["conversations"]["cut"] == 0
+    assert [r.cached_tokens_mean for r in out.turns] == [0.0, 0.0]
+    assert [r.cache_hit_share for r in out.turns] == [0.0, 0.0]
+    assert out.conversations is not None and out.conversations.completed == 1 and out.conversations.cut == 0
 
 
 def test_single_requests_have_no_turns(tmp_path: Path) -> None:
     paths = variant(tmp_path, [1], None)
-    assert summarize_turns(paths, pd.DataFrame([rec(0, 0, None)])) == {}
-    assert summarize_turns(paths, pd.DataFrame()) == {}
+    assert summarize_turns(paths, pd.DataFrame([rec(0, 0, None)])) == Turns()
+    assert summarize_turns(paths, pd.DataFrame()) == Turns()

@@ -11,8 +11,9 @@ import pytest
 from locustfiles.records import OK, RequestRecord
 from orchestrate.report.aggregates import blockstats
 from orchestrate.report.aggregates.headline import summarize_records
+from orchestrate.report.schema import Summary
 from orchestrate.report.vllm_format import vllm_bench
-from tests.unit.orchestrate.report.test_vllm_format import T0, typed
+from tests.unit.orchestrate.report.test_vllm_format import T0
 
 
 @pytest.mark.parametrize("rows", [1, 2, 9, 300])
@@ -30,7 +31,7 @@ def test_statistics_read_in_blocks_are_numpys(monkeypatch: pytest.MonkeyPatch, r
     gaps = np.array([b - a for r in recs for a, b in zip(r.chunk_offsets_ms, r.chunk_offsets_ms[1:])])
     summary = summarize_records(df)
     monkeypatch.setattr(blockstats, "SORT_AT_MOST", 0)
-    bench = vllm_bench(typed(summary), df)
+    bench = vllm_bench(Summary(**summary.blocks()), df)
     assert bench is not None
     assert bench["median_itl_ms"] == float(np.median(gaps))
     assert bench["percentiles_itl_ms"] == [[float(p), float(np.percentile(gaps, p))] for p in (50, 90, 95, 99)]
