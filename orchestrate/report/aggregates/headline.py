@@ -10,9 +10,6 @@ are a second, independent count of the same tokens.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields
-from typing import Any
-
 import numpy as np
 import pandas as pd
 
@@ -23,6 +20,7 @@ from orchestrate.report.aggregates.concurrency import request_ends
 from orchestrate.report.aggregates.stats import as_stats, column_sum, numeric_column, per_second, value_stats
 from orchestrate.report.schema.common import Stats
 from orchestrate.report.schema.headline import (
+    Headline,
     LatencyMs,
     Reasoning,
     Requests,
@@ -32,29 +30,6 @@ from orchestrate.report.schema.headline import (
     Tokens,
     TokenSources,
 )
-
-
-@dataclass(frozen=True)
-class Headline:
-    """The headline blocks of ``summary.json``, each under its ``Summary`` field's name (``blocks()``);
-    ``requests.unsent`` is 0 here (``accounting.unsent`` knows the plan)."""
-
-    requests: Requests = field(default_factory=Requests)
-    duration_s: float = 0.0
-    tokens: Tokens = field(default_factory=Tokens)
-    throughput: Throughput = field(default_factory=Throughput)
-    latency_ms: LatencyMs = field(default_factory=LatencyMs)
-    reasoning: Reasoning | None = None
-    tokens_per_chunk: float | None = None
-    output_tokens_source: tuple[str, ...] = ()
-    token_sources: TokenSources = field(default_factory=TokenSources)
-    server_timings: ServerTimings | None = None
-    speculative: Speculative | None = None
-    completed_prompts: tuple[int, ...] = ()
-
-    def blocks(self) -> dict[str, Any]:
-        """Each block by its ``Summary`` field's name (``Summary(**headline.blocks())``)."""
-        return {f.name: getattr(self, f.name) for f in fields(self)}
 
 
 def _stat(df: pd.DataFrame, column: str) -> Stats | None:

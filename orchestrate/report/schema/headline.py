@@ -8,7 +8,8 @@ Stage: report. ``aggregates/headline.py:summarize_records`` computes all but the
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
+from typing import Any
 
 from orchestrate.report.jsontypes import KEYS, mapping
 from orchestrate.report.schema.common import Stats
@@ -185,3 +186,38 @@ class ServerDown:
     """Requests closed before any response (``connection_reset``, ``connection_closed``)."""
     last_metrics_sample: LastMetricsSample | None = None
     """The last metrics sample before it; None when there was none."""
+
+
+@dataclass(frozen=True)
+class Headline:
+    """The headline blocks of ``summary.json`` (``aggregates/headline.py:summarize_records``, from the records):
+    ``requests.unsent`` is 0 until ``build_summary`` counts it against the plan (``accounting.unsent``)."""
+
+    requests: Requests = field(default_factory=Requests)
+    """What became of every request sent, and of those never sent."""
+    duration_s: float = 0.0
+    """First request sent to last response ended, s (0 without requests)."""
+    tokens: Tokens = field(default_factory=Tokens)
+    """Token totals of the completed requests."""
+    throughput: Throughput = field(default_factory=Throughput)
+    """The headline rates over ``duration_s``."""
+    latency_ms: LatencyMs = field(default_factory=LatencyMs)
+    """Latencies of the completed requests, ms."""
+    reasoning: Reasoning | None = None
+    """A reasoning model's thinking apart from its answer; None when no reply reasoned."""
+    tokens_per_chunk: float | None = None
+    """Σ output tokens ÷ Σ content events of the completed requests (1.00 for llama.cpp); None without chunks."""
+    output_tokens_source: tuple[str, ...] = ()
+    """Where the output counts came from, sorted (``usage``, ``timings``, ``chunks``); ``token_sources.output``."""
+    token_sources: TokenSources = field(default_factory=TokenSources)
+    """Where each kind of token count came from."""
+    server_timings: ServerTimings | None = None
+    """llama.cpp's per-slot speeds from the replies' ``timings``; None without timings."""
+    speculative: Speculative | None = None
+    """The drafter's acceptance; None without a drafter."""
+    completed_prompts: tuple[int, ...] = ()
+    """The prompt indices of the completed requests, sorted (compare's common prompts)."""
+
+    def blocks(self) -> dict[str, Any]:
+        """Each block by its field's name: ``Summary(**headline.blocks(), ...)``."""
+        return {f.name: getattr(self, f.name) for f in fields(Headline)}

@@ -1,10 +1,10 @@
-"""The run loop's facts (``report/runfacts.py:RunFacts``) that land at ``summary.json``'s top level as blocks:
+"""The blocks of the run loop's facts (``schema/summary.py:RunFacts``) that land at ``summary.json``'s top level:
 ``machine``, ``model``, ``sampling``, ``first_attempt``, ``repeat``, ``warmup``, ``step``, ``resumed`` and
 ``factors``.
 
-Stage: the run loop → report. ``runloop.finish_variant`` and ``runloop._step_summary`` set them:
-``load/host_probe.py:machine``, ``server/preflight.py:model_file``, ``load/prompts.py:PreparedPrompts.sampling_block``,
-``report/repeats.py:Repeat``, ``scenario/matrix.py:factor_record``; ``run.json`` keeps them for ``tokenswarm report``.
+Stage: the run loop → report. ``runloop.variant_facts`` and ``runloop.step_done`` make them from what the run
+learned (``load/host_probe.py:machine``, ``server/preflight.py:model_file``, the plan's ``PreparedPrompts``, the
+``Context``'s repeat, the variant's factors); ``run.json`` keeps them for ``tokenswarm report``.
 """
 
 from __future__ import annotations

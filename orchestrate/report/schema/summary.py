@@ -1,7 +1,7 @@
 """``summary.json`` whole: ``Summary``, its keys in the order the file has them.
 
 Stage: report. ``report/summary.py:build_summary`` writes it: the names, then the run loop's facts
-(``report/runfacts.py:RunFacts``, in its order), then the blocks the aggregates compute, in the order it adds
+(``RunFacts``, in its order), then the blocks the aggregates compute, in the order it adds
 them. A key only some runs have is absent from the others (``omitted``); ``tokenswarm report`` rebuilds the
 same file from the variant's files and ``run.json``.
 """
@@ -16,15 +16,8 @@ from orchestrate.report.schema.capacity import Capacity
 from orchestrate.report.schema.common import LIMIT_DOC, SETTING_DOC
 from orchestrate.report.schema.headline import (
     Connections,
-    LatencyMs,
-    Reasoning,
-    Requests,
+    Headline,
     ServerDown,
-    ServerTimings,
-    Speculative,
-    Throughput,
-    Tokens,
-    TokenSources,
 )
 from orchestrate.report.schema.machine import Client, Energy, Host, LocustCrosscheck, Workers
 from orchestrate.report.schema.pacing import Arrivals, Stage
@@ -115,34 +108,11 @@ class RunFacts:
 
 
 @dataclass(frozen=True)
-class Summary(RunFacts, Names):
+class Summary(Headline, RunFacts, Names):
     """``summary.json``: one variant's (or one sweep step's or search probe's) result: its names, what the run
-    knew (``RunFacts``), then the figures the aggregates computed from its files."""
+    knew (``RunFacts``), the headline figures (``Headline``), then the other blocks the aggregates computed from
+    its files."""
 
-    requests: Requests = field(default_factory=Requests)
-    """What became of every request sent, and of those never sent."""
-    duration_s: float = 0.0
-    """First request sent to last response ended, s (0 without requests)."""
-    tokens: Tokens = field(default_factory=Tokens)
-    """Token totals of the completed requests."""
-    throughput: Throughput = field(default_factory=Throughput)
-    """The headline rates over ``duration_s``."""
-    latency_ms: LatencyMs = field(default_factory=LatencyMs)
-    """Latencies of the completed requests, ms."""
-    reasoning: Reasoning | None = None
-    """A reasoning model's thinking apart from its answer; None when no reply reasoned."""
-    tokens_per_chunk: float | None = None
-    """Σ output tokens ÷ Σ content events of the completed requests (1.00 for llama.cpp); None without chunks."""
-    output_tokens_source: tuple[str, ...] = ()
-    """Where the output counts came from, sorted (``usage``, ``timings``, ``chunks``); ``token_sources.output``."""
-    token_sources: TokenSources = field(default_factory=TokenSources)
-    """Where each kind of token count came from."""
-    server_timings: ServerTimings | None = None
-    """llama.cpp's per-slot speeds from the replies' ``timings``; None without timings."""
-    speculative: Speculative | None = None
-    """The drafter's acceptance; None without a drafter."""
-    completed_prompts: tuple[int, ...] = ()
-    """The prompt indices of the completed requests, sorted (compare's common prompts)."""
     goodput: Goodput | None = None
     """Requests within every ``slo:`` limit, over ``duration_s``; None without an SLO."""
     locust_crosscheck: LocustCrosscheck | None = None

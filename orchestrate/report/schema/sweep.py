@@ -1,6 +1,6 @@
 """A sweep's block (``sweep``) and the flat figures each of its steps is tabulated by (``StepFigures``).
 
-Stage: report. ``sweep_report.py:sweep_block`` reads each step's own ``summary.json`` under ``steps/`` and
+Stage: report. ``aggregates/sweep.py:sweep_block`` reads each step's own ``summary.json`` under ``steps/`` and
 keeps its ``formats.py:summary_numbers`` (the figures variants and steps are compared by); a step that never
 ran is ``not_run`` with no figures. A web UI run's ``ui_steps`` (``schema/ui.py``) has rows of the same shape.
 """

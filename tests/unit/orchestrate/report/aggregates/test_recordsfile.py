@@ -19,9 +19,10 @@ import pytest
 from locustfiles.records import CANCELLED, ERROR, OK, RequestRecord
 from orchestrate.report.aggregates import blockstats
 from orchestrate.report.aggregates.chunkcolumn import chunk_offsets
-from orchestrate.report.aggregates.headline import Headline, summarize_records
+from orchestrate.report.aggregates.headline import summarize_records
 from orchestrate.report.aggregates.recordsfile import read_records
 from orchestrate.report.jsontypes import to_json
+from orchestrate.report.schema.headline import Headline
 from tests.unit.orchestrate.report.aggregates.test_headline import study_records
 
 T0 = 1_700_000_000.0
