@@ -44,7 +44,7 @@ def test_master_and_two_workers_send_exactly_n(tmp_path: Path) -> None:
     workers = {r["worker"] for r in records}
     assert len(workers) == 2 and all(w.startswith("w") and w != "local" for w in workers)
     assert summary["tokens"]["output"] == sum(r["output_tokens"] for r in records) \
-        == sum(p["output_tokens"] for p in prompts)
+        == sum(p["max_tokens"] for p in prompts)
     assert summary["tokens"]["prompt"] == sum(r["prompt_tokens"] for r in records)
     check = summary["locust_crosscheck"]
     assert (check["requests"], check["failures"]) == (30, 0)

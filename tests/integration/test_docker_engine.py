@@ -61,7 +61,7 @@ def test_a_run_in_a_container_gives_exact_figures_and_removes_it(
     assert summary["requests"] == {"sent": 12, "completed": 12, "errors": 0, "cancelled": 0, "no_content": 0, "short_replies": 0,
                                    "errors_by_class": {}, "unsent": 0}
     assert summary["tokens"]["output"] == sum(r["max_tokens"] for r in records) \
-        == sum(p["output_tokens"] for p in prompts)
+        == sum(p["max_tokens"] for p in prompts)
     assert summary["tokens"]["prompt"] == sum(p["prompt_tokens"] for p in prompts)
     assert summary["crosscheck_agrees"] is True
     assert summary["memory"]["source"] == "container" and summary["memory"]["peak_bytes"] > 0  # docker stats

@@ -33,7 +33,7 @@ def test_exact_counts_tokens_and_locust_agreement(tmp_path: Path) -> None:
                                    "errors_by_class": {}, "unsent": 0}
     assert sorted(r["prompt_index"] for r in records) == list(range(15))  # each prompt once
     # The tiny model cannot stop early: output is exactly the requested max_tokens.
-    assert summary["tokens"]["output"] == sum(p["output_tokens"] for p in prompts)
+    assert summary["tokens"]["output"] == sum(p["max_tokens"] for p in prompts)
     by_index = {p["index"]: p for p in prompts}
     for r in records:
         assert r["output_tokens"] == r["max_tokens"] == by_index[r["prompt_index"]]["max_tokens"]

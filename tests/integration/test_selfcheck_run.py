@@ -44,6 +44,6 @@ def test_a_blocked_worker_is_flagged(tmp_path: Path, embedded: Callable[..., Emb
                           capture_output=True, text=True, timeout=120)
     assert "Traceback" not in proc.stderr, proc.stderr[-2000:]
     client = summarize_client(json.loads((tmp_path / "client.json").read_text()))
-    assert client is not None and client["saturated"] is True
-    assert client["loop_lag_ms"]["p99"] > SATURATION_LAG_P99_MS
-    assert client["loop_lag_ms"]["own_p99"] > SATURATION_LAG_P99_MS  # its own busy loop, not the host
+    assert client is not None and client.saturated is True
+    assert client.loop_lag_ms.p99 > SATURATION_LAG_P99_MS
+    assert client.loop_lag_ms.own_p99 > SATURATION_LAG_P99_MS  # its own busy loop, not the host
