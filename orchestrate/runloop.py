@@ -29,7 +29,6 @@ from orchestrate.report.console import console_lines
 from orchestrate.report.htmlreport import write_html_report
 from orchestrate.report.repeats import interleaved, keep_host_floor
 from orchestrate.report.schema.runfacts import (
-    Factor,
     FirstAttempt,
     Machine,
     ModelFile,
@@ -130,7 +129,7 @@ def run_variant(context: Context, variant: Variant, paths: VariantPaths, first_a
             result.facts = facts = fetch_facts(url, session)
             sample_prompts(plan, PromptSource(facts, url, paths.prompts, session), asked_ui)
             stepper = Stepper(url, swarm, facts.model_id, variant.name, paths, lambda: exited(launcher), ui=ui)
-            run_warmup(result.plan, stepper)  # before the sampler: the server's counters then match the load
+            run_warmup(plan, stepper)  # before the sampler: the server's counters then match the load
             down = measure(result, launcher, stepper)
             result.ending = judge_load(variant, paths, launcher, down, swarm)
     except ServerExitedError as exc:
@@ -237,10 +236,10 @@ def kept_step(plan: StepPlan, step: Step, folder: VariantPaths) -> StepDone:
 def step_done(result: VariantRun, launcher: Launcher, step: Step, folder: VariantPaths,
               outcome: LoadOutcome) -> StepDone:
     """How a step ended, and, for a step in a folder of its own, its summary (written) and verdict."""
-    if step.label is None:  # the variant's own load: its summary is the variant's (``finish_variant``)
-        return StepDone(step, "completed", outcome.stopped_by)
     status, error = load_status(launcher.exit_status() is not None, outcome.stopped_by, folder.records,
                                 folder.locust_log)
+    if step.label is None:  # the variant's own load: its summary is the variant's (``finish_variant``)
+        return StepDone(step, status, outcome.stopped_by)
     variant = result.variant
     point = step.point
     summary = build_summary(folder, result.context.scenario, variant.name, RunFacts(
@@ -248,7 +247,7 @@ def step_done(result: VariantRun, launcher: Launcher, step: Step, folder: Varian
         step=StepFact(point.key, point.value, point.probe) if point else None,
         planned_prompts=planned_requests(list(step.prompts)),
         settings=variant_settings(variant.running(step.load)),
-        load=step.load, factors=factors(variant), slo=variant.slo.as_dict() if variant.slo else {}),
+        load=step.load, factors=variant.factors, slo=variant.slo.as_dict() if variant.slo else {}),
         result.context.host_limits)
     return StepDone(step, status, outcome.stopped_by, result.plan.judge(summary))
 
@@ -286,7 +285,7 @@ def variant_facts(result: VariantRun) -> RunFacts:
     warmup, prepared, model = plan.warmup_sent(), plan.prepared, model_file(result.facts, variant.server.model)
     return RunFacts(
         status=ending.status, error=ending.error, machine=Machine(**machine()), model=ModelFile(**model),
-        settings=settings, factors=factors(variant), retried=first is not None,
+        settings=settings, factors=variant.factors, retried=first is not None,
         first_attempt=None if first is None else FirstAttempt(
             first.ending.status, first.ending.cause, first.ending.hint, first.ending.exit_code,
             variant_settings(first.variant), result.paths.first_attempt_log.name),
@@ -297,8 +296,3 @@ def variant_facts(result: VariantRun) -> RunFacts:
         slo=variant.slo.as_dict() if variant.slo is not None else {},  # `tokenswarm report` judges goodput again
         planned_prompts=plan.planned_prompts(result.done),
         sampling=Sampling(**prepared.sampling_block()) if prepared else None, **plan.run_facts(result.paths))
-
-
-def factors(variant: Variant) -> dict[str, Factor]:
-    """The variant's matrix factors as its summary records them: each axis's level and the settings it covers."""
-    return {axis: Factor(f.value, f.covers) for axis, f in variant.factors.items()}

@@ -36,13 +36,13 @@ from orchestrate.report.formats import summary_numbers
 from orchestrate.report.jsontypes import to_json
 from orchestrate.report.repeats import deviation, disagree, read_floor, spread
 from orchestrate.report.schema.machine import Host
-from orchestrate.report.schema.runfacts import Factor
 from orchestrate.report.schema.summary import Summary
 from orchestrate.report.schema.sweep import Sweep
 from orchestrate.report.summary import read_summary
 from orchestrate.results import repeat_index, scenario_copy, variant_dirs
 from orchestrate.scenario.matrix import fold, folded_factors
 from orchestrate.scenario.settings import variant_settings
+from orchestrate.scenario.spec import Factor
 
 COLUMNS = (("prefill_tok_s", "prefill tok/s"), ("decode_tok_s", "decode tok/s"), ("ttft_p50_ms", "TTFT p50"),
            ("ttft_p99_ms", "TTFT p99"), ("tpot_p50_ms", "TPOT p50"), ("tpot_p99_ms", "TPOT p99"))

@@ -138,7 +138,6 @@ class Entry:
     path: str
     type: str
     doc: str
-    depth: int
 
 
 def _args(tp: Any) -> tuple[Any, ...]:
@@ -200,24 +199,24 @@ def _field_keys(f: Field[Any]) -> str:
     return f"<{f.metadata.get(KEYS, 'key')}>"
 
 
-def schema(cls: type, prefix: str = "", depth: int = 0) -> Iterator[Entry]:
+def schema(cls: type, prefix: str = "") -> Iterator[Entry]:
     """Every key a document of ``cls`` may hold, depth first, with its type and docstring."""
     docs = field_docs(cls)
     for jf in filter(documented, json_fields(cls)):
         path = f"{prefix}{jf.key}"
-        yield Entry(path, type_name(jf.type), docs.get(jf.field.name, ""), depth)
-        yield from _below(jf.type, path, depth, _field_keys(jf.field), jf.field.metadata.get(KEYS_DOC, ""))
+        yield Entry(path, type_name(jf.type), docs.get(jf.field.name, ""))
+        yield from _below(jf.type, path, _field_keys(jf.field), jf.field.metadata.get(KEYS_DOC, ""))
 
 
-def _below(tp: Any, path: str, depth: int, keys: str, keys_doc: str = "") -> Iterator[Entry]:
+def _below(tp: Any, path: str, keys: str, keys_doc: str = "") -> Iterator[Entry]:
     tp = _optional(tp)
     if is_dataclass(tp):
-        yield from schema(typing.cast(type, tp), f"{path}.", depth + 1)
+        yield from schema(typing.cast(type, tp), f"{path}.")
     elif (inner := _inner(tp)) is not None:
         kind, item = inner
         if kind == "<>":  # a mapping's keys are data: one row stands for each
-            yield Entry(f"{path}.{keys}", type_name(item), keys_doc or f"Each {keys.strip('<>')}.", depth + 1)
-        yield from _below(item, f"{path}[]" if kind == "[]" else f"{path}.{keys}", depth, "<key>")
+            yield Entry(f"{path}.{keys}", type_name(item), keys_doc or f"Each {keys.strip('<>')}.")
+        yield from _below(item, f"{path}[]" if kind == "[]" else f"{path}.{keys}", "<key>")
 
 
 def paths_of(cls: type, data: Any) -> set[str]:

@@ -223,11 +223,6 @@ def apply_combination(combo: Combination, top: dict[str, Any], item: dict[str, A
     return sets, origins
 
 
-def factor_record(factors: dict[str, Factor]) -> dict[str, dict[str, Any]]:
-    """``summary.json``'s ``factors``: axis → value name and covered settings, so compare needs only files."""
-    return {axis: {"value": f.value, "covers": list(f.covers)} for axis, f in factors.items()}
-
-
 # --- reading factors back (orchestrate.report.compare, from summary.json files alone) ---------------------
 
 FACTOR = "factor."

@@ -103,6 +103,7 @@ class Factor:
     """A factor axis as one variant has it: the value's name and every setting the axis's values set."""
 
     value: str
+    """The level's name (``summary.json``'s ``factors.<axis>.value``)."""
     covers: tuple[str, ...]
     """``settings.variant_settings`` keys set by any value of the axis (a mapping such as ``docker`` covers
     its keys too): the confound check folds them into one setting, ``factor.<axis>``."""

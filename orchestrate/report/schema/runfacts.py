@@ -122,13 +122,3 @@ class Resumed:
     """Its earlier folder, under ``partial/`` (relative to the run)."""
     kept_steps: tuple[str, ...] = ()
     """The labels of its sweep steps or search probes finished before and kept."""
-
-
-@dataclass(frozen=True)
-class Factor:
-    """``factors.<axis>``: a matrix factor's level as this variant has it (``matrix.factor_record``)."""
-
-    value: str = ""
-    """The level's name."""
-    covers: tuple[str, ...] = ()
-    """Every setting any level of the axis sets: compare folds them into one setting, ``factor.<axis>``."""

@@ -22,7 +22,6 @@ from orchestrate.report.schema.headline import (
 from orchestrate.report.schema.machine import Client, Energy, Host, LocustCrosscheck, Workers
 from orchestrate.report.schema.pacing import Arrivals, Stage
 from orchestrate.report.schema.runfacts import (
-    Factor,
     FirstAttempt,
     Machine,
     ModelFile,
@@ -37,7 +36,7 @@ from orchestrate.report.schema.steady import Goodput, SteadyState
 from orchestrate.report.schema.sweep import Sweep
 from orchestrate.report.schema.turns import Conversations, TurnRow
 from orchestrate.report.schema.ui import UiSteps, UsersOverTime
-from orchestrate.scenario.spec import LoadSpec
+from orchestrate.scenario.spec import Factor, LoadSpec
 
 
 @dataclass(frozen=True)

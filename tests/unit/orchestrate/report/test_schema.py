@@ -45,8 +45,7 @@ from orchestrate.report.schema.summary import RunFacts
 from orchestrate.report.schema.sweep import Sweep, SweepStep
 from orchestrate.report.summary import build_summary
 from orchestrate.results import VariantPaths
-from orchestrate.scenario.matrix import factor_record
-from orchestrate.scenario.spec import Factor, Search, ServerSpec
+from orchestrate.scenario.spec import Search, ServerSpec
 from orchestrate.scenario.spec import Sweep as SweepSpec
 from orchestrate.server.launchers.docker import DockerLauncher
 from orchestrate.server.launchers.embedded import EmbeddedConfig, EmbeddedLauncher
@@ -142,7 +141,7 @@ def test_a_failed_load_retried_with_other_settings(tmp_path: Path) -> None:
     data = summary_of(paths, facts_of(
         status="failed_to_load", error="the server exited while loading", retried=True, machine=machine(),
         model=model_file(None, str(tmp_path / "missing.gguf")), settings={"load.users": 4, "search.range": [1, 8]},
-        factors=factor_record({"drafter": Factor("none", ("server.draft_model",))}), slo={"e2e_ms": 900.0},
+        factors={"drafter": {"value": "none", "covers": ["server.draft_model"]}}, slo={"e2e_ms": 900.0},
         first_attempt={"status": "failed_to_load", "cause": "oom", "hint": None, "exit_code": 1,
                        "settings": {"load.users": 8, "search.range": [1, 8]}, "log": "server.first-attempt.log"}))
     assert data["model"] == {} and data["first_attempt"]["settings"]["load.users"] == 8

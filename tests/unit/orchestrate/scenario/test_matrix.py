@@ -6,7 +6,9 @@ from typing import Any
 
 import pytest
 
-from orchestrate.scenario.matrix import Combination, expand_matrix, factor_record, fold, folded_factors, value_name
+from orchestrate.report.jsontypes import to_json
+from orchestrate.report.schema.summary import RunFacts
+from orchestrate.scenario.matrix import Combination, expand_matrix, fold, folded_factors, value_name
 from orchestrate.scenario.spec import Factor
 
 
@@ -128,9 +130,9 @@ def test_factor_errors(raw: dict[str, Any], expected: str):
     assert str(info.value) == expected
 
 
-def test_factor_record_is_what_summary_json_carries():
+def test_a_variants_factors_are_what_summary_json_carries():
     (_, mtp) = expand_matrix({"drafter": DRAFTER}, fail, keys)
-    assert factor_record(mtp.factors) == {"drafter": {"value": "mtp", "covers": list(COVERS)}}
+    assert to_json(RunFacts(factors=mtp.factors))["factors"] == {"drafter": {"value": "mtp", "covers": list(COVERS)}}
 
 
 # --- folding factors back (compare) ---------------------------------------------------------------
