@@ -35,9 +35,6 @@ class StepPoint:
     value: Any
     probe: int | None = None
 
-    def as_dict(self) -> dict[str, Any]:
-        return {"key": self.key, "value": self.value, **({"probe": self.probe} if self.probe is not None else {})}
-
 
 @dataclass(frozen=True)
 class Step:
