@@ -100,7 +100,19 @@ def write(records_file: str, info: dict[str, Any]) -> None:
 
 
 def is_open_loop(opts: Any) -> bool:
-    return opts is not None and bool(getattr(opts, "rate", 0.0))
+    """A rate's schedule (``--rate``) or a trace's (``--time-scale``)."""
+    return opts is not None and bool(getattr(opts, "rate", 0.0) or getattr(opts, "time_scale", 0.0))
+
+
+def trace_offsets(prompts: list[Prompt], time_scale: float) -> list[float]:
+    """A trace's send times (s after the start): each prompt's ``at_s`` ÷ ``time_scale``, the first at 0."""
+    if time_scale <= 0:
+        raise ValueError(f"time_scale must be > 0, got {time_scale}")
+    missing = [p.index for p in prompts if p.at_s is None]
+    if missing:
+        raise ValueError(f"--time-scale replays a trace's prompts, but prompt {missing[0]} has no at_s")
+    first = min((p.at_s for p in prompts if p.at_s is not None), default=0.0)
+    return [(p.at_s - first) / time_scale for p in prompts if p.at_s is not None]
 
 
 def install(environment: Environment, run: LlmRun) -> None:
@@ -122,20 +134,24 @@ def install(environment: Environment, run: LlmRun) -> None:
         users = max(1, int(getattr(opts, "num_users", None) or 1))
         lead = spawn_time_s(users, float(getattr(opts, "spawn_rate", None) or users)) + (
             MASTER_MARGIN_S if isinstance(environment.runner, MasterRunner) else START_MARGIN_S)
-        offsets = arrival_offsets(dispenser.limit, opts.rate, opts.arrival, opts.burstiness, opts.seed)
+        prompts = list(dispenser.prompts[:dispenser.limit])
+        trace = not opts.rate
+        offsets = trace_offsets(prompts, opts.time_scale) if trace else \
+            arrival_offsets(dispenser.limit, opts.rate, opts.arrival, opts.burstiness, opts.seed)
         clock = ArrivalClock()
         start = time.time() + lead
-        prompts = list(dispenser.prompts[:dispenser.limit])
         clock.plan(prompts, offsets, start)
-        clock.info = {"arrival": opts.arrival, "rate": opts.rate,
-                      "burstiness": opts.burstiness if opts.arrival == "poisson" else None,
+        clock.info = {"arrival": "trace" if trace else opts.arrival, "rate": None if trace else opts.rate,
+                      "time_scale": opts.time_scale if trace else None,
+                      "burstiness": opts.burstiness if opts.arrival == "poisson" and not trace else None,
                       "late_ms": opts.late_ms, "users": users, "seed": opts.seed, "scheduled": dispenser.limit,
                       "start_ts": start, "lead_s": lead, "end_ts": None, "handed_out": None,
                       "prompt_indices": [p.index for p in prompts], "offsets_s": [round(o, 6) for o in offsets]}
         run.arrivals = clock
         write(opts.records_file, clock.info)
-        log.info("tokenswarm: open loop, %d requests at %g/s (%s), at most %d in flight, first due in %.2f s",
-                 dispenser.limit, opts.rate, opts.arrival, users, lead)
+        log.info("tokenswarm: open loop, %d requests %s, at most %d in flight, first due in %.2f s", dispenser.limit,
+                 f"on the trace's clock ×{opts.time_scale:g}" if trace else f"at {opts.rate:g}/s ({opts.arrival})",
+                 users, lead)
 
     def on_test_stop(**_kw: Any) -> None:
         if run.arrivals is not None and run.arrivals.info and run.arrivals.info["end_ts"] is None:

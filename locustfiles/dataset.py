@@ -143,6 +143,9 @@ class Prompt:
     """Multi-turn replay (``locustfiles.conversations``): (prompt_tokens, max_tokens) of each user turn.
     ``messages`` then holds the conversation up to its last user turn (turn k sends the first 2k + 1
     messages) and the two counts above are the last turn's. Empty for a single request."""
+    at_s: float | None = None
+    """A trace's request (``dataset: trace``): when it is due, trace seconds after the first request's (the
+    run sends it ``at_s / --time-scale`` after the schedule's start); None for a prompt of any other dataset."""
 
     @property
     def requests(self) -> int:
@@ -156,6 +159,8 @@ class Prompt:
                                "max_tokens": self.max_tokens}
         if self.turns:
             obj["turns"] = [list(turn) for turn in self.turns]
+        if self.at_s is not None:
+            obj["at_s"] = self.at_s
         return json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
 
     @classmethod
@@ -186,9 +191,13 @@ class Prompt:
                 and (not turns or len(messages) == 2 * len(turns) - 1)):
             raise DataFileError("prompt field 'turns' must be [[prompt_tokens, max_tokens], ...], one "
                                "per user message of 'messages'")
+        at_s = obj.get("at_s")
+        if at_s is not None and (isinstance(at_s, bool) or not isinstance(at_s, (int, float)) or at_s < 0):
+            raise DataFileError(f"prompt field 'at_s' must be a number >= 0 (seconds), got {at_s!r}")
         return cls(obj["index"], obj["conversation_id"],
                    tuple({"role": m["role"], "content": m["content"]} for m in messages),
-                   obj["prompt_tokens"], obj["max_tokens"], tuple((p, o) for p, o in turns))
+                   obj["prompt_tokens"], obj["max_tokens"], tuple((p, o) for p, o in turns),
+                   None if at_s is None else float(at_s))
 
 
 @dataclass(frozen=True)

@@ -53,6 +53,9 @@ def add_arguments(parser: Any) -> None:
     group.add_argument("--rate", type=float, default=0.0,
                        help="open loop: requests per second on a schedule fixed in advance (0 = closed loop); "
                        "-u is then the most requests in flight")
+    group.add_argument("--time-scale", type=float, default=0.0, metavar="X",
+                       help="open loop on a trace's clock: each prompt of --prompts-file is sent at its at_s / X "
+                       "after the start (2 = twice as fast; 0 = off); -u is then the most requests in flight")
     group.add_argument("--arrival", choices=ARRIVALS, default="poisson",
                        help="open loop: Poisson (gamma, see --burstiness) or evenly spaced arrivals")
     group.add_argument("--burstiness", type=float, default=1.0,

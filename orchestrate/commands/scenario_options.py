@@ -15,7 +15,7 @@ from typing import Any
 
 from orchestrate.errors import ScenarioError
 from orchestrate.scenario.settings import variant_settings
-from orchestrate.scenario.spec import RANDOM_DATASET, Scenario
+from orchestrate.scenario.spec import RANDOM_DATASET, TRACE_DATASET, Scenario, TraceSpec
 
 DEFAULT_SCENARIO = """\
 name: url
@@ -53,7 +53,25 @@ def scenario_of(args: argparse.Namespace) -> Scenario:
               if v is not None}
     if limits:
         top["host_limits"] = replace(scenario.host_limits, **limits)
-    return with_load(scenario.with_overrides(server=server, load=load, **top), load)
+    return with_load(with_trace(scenario.with_overrides(server=server, load=load, **top), args), load)
+
+
+def with_trace(scenario: Scenario, args: argparse.Namespace) -> Scenario:
+    """``--trace FILE`` and ``--time-scale X`` on every variant, over the scenario's own trace keys."""
+    path, scale = getattr(args, "trace", None), getattr(args, "time_scale", None)
+    if path is None and scale is None:
+        return scenario
+    variants = []
+    for v in scenario.variants:
+        trace = v.load.trace or TraceSpec(path=path or "")
+        if path is not None:
+            trace = replace(trace, path=path)
+        if scale is not None:
+            trace = replace(trace, time_scale=scale)
+        if not trace.path:
+            raise ScenarioError(f"--time-scale: variant {v.name} replays no trace (give --trace FILE)")
+        variants.append(replace(v, load=replace(v.load, dataset=TRACE_DATASET, trace=trace)))
+    return replace(scenario, variants=tuple(variants))
 
 
 def load_overrides(args: argparse.Namespace) -> dict[str, Any]:
@@ -76,6 +94,8 @@ def with_load(scenario: Scenario, load: dict[str, Any]) -> Scenario:
     """The scenario after its load overrides, checked as a scenario's own keys are (one line each)."""
     from orchestrate.scenario.lengths import override_problem
     for variant in scenario.variants:
+        if variant.load.dataset == TRACE_DATASET and variant.load.trace is None:
+            raise ScenarioError(f"variant {variant.name}: --dataset trace needs --trace FILE")
         problem = override_problem(variant.load, set(load))
         if problem is not None:
             raise ScenarioError(f"variant {variant.name}: {problem}")

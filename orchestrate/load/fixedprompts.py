@@ -173,11 +173,11 @@ def fixed_length_prompts(load: LoadSpec, counters: Counters | None, token_counte
         if counters is None:
             content, got = prefix + text[:max(1, want * FALLBACK_CHARS_PER_TOKEN - len(prefix))], want
         else:
-            content, got, overhead = _exact(counters, prefix, text, want, overhead, ratio)
+            content, got, overhead = exact_message(counters, prefix, text, want, overhead, ratio)
             while got < want and len(content) >= len((prefix + text).rstrip()):  # ran out of text: take more
                 chars *= 2
                 text = source.for_prompt(i, chars)
-                content, got, overhead = _exact(counters, prefix, text, want, overhead, ratio)
+                content, got, overhead = exact_message(counters, prefix, text, want, overhead, ratio)
             ratio = max(0.5, (len(content) - len(prefix)) / max(1, got - overhead - load.prefix_tokens))
         inexact += got != want
         prompts.append(Prompt(i, f"random-{i}", ({"role": "user", "content": content},), got, max_tokens))
@@ -185,7 +185,7 @@ def fixed_length_prompts(load: LoadSpec, counters: Counters | None, token_counte
                         inexact)
 
 
-def _exact(counters: Counters, prefix: str, text: str, want: int, overhead: int, ratio: float
+def exact_message(counters: Counters, prefix: str, text: str, want: int, overhead: int, ratio: float
            ) -> tuple[str, int, int]:
     """The message whose templated count is ``want`` (else the nearest below), that count, and the template's
     share seen at it: cut by the raw count (one call a step), checked through the template; where the

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterable
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Iterable
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -28,10 +28,13 @@ from locustfiles.dataset import (
 from locustfiles.sharegpt_file import ShareGPTFile, TruncatedError
 from orchestrate.errors import DatasetError, ServerError
 from orchestrate.load.fixedprompts import Counters, fixed_length_prompts
-from orchestrate.results import VariantPaths
+from orchestrate.load.traces.build import trace_prompts
+from orchestrate.load.traces.files import read_trace
+from orchestrate.load.traces.window import fit_trace
+from orchestrate.results import VariantPaths, write_json
 from orchestrate.scenario.datasets import TRUNCATED_HINT
 from orchestrate.scenario.spec import RANDOM_DATASET, LoadSpec
-from orchestrate.server.preflight import ServerFacts, one_message_counter, prompt_token_counter, text_counter
+from orchestrate.server.preflight import Messages, ServerFacts, one_message_counter, prompt_token_counter, text_counter
 from orchestrate.standins.datasets import is_generated, resolve_dataset
 
 
@@ -92,7 +95,10 @@ def check_datasets(loads: Iterable[LoadSpec]) -> list[str]:
     for each truncated file that ``allow_truncated`` lets the run use.
     """
     lines = []
-    for name, allow in sorted({(load.dataset, load.allow_truncated) for load in loads}):
+    loads = list(loads)
+    for trace in {load.trace for load in loads if load.trace is not None}:  # every row now: a bad one is FILE:LINE
+        read_trace(trace.path, trace.format, trace.model)
+    for name, allow in sorted({(load.dataset, load.allow_truncated) for load in loads if load.trace is None}):
         data = check_dataset(name, allow)
         if data is not None and data.truncation is not None:
             lines.append(f"{data.name}: truncated at byte {data.truncation.size:,}; sampling from its "
@@ -122,6 +128,8 @@ def check_dataset(name: str, allow_truncated: bool = False) -> ShareGPTFile | No
 def _prepare(load: LoadSpec, facts: ServerFacts, url: str, out: Path, session: requests.Session) -> PreparedPrompts:
     if load.dataset == RANDOM_DATASET:
         return _prepare_fixed(load, facts, url, out, session)
+    if load.trace is not None:
+        return _prepare_trace(load, facts, url, out, session)
     dataset = resolve_dataset(load.dataset)
     config = SamplingConfig(num_prompts=load.num_prompts, seed=load.seed, max_tokens=load.max_tokens,
                             per_slot_context=facts.per_slot_ctx,
@@ -140,14 +148,40 @@ def _prepare(load: LoadSpec, facts: ServerFacts, url: str, out: Path, session: r
                            truncated=data.truncation is not None)
 
 
+def _counters(url: str, session: requests.Session, facts: ServerFacts
+              ) -> tuple[str, Callable[[list[Messages]], list[int]] | None, Counters | None]:
+    """The counters' name, the server's count of whole chats and its counts of text and of a one-message prompt;
+    None for the estimate."""
+    name, count_chats = prompt_token_counter(url, session, facts)
+    if count_chats is None:
+        return name, None, None
+    count_text, count_prompt = text_counter(url, session), one_message_counter(count_chats)
+    return name, count_chats, Counters(text=lambda text: count_text([text])[0],
+                                       prompt=lambda text: count_prompt([text])[0])
+
+
+def _prepare_trace(load: LoadSpec, facts: ServerFacts, url: str, out: Path, session: requests.Session
+                   ) -> PreparedPrompts:
+    """``dataset: trace``: the trace's window, scaled and capped (``traces.window``), as prompts of exact lengths
+    whose shared blocks are shared text (``traces.build``); what was replayed goes to ``trace.json``."""
+    spec = load.trace
+    assert spec is not None  # the caller's test
+    trace = read_trace(spec.path, spec.format, spec.model)
+    requests_, conditions = fit_trace(trace, spec)
+    if not requests_:
+        raise DataFileError(f"{trace.path}: no request in the window (start_s {spec.start_s:g}, duration_s "
+                            f"{spec.duration_s}) of a trace {trace.rows[-1].at_s:g} s long")
+    name, count_chats, counters = _counters(url, session, facts)
+    built = trace_prompts(requests_, conditions, counters, count_chats, name, facts.per_slot_ctx, load.seed)
+    write_prompts(out, built.sample.prompts)
+    write_json(VariantPaths(out.parent).trace_json, asdict(conditions))
+    return PreparedPrompts(sample=built.sample, dataset=trace.path, token_counter=name, inexact=built.inexact)
+
+
 def _prepare_fixed(load: LoadSpec, facts: ServerFacts, url: str, out: Path, session: requests.Session
                    ) -> PreparedPrompts:
     """``dataset: random``: prompts cut to exact lengths with the server's own counts (``fixedprompts``)."""
-    name, count_chats = prompt_token_counter(url, session, facts)
-    counters = None
-    if count_chats is not None:
-        count_text, count_prompt = text_counter(url, session), one_message_counter(count_chats)
-        counters = Counters(text=lambda text: count_text([text])[0], prompt=lambda text: count_prompt([text])[0])
+    name, _, counters = _counters(url, session, facts)
     fixed = fixed_length_prompts(load, counters, name, facts.per_slot_ctx)
     write_prompts(out, fixed.sample.prompts)
     return PreparedPrompts(sample=fixed.sample, dataset=Path(fixed.text), token_counter=name, inexact=fixed.inexact)

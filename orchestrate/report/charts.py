@@ -15,6 +15,7 @@ from orchestrate.report.compare_report import effect_name, held_text
 from orchestrate.report.plots import CURVES
 from orchestrate.report.schema.capacity import Capacity
 from orchestrate.report.schema.sweep import Sweep
+from orchestrate.report.schema.trace import Trace
 from orchestrate.report.schema.ui import UiSteps
 
 Figure = dict[str, Any]
@@ -124,6 +125,31 @@ def step_figures(blocks: Sequence[tuple[str, Sweep | UiSteps]], what: str) -> li
         if traces:
             out.append({"title": f"{what}: {title}", "data": traces,
                         "layout": {**_layout(f"{title} against {key}", key, title), "xaxis": axis}})
+    return out
+
+
+def trace_figures(label: str, block: Trace) -> list[Figure]:
+    """A trace replay: requests due and sent each second, and latency percentiles by prompt length."""
+    out: list[Figure] = []
+    per_s = block.arrivals_per_s
+    if per_s.scheduled:
+        out.append({"title": f"{label}: arrivals", "data": [
+            {"type": "scatter", "mode": "lines", "name": name, "x": list(range(len(counts))), "y": list(counts),
+             "line": {"color": COLORS[i], "shape": "hv", "dash": "dot" if i else "solid"},
+             "hovertemplate": f"second %{{x}}: %{{y}} {name}<extra></extra>"}
+            for i, (name, counts) in enumerate((("scheduled", per_s.scheduled), ("sent", per_s.sent)))],
+            "layout": _layout("Requests per second: as the trace scheduled them and as sent",
+                              "s since the schedule's start", "requests")})
+    buckets = [b for b in block.by_input_length if b.completed]
+    if buckets:
+        names = [f"{b.low:,}–{'' if b.high is None else f'{b.high:,}'}" for b in buckets]
+        out.append({"title": f"{label}: latency by prompt length", "data": [
+            {"type": "bar", "name": f"{metric} {p}", "x": names, "y": [getattr(getattr(b, key), p) for b in buckets],
+             "marker": {"color": COLORS[i % len(COLORS)]},
+             "hovertemplate": f"%{{x}} tokens: %{{y:,.1f}} ms<extra>{metric} {p}</extra>"}
+            for i, (metric, key, p) in enumerate((("TTFT", "ttft_ms", "p50"), ("TTFT", "ttft_ms", "p99"),
+                                                  ("E2E", "e2e_ms", "p99")))],
+            "layout": _layout("Latency by prompt length (tokens)", "prompt tokens", "ms", barmode="group")})
     return out
 
 

@@ -88,6 +88,9 @@ def _load(summary: Summary, settings: dict[str, Any]) -> str:
         low, high = settings["search.range"]
         text = (f"load: a capacity search over {settings['search.over']} from {low:g} to {high:g} (each probe a step: "
                 f"{'open loop, at most ' + str(settings.get('load.users')) + ' in flight' if settings['search.over'] == 'rate' else 'closed loop'})")
+    elif settings.get("load.trace.time_scale") is not None:
+        text = (f"load: trace {settings.get('load.trace.path')} replayed at {fmt_num(settings['load.trace.time_scale'], 2)}× "
+                f"its speed (open loop), at most {settings.get('load.users')} in flight")
     elif settings.get("load.rate") is not None:
         text = (f"load: open loop {fmt_num(settings['load.rate'], 2)} req/s ({settings.get('load.arrival')}), "
                 f"at most {settings.get('load.users')} in flight")
@@ -116,6 +119,11 @@ def _prompts(summary: Summary, settings: dict[str, Any]) -> str:
     where = sampling.dataset if sampling else None
     count = summary.planned_prompts if settings.get("search.over") else settings.get("load.num_prompts")
     eos = ", ignore_eos (every reply runs to max_tokens)" if settings.get("load.ignore_eos") else ""
+    if summary.trace is not None:
+        c = summary.trace.conditions
+        return (f"prompts: {c.requests} from trace {Path(c.path).name} ({c.format}), lengths as the server counts them"
+                + (f" ({sampling.inexact} not reachable)" if sampling and sampling.inexact else "")
+                + f", max_tokens per request{eos}; text from ShareGPT V3, seed {settings.get('load.seed')}")
     if dataset == RANDOM_DATASET:
         prefix = settings.get("load.prefix_tokens")
         return (f"prompts: {count} random, {settings.get('load.input_tokens')} tokens each as the server counts them"

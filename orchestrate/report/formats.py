@@ -30,6 +30,11 @@ def fmt_num(x: float | None, digits: int = 1) -> str:
     return "–" if x is None else f"{x:,.{digits}f}"
 
 
+def fmt_pct(share: float | None) -> str:
+    """A share (0.213) as ``21.3 %``; ``–`` when unknown."""
+    return "–" if share is None else f"{100 * share:.1f} %"
+
+
 def fmt_bytes(n: float | None) -> str:
     """``1.25 GiB`` from 1 GiB up, ``412.3 MiB`` below, ``–`` for none."""
     if n is None:

@@ -30,7 +30,7 @@ from orchestrate.report.aggregates.recordsfile import read_records
 from orchestrate.report.aggregates.servermetrics import metrics_timeline
 from orchestrate.report.compare import CAPACITY_EFFECT, EFFECT_METRICS, ENERGY_EFFECT, GOODPUT_EFFECT
 from orchestrate.report.definitions import METRIC_DEFINITIONS
-from orchestrate.report.formats import GIB, fmt_bytes, fmt_ms, fmt_num
+from orchestrate.report.formats import GIB, fmt_bytes, fmt_ms, fmt_num, fmt_pct
 from orchestrate.report.markdown import summary_md
 from orchestrate.report.schema import Summary
 from orchestrate.report.summary import read_summary
@@ -63,10 +63,6 @@ def _count(x: Any) -> str:
     return f"{x:,}"
 
 
-def _pct(x: Any) -> str:
-    return f"{100 * x:.1f} %"
-
-
 GLANCE = (Figure("status", "status", str), Figure("requests.completed", "done", _count),
           Figure("planned_prompts", "of", _count), Figure("requests.errors", "errors", _count),
           Figure("requests.cancelled", "cancelled", _count), Figure("requests.unsent", "unsent", _count),
@@ -77,11 +73,11 @@ GLANCE = (Figure("status", "status", str), Figure("requests.completed", "done", 
           Figure("latency_ms.ttft.p50", "TTFT p50", fmt_ms), Figure("latency_ms.ttft.p99", "TTFT p99", fmt_ms),
           Figure("latency_ms.tpot.p50", "TPOT p50", fmt_ms), Figure("latency_ms.tpot.p99", "TPOT p99", fmt_ms),
           Figure("latency_ms.e2e.p50", "E2E p50", fmt_ms),
-          Figure("speculative.acceptance_rate", "draft accepted", _pct),
+          Figure("speculative.acceptance_rate", "draft accepted", fmt_pct),
           Figure("memory.peak_bytes", "server memory", fmt_bytes),
           Figure("memory.gpu_peak_bytes", "GPU memory", fmt_bytes),
           Figure("energy.joules_per_output_token", "J per output token", lambda x: fmt_num(x, 3)),
-          Figure("goodput.share", "goodput", _pct),
+          Figure("goodput.share", "goodput", fmt_pct),
           Figure("capacity.max_passing", "capacity", lambda x: f"{x:g}"))
 """The headline of every run, one row each: the reference study's figures first."""
 STEADY = (Figure("steady_state.duration_s", "window s", fmt_num),
@@ -214,6 +210,16 @@ def sections(run_dir: Path, runs: list[Run]) -> list[dict[str, Any]]:
         if found:
             out.append(_section("capacity-" + re.sub(r"[^A-Za-z0-9_-]+", "-", run.label), f"Capacity: {run.label}",
                                 charts.capacity_figures(run.label, found), intro=found.sentence))
+    for run in runs:
+        trace = run.summary.trace
+        if trace:
+            c = trace.conditions
+            out.append(_section("trace-" + re.sub(r"[^A-Za-z0-9_-]+", "-", run.label), f"Trace: {run.label}",
+                                charts.trace_figures(run.label, trace),
+                                intro=f"{c.requests} requests of {Path(c.path).name} ({c.format}) replayed at "
+                                      f"{c.time_scale:g}× its speed; the trace's prefix reuse "
+                                      f"{fmt_pct(trace.ideal_cached_share)} of prompt tokens at most, the server "
+                                      f"reported {fmt_pct(trace.server_cached_share)} cached."))
     swept = [(r.label, r.summary.sweep) for r in runs if r.summary.sweep]
     if swept:
         out.append(_section("sweep", "Sweep", charts.step_figures(swept, "sweep")))

@@ -23,7 +23,7 @@ from orchestrate.report.console import (
     memory_line,
     server_metrics_line,
 )
-from orchestrate.report.formats import SLO_LABELS, fmt_ms, fmt_num, slo_text
+from orchestrate.report.formats import SLO_LABELS, fmt_ms, fmt_num, fmt_pct, slo_text
 from orchestrate.report.jsontypes import to_json
 from orchestrate.report.notes import cap_warning
 from orchestrate.report.schema import Summary
@@ -31,6 +31,7 @@ from orchestrate.report.schema.capacity import Capacity
 from orchestrate.report.schema.common import Percentiles
 from orchestrate.report.schema.steady import Goodput
 from orchestrate.report.schema.sweep import Sweep
+from orchestrate.report.schema.trace import Trace
 from orchestrate.report.schema.ui import UiSteps
 from orchestrate.scenario.slo import SLO_KEYS
 
@@ -54,6 +55,7 @@ def summary_md(summary: Summary, images: Sequence[str] = ()) -> str:
     out += table + ([""] if table else [])
     out += steady_state_section(summary)
     out += pacing_section(summary)  # open-loop arrivals, per-stage table
+    out += trace_section(summary.trace)  # a trace replay: what was replayed, prefix reuse, latency by length
     out += goodput_section(summary.goodput)
     out += tokens_section(summary)
     out += turns_section(summary)  # multi-turn replay: the per-turn table
@@ -217,9 +219,10 @@ def pacing_section(summary: Summary) -> list[str]:
     if arr is not None:
         delay = arr.send_delay_ms
         share = arr.late_share
-        out += [f"Open loop: {fmt_num(arr.rate_asked, 2)} req/s asked ({arr.mode}"
-                + (f", burstiness {arr.burstiness:g}" if arr.burstiness not in (None, 1, 1.0) else "")
-                + f"), {fmt_num(arr.rate_scheduled, 2)} scheduled, {fmt_num(arr.rate_achieved, 2)} sent; "
+        asked = (f"a trace's clock at {arr.time_scale:g}× its speed" if arr.mode == "trace" else
+                 f"{fmt_num(arr.rate_asked, 2)} req/s asked ({arr.mode}"
+                 + (f", burstiness {arr.burstiness:g}" if arr.burstiness not in (None, 1, 1.0) else "") + ")")
+        out += [f"Open loop: {asked}, {fmt_num(arr.rate_scheduled, 2)} req/s scheduled, {fmt_num(arr.rate_achieved, 2)} sent; "
                 f"at most {arr.users_cap} in flight  ", "",
                 "| scheduled | sent | unsent | late | late share | send delay p50 | p99 | max |",
                 "|---|---|---|---|---|---|---|---|",
@@ -245,6 +248,31 @@ def pacing_section(summary: Summary) -> list[str]:
                        f"{fmt_ms(s.ttft_p50_ms)} | {fmt_ms(s.ttft_p99_ms)} | {fmt_ms(s.tpot_p50_ms)} |")
         out.append("")
     return out
+
+
+def trace_section(block: Trace | None) -> list[str]:
+    """What of the trace was replayed and how, its prefix reuse against the server's, and latency by prompt length."""
+    if block is None:
+        return []
+    c = block.conditions
+    window = f"{c.start_s:g} s" + (f" + {c.duration_s:g} s" if c.duration_s is not None else " to the end")
+    changes = [f"input × {c.input_scale:g}" if c.input_scale != 1 else "",
+               f"{c.clipped_input} prompts cut to {c.max_input_tokens} tokens" if c.clipped_input else "",
+               f"{c.clipped_output} replies cut to {c.max_output_tokens} tokens" if c.clipped_output else "",
+               f"skipped {', '.join(f'{why} {n}' for why, n in c.skipped.items())}" if c.skipped else ""]
+    out = [f"Trace: {c.requests} of {c.rows} requests of {Path(c.path).name} ({c.format}), window {window}, "
+           f"{c.span_s:g} s of trace time at {c.time_scale:g}×" + "".join(f"; {x}" for x in changes if x) + "  "]
+    if block.ideal_prefix_reuse is not None:
+        out.append(f"Prefix reuse: {100 * block.ideal_prefix_reuse:.1f} % of {c.blocks:,} blocks of {c.block_tokens} "
+                   f"tokens seen before; at most {fmt_pct(block.ideal_cached_share)} of prompt tokens cacheable, the "
+                   f"server reported {fmt_pct(block.server_cached_share)} cached  ")
+    out += ["", "| prompt tokens | requests | completed | TTFT p50 | TTFT p99 | TPOT p50 | TPOT p99 | E2E p99 |",
+            "|---|---|---|---|---|---|---|---|"]
+    for b in block.by_input_length:
+        out.append(f"| {b.low:,}–{'' if b.high is None else f'{b.high:,}'} | {b.requests} | {b.completed} | "
+                   f"{fmt_ms(_at(b.ttft_ms, 'p50'))} | {fmt_ms(_at(b.ttft_ms, 'p99'))} | {fmt_ms(_at(b.tpot_ms, 'p50'))} | "
+                   f"{fmt_ms(_at(b.tpot_ms, 'p99'))} | {fmt_ms(_at(b.e2e_ms, 'p99'))} |")
+    return out + [""]
 
 
 def goodput_section(block: Goodput | None) -> list[str]:

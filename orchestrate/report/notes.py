@@ -179,7 +179,7 @@ def pacing_notes(summary: Summary) -> list[str]:
 
 def cap_warning(arr: Arrivals) -> str:
     """An open loop whose concurrency cap fell behind its schedule: what users would see."""
-    return (f"the concurrency cap of {arr.users_cap} could not keep up with {fmt_num(arr.rate_asked, 1)} "
-            f"req/s: {arr.late} late (> {arr.late_ms:g} ms), {arr.unsent} unsent "
+    pace = f"the trace at {arr.time_scale:g}×" if arr.mode == "trace" else f"{fmt_num(arr.rate_asked, 1)} req/s"
+    return (f"the concurrency cap of {arr.users_cap} could not keep up with {pace}: {arr.late} late (> {arr.late_ms:g} ms), {arr.unsent} unsent "
             f"({arr.unsent_overdue} of them already due) — latencies from the scheduled time are the ones "
             "users would see")

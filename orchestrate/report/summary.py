@@ -27,6 +27,7 @@ from orchestrate.report.aggregates.recordsfile import read_records
 from orchestrate.report.aggregates.servermetrics import jsonl_rows, load_metrics, server_metrics, summarize_metrics
 from orchestrate.report.aggregates.steadystate import steady_state
 from orchestrate.report.aggregates.sweep import sweep_block
+from orchestrate.report.aggregates.trace import trace_block
 from orchestrate.report.aggregates.turns import summarize_turns
 from orchestrate.report.aggregates.uisteps import form_spawn_rate, ui_steps, user_levels, users_over_time
 from orchestrate.report.jsontypes import from_json, to_json
@@ -63,6 +64,7 @@ def build_summary(paths: VariantPaths, scenario: str, variant: str, facts: RunFa
                                                                                           facts.settings)
     found = capacity_block(paths)  # a capacity search: its answer, from its probes' summaries
     arrivals = read_json(paths.arrivals_json) or {}
+    trace = trace_block(paths, records, arrivals)  # a trace replay
     schedule = [arrivals["start_ts"] + offset for offset in arrivals.get("offsets_s") or []] \
         if arrivals.get("start_ts") is not None else None
     steady = steady_state(records, load, facts.slo, schedule, ui=facts.ui, search=found is not None)
@@ -79,7 +81,7 @@ def build_summary(paths: VariantPaths, scenario: str, variant: str, facts: RunFa
         server=server, server_down=server_down(records, server.down_at, samples)
         if facts.status in ("crashed", "server_lost") else None,
         workers=workers, client=summarize_client(read_json(paths.client_json)),
-        workers_lost=workers.workers_lost if workers else 0, arrivals=pacing.arrivals, stages=pacing.stages,
+        workers_lost=workers.workers_lost if workers else 0, arrivals=pacing.arrivals, trace=trace, stages=pacing.stages,
         users_over_time=over_time, ui_steps=steps, turns=turns.turns, conversations=turns.conversations,
         steady_state=steady, energy=energy(metrics_frame, first, None if first is None else first + head.duration_s,
                                            head.tokens, steady),

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from locustfiles.dataset import PACKAGED
-from orchestrate.scenario.spec import RANDOM_DATASET
+from orchestrate.scenario.spec import RANDOM_DATASET, TRACE_DATASET
 from orchestrate.scenario.yamlsource import Checker
 from orchestrate.standins.sharegpt_synth import parse_synthetic
 
@@ -30,7 +30,7 @@ def parse_dataset(check: Checker, raw: dict[str, Any], at: Callable[..., tuple[A
     if not valid:
         names = ", ".join(f"'{name}'" for name in PACKAGED)
         raise check.fail(at("dataset"), f"must be a file path, {names}, 'synthetic[:N]', "
-                                        f"'synthetic-multiturn[:N]' (N >= 1) or '{RANDOM_DATASET}', got {dataset!r}")
+                                        f"'synthetic-multiturn[:N]' (N >= 1), '{RANDOM_DATASET}' or '{TRACE_DATASET}', got {dataset!r}")
     allow = raw.get("allow_truncated", False)
     if not isinstance(allow, bool):
         raise check.fail(at("allow_truncated"), f"must be true or false, got {allow!r}")

@@ -111,6 +111,8 @@ def locust_args(load: LoadSpec) -> list[str]:
     if load.rate is not None:
         return ["--rate", f"{load.rate:g}", "--arrival", load.arrival, "--burstiness", f"{load.burstiness:g}",
                 "--late-ms", f"{load.late_ms:g}", "--seed", str(load.seed)]
+    if load.trace is not None:
+        return ["--time-scale", f"{load.trace.time_scale:g}", "--late-ms", f"{load.late_ms:g}"]
     if load.stages:
         return ["--stages", json.dumps([asdict(s) for s in load.stages], separators=(",", ":"))]
     return []
@@ -141,6 +143,8 @@ def describe(load: LoadSpec) -> str:
         shape = (f"poisson, burstiness {load.burstiness:g}" if load.arrival == "poisson" and load.burstiness != 1
                  else load.arrival)
         return f"open loop {load.rate:g} req/s ({shape}), at most {load.users} in flight"
+    if load.trace is not None:
+        return f"trace replay at {load.trace.time_scale:g}× its speed, at most {load.users} in flight"
     if load.stages:
         return (f"{len(load.stages)} stages: " + " → ".join(str(s.users) for s in load.stages)
                 + f" users over {stages_duration_s(load):g} s")

@@ -39,11 +39,12 @@ from orchestrate.scenario.spec import (
     Variant,
 )
 from orchestrate.scenario.sweep import SWEEP_SETTINGS, extract_sweep
+from orchestrate.scenario.trace import parse_trace
 from orchestrate.scenario.yamlsource import Checker, read_yaml
 
 LOAD_KEYS = {*DATASET_KEYS, "users", "spawn_rate", "num_prompts", "max_seconds", "max_tokens", "seed",
              "sampling", "cache_prompt", "read_timeout_s", "server_lost_after_s", *SWEEP_SETTINGS, *MODE_KEYS,
-             *REPLAY_KEYS, *LENGTH_KEYS}
+             *REPLAY_KEYS, *LENGTH_KEYS, "trace"}
 
 TOP_KEYS = {"name", "description", "server", "load", "variants", "matrix", "on_load_failure", "slo", "search",
             "repeats", "host_limits"}
@@ -111,7 +112,7 @@ def _load(check: Checker, raw: dict[str, Any], at: Origin) -> LoadSpec:
                     server_lost_after_s=n(raw.get("server_lost_after_s", DEFAULT_LOST_AFTER_S),
                                           at("server_lost_after_s"), float, 0.5),
                     warmup_prompts=n(raw.get("warmup_prompts", 0), at("warmup_prompts"), int, 0),
-                    **parse_replay(check, raw, at), **parse_lengths(check, raw, at)))
+                    **parse_replay(check, raw, at), **parse_lengths(check, raw, at), **parse_trace(check, raw, at)))
 
 
 def _target(check: Checker, key: Any, at: tuple[Any, ...]) -> tuple[str, ...]:

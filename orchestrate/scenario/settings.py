@@ -19,6 +19,7 @@ from orchestrate.scenario.pacing import settings as mode_settings
 from orchestrate.scenario.replay import replay_settings
 from orchestrate.scenario.search import settings as search_settings
 from orchestrate.scenario.spec import LAUNCHER_KINDS, RANDOM_DATASET, SAMPLING_KEYS, LoadSpec, Variant
+from orchestrate.scenario.trace import trace_settings
 
 SETTING_LOAD_KEYS = ("dataset", "users", "spawn_rate", "num_prompts", "max_seconds", "max_tokens", "seed",
                      "cache_prompt")
@@ -55,7 +56,9 @@ def variant_settings(variant: Variant) -> dict[str, Any]:
             out.update({f"server.docker.{k}": v for k, v in server.docker.items()})
         else:
             out[f"server.{field}"] = getattr(server, field)
-    out.update({f"load.{key}": getattr(load, key) for key in SETTING_LOAD_KEYS})
+    out.update({f"load.{key}": getattr(load, key) for key in SETTING_LOAD_KEYS
+                if load.trace is None or key not in ("num_prompts", "max_tokens")})  # a trace's own
+    out.update(trace_settings(load.trace))
     out.update(mode_settings(load))  # rate or stages, when set
     out.update(replay_settings(load))  # multi_turn's keys, when set
     out.update(length_settings(load))  # ignore_eos as sent; random's lengths
@@ -63,7 +66,7 @@ def variant_settings(variant: Variant) -> dict[str, Any]:
     if variant.sweep is not None:  # the swept key is all of its values: variants compare step by step
         out[f"load.{variant.sweep.key}"] = list(variant.sweep.values)
     defaults = SamplingConfig()
-    for key in sorted(SAMPLING_KEYS) if load.dataset != RANDOM_DATASET else ():
+    for key in sorted(SAMPLING_KEYS) if load.dataset != RANDOM_DATASET and load.trace is None else ():
         value = load.sampling.get(key)
         out[f"load.sampling.{key}"] = getattr(defaults, key) if value is None else value
     return out

@@ -137,6 +137,39 @@ class ServerSpec:
 
 RANDOM_DATASET = "random"
 """``dataset: random``: prompts of exact token lengths (``orchestrate.load.fixedprompts``)."""
+TRACE_DATASET = "trace"
+"""``dataset: trace``: a timestamped trace replayed on its own clock (``load.trace``, ``orchestrate.load.traces``)."""
+
+
+@dataclass(frozen=True)
+class TraceSpec:
+    """``load.trace``: which trace file, and how to fit a trace made for a bigger server to this one.
+
+    Every transformation is applied in this order: the window (``start_s``, ``duration_s``), ``max_requests``,
+    ``input_scale``, then the caps; ``time_scale`` only changes when each request is sent.
+    """
+
+    path: str
+    format: str | None = None
+    """``mooncake``, ``azure``, ``burstgpt`` or ``tokenswarm``; None: read from the file's first line."""
+    block_tokens: int = 512
+    """Mooncake: the tokens each ``hash_ids`` entry stands for (before ``input_scale``)."""
+    time_scale: float = 1.0
+    """Replay speed: 2 sends the trace twice as fast (``timestamp / time_scale`` after the first send)."""
+    start_s: float = 0.0
+    """The window's start, seconds of trace time (its first row is time 0)."""
+    duration_s: float | None = None
+    """The window's length, seconds of trace time; None: to the end."""
+    max_requests: int | None = None
+    """At most this many rows of the window, the first ones."""
+    input_scale: float = 1.0
+    """Every input length and the block size times this (0.25: a quarter), so the prefix structure is kept."""
+    max_input_tokens: int | None = None
+    """Cap on a prompt's length after scaling; each clipped request counted."""
+    max_output_tokens: int | None = None
+    """Cap on a request's ``max_tokens``; each clipped request counted."""
+    model: str | None = None
+    """BurstGPT: keep the rows of this ``Model`` only (``ChatGPT``, ``GPT-4``)."""
 
 
 @dataclass(frozen=True)
@@ -213,12 +246,15 @@ class LoadSpec:
     prefix_tokens: int = 0
     """``dataset: random``: the first this many tokens of every prompt's text are the same (prompt-cache studies)."""
     ignore_eos: bool | None = None
-    """Send ``ignore_eos`` so every reply runs to its ``max_tokens``; None: on for ``random``, off otherwise
-    (vLLM's habit). ``ignores_eos`` says which."""
+    """Send ``ignore_eos`` so every reply runs to its ``max_tokens``; None: on for ``random`` and ``trace``
+    (their output lengths are the point), off otherwise (vLLM's habit). ``ignores_eos`` says which."""
+    trace: TraceSpec | None = None
+    """``dataset: trace``: the trace and its transformations; requests are sent on its clock, ``users`` caps
+    the requests in flight, and ``num_prompts`` is the trace's (after ``max_requests``)."""
 
     @property
     def ignores_eos(self) -> bool:
-        return self.dataset == RANDOM_DATASET if self.ignore_eos is None else self.ignore_eos
+        return self.dataset in (RANDOM_DATASET, TRACE_DATASET) if self.ignore_eos is None else self.ignore_eos
 
 
 @dataclass(frozen=True)

@@ -79,7 +79,7 @@ def summarize_arrivals(records: pd.DataFrame, info: dict[str, Any], lost: set[in
     delays = value_stats(delay.to_numpy())
     overdue = min(overdue, unsent)
     return Arrivals(
-        mode=info.get("arrival"), rate_asked=_number(info.get("rate")), burstiness=_number(info.get("burstiness")),
+        mode=info.get("arrival"), time_scale=_number(info.get("time_scale")), rate_asked=_number(info.get("rate")), burstiness=_number(info.get("burstiness")),
         users_cap=info.get("users"), late_ms=late_ms, seed=info.get("seed"),
         rate_scheduled=(len(offsets) - 1) / offsets[-1] if len(offsets) >= 2 and offsets[-1] > 0 else None,
         rate_achieved=(sends.size - 1) / span if span > 0 else None,

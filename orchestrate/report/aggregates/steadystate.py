@@ -68,7 +68,7 @@ def steady_state(records: pd.DataFrame, load: LoadSpec | None, slo: dict[str, fl
     if load is not None and load.stages:
         return _none(CLOSED_RULE, "a staged ramp changes the users on purpose: each stage's figures are its own "
                                   "(stages)")
-    if load is not None and load.rate is not None:
+    if load is not None and (load.rate is not None or load.trace is not None):
         return open_loop(records, schedule_ts or [], slo)
     if load is None or load.users < 1:
         return _none(CLOSED_RULE, "the number of users is not known")

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from orchestrate.report.jsontypes import omitted
 from orchestrate.report.schema.common import PercentilesMeanMax, Stats
 
 
@@ -26,10 +27,12 @@ class LatencyFromSchedule:
 
 @dataclass(frozen=True)
 class Arrivals:
-    """``arrivals`` (a ``rate`` only): the schedule asked, kept and missed (``pacing_figures.summarize_arrivals``)."""
+    """``arrivals`` (a ``rate`` or a trace): the schedule asked, kept and missed (``pacing_figures.summarize_arrivals``)."""
 
     mode: str | None = None
-    """The arrival process: ``poisson`` or ``constant``."""
+    """The arrival process: ``poisson``, ``constant``, or ``trace`` (a trace's own times)."""
+    time_scale: float | None = omitted()
+    """``trace``: the replay's speed (2: twice as fast as the trace); absent for a rate."""
     rate_asked: float | None = None
     """The rate asked, requests/s (``load.rate``)."""
     burstiness: float | None = None

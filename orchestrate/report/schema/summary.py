@@ -34,6 +34,7 @@ from orchestrate.report.schema.runfacts import (
 from orchestrate.report.schema.server import Memory, Server, ServerMetrics
 from orchestrate.report.schema.steady import Goodput, SteadyState
 from orchestrate.report.schema.sweep import Sweep
+from orchestrate.report.schema.trace import Trace
 from orchestrate.report.schema.turns import Conversations, TurnRow
 from orchestrate.report.schema.ui import UiSteps, UsersOverTime
 from orchestrate.scenario.spec import Factor, LoadSpec
@@ -137,7 +138,10 @@ class Summary(Headline, RunFacts, Names):
     workers_lost: int = 0
     """Workers that went missing (``workers.workers_lost``; 0 without workers)."""
     arrivals: Arrivals | None = omitted()
-    """An open loop's schedule asked, kept and missed; absent without a ``rate``."""
+    """An open loop's schedule asked, kept and missed; absent without a ``rate`` or a trace."""
+    trace: Trace | None = omitted()
+    """A trace replay: what was replayed and how, prefix reuse, arrivals per second, latency by prompt length;
+    absent without ``dataset: trace``."""
     stages: tuple[Stage, ...] = omitted(())
     """A ramp's stages; absent without ``stages``."""
     users_over_time: UsersOverTime | None = omitted()

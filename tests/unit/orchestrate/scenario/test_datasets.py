@@ -55,7 +55,7 @@ def test_bad_dataset_names_its_line_and_the_forms_allowed(value: str, shown: str
     """A count that is not a whole number >= 1, an empty name or a non-string is refused at its line."""
     message = _error(f"name: x\nload:\n  users: 2\n  dataset: {value}\n")
     assert message == ("d.yaml:4 load.dataset: must be a file path, 'sharegpt-v3', 'synthetic[:N]', "
-                       f"'synthetic-multiturn[:N]' (N >= 1) or 'random', got {shown}")
+                       f"'synthetic-multiturn[:N]' (N >= 1), 'random' or 'trace', got {shown}")
 
 
 @pytest.mark.parametrize("value, shown", [("1", "1"), ("'true'", "'true'"), ("", "None")])

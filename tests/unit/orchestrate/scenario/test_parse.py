@@ -178,7 +178,7 @@ def test_demo_scenario_is_valid():
      """, "study.yaml:4 load.bogus: unknown key; allowed: allow_truncated, arrival, burstiness, cache_prompt, dataset, history, "
           "ignore_eos, input_tokens, late_ms, max_seconds, max_tokens, max_turns, mode, num_prompts, output_tokens, "
           "prefix_tokens, rate, read_timeout_s, sampling, seed, server_lost_after_s, "
-          "settle_s, spawn_rate, stages, think_time_s, users, warmup_prompts",
+          "settle_s, spawn_rate, stages, think_time_s, trace, users, warmup_prompts",
      id="unknown_load_key"),
     pytest.param("""\
         name: x
@@ -273,7 +273,7 @@ def test_demo_scenario_is_valid():
         load:
           dataset: synthetic:lots
      """, "study.yaml:2 load.dataset: must be a file path, 'sharegpt-v3', 'synthetic[:N]', 'synthetic-multiturn[:N]' "
-          "(N >= 1) or 'random', got 'synthetic:lots'", id="synthetic_count_not_a_number"),
+          "(N >= 1), 'random' or 'trace', got 'synthetic:lots'", id="synthetic_count_not_a_number"),
     pytest.param("""\
         load:
           allow_truncated: "yes"
@@ -282,7 +282,7 @@ def test_demo_scenario_is_valid():
         load:
           dataset: synthetic-multiturn:0
      """, "study.yaml:2 load.dataset: must be a file path, 'sharegpt-v3', 'synthetic[:N]', 'synthetic-multiturn[:N]' "
-          "(N >= 1) or 'random', got 'synthetic-multiturn:0'", id="synthetic_multiturn_count_zero"),
+          "(N >= 1), 'random' or 'trace', got 'synthetic-multiturn:0'", id="synthetic_multiturn_count_zero"),
     pytest.param("""\
         server:
           model:
