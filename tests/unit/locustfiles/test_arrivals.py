@@ -74,3 +74,14 @@ def test_the_schedule_waits_for_locust_to_start_the_users() -> None:
     assert spawn_time_s(16, 16.0) == pytest.approx(0.016)
     assert spawn_time_s(32, 8.0) == pytest.approx(3.032)
     assert spawn_time_s(3, 0.5) == pytest.approx(4.003)  # one a batch, 2 s apart
+
+
+def test_a_trace_is_sent_at_its_own_times_scaled() -> None:
+    from locustfiles.arrivals import trace_offsets
+    from locustfiles.dataset import Prompt
+    prompts = [Prompt(i, f"t{i}", ({"role": "user", "content": "x"},), 5, 4, at_s=at)
+               for i, at in enumerate((3.0, 3.0, 4.5, 9.0))]
+    assert trace_offsets(prompts, 1.0) == [0.0, 0.0, 1.5, 6.0]
+    assert trace_offsets(prompts, 2.0) == [0.0, 0.0, 0.75, 3.0]
+    with pytest.raises(ValueError, match="prompt 0 has no at_s"):
+        trace_offsets([Prompt(0, "a", (), 1, 1)], 1.0)
