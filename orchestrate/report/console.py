@@ -122,7 +122,7 @@ def _prompts(summary: Summary, settings: dict[str, Any]) -> str:
     if summary.trace is not None:
         c = summary.trace.conditions
         return (f"prompts: {c.requests} from trace {Path(c.path).name} ({c.format}), lengths as the server counts them"
-                + (f" ({sampling.inexact} not reachable)" if sampling and sampling.inexact else "")
+                + (f" ({sampling.inexact} not at their trace length: see the notes)" if sampling and sampling.inexact else "")
                 + f", max_tokens per request{eos}; text from ShareGPT V3, seed {settings.get('load.seed')}")
     if dataset == RANDOM_DATASET:
         prefix = settings.get("load.prefix_tokens")

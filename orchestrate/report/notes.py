@@ -119,7 +119,10 @@ def output_control_notes(summary: Summary) -> list[str]:
                    "(a stop string, or the slot's context full)")
     inexact = summary.sampling.inexact if summary.sampling is not None else None
     if inexact:
-        out.append(f"{inexact:,} random prompts could not be cut to their exact length; each is sent and counted "
+        out.append(f"{inexact:,} " + ("trace prompts are not at their trace length (shorter than the chat template's own "
+                                      "tokens allow after input_scale, or no cut exact)" if summary.trace is not None
+                                      else "random prompts could not be cut to their exact length")
+                   + "; each is sent and counted "
                    "at its measured length (prompts.jsonl)")
     if summary.reasoning is not None and "chunks" in summary.reasoning.tokens_source:
         out.append("reasoning tokens are counted one per reasoning event of the stream: the server did not report "

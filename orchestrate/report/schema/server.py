@@ -70,6 +70,8 @@ class EmbeddedConfig:
     """The API keys it required, in clear."""
     verbosity: int = 3
     """llama.cpp's log level (3: startup and about 8 lines a request; 2: warnings and errors)."""
+    swa_full: bool = omitted(False)
+    """``--swa-full``: the whole cache of sliding-window layers kept (prefix reuse on Gemma 3); absent when off."""
 
 
 @dataclass(frozen=True)

@@ -51,6 +51,8 @@ class EmbeddedConfig:
     alias: str | None = None
     api_keys: tuple[str, ...] = ()
     verbosity: int = 3
+    swa_full: bool = False
+    """``--swa-full``: keep the whole cache of sliding-window layers (Gemma 3), so a shared prefix can be reused."""
 
     def __post_init__(self) -> None:
         if self.flash_attn not in FLASH_ATTN_CHOICES:

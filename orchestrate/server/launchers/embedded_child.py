@@ -40,6 +40,7 @@ def build_params(config: dict[str, Any]) -> Any:
     if config["alias"]:
         params.model_alias = {config["alias"]}
     params.api_keys = list(config["api_keys"])
+    params.swa_full = bool(config.get("swa_full", False))
     if config["draft_model_path"]:
         spec = params.speculative
         spec.types = [xl.common_speculative_type.COMMON_SPECULATIVE_TYPE_DRAFT_SIMPLE]

@@ -51,6 +51,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("-a", "--alias", default=None)
     parser.add_argument("--api-key", action="append", default=[])
     parser.add_argument("-v", "--verbosity", type=int, default=3)
+    parser.add_argument("--swa-full", action="store_true")
     for flag in IGNORED_WITH_VALUE:
         parser.add_argument(flag, dest=f"ignored_{flag.lstrip('-')}", default=None)
     for flag in IGNORED_SWITCHES:
@@ -63,7 +64,8 @@ def config_of(args: argparse.Namespace) -> dict[str, object]:
     return {"model_path": args.model, "parallel": args.parallel, "ctx_size": args.ctx_size,
             "flash_attn": args.flash_attn, "draft_model_path": args.model_draft, "draft_n_max": args.draft_n_max,
             "threads": args.threads, "host": args.host, "port": args.port, "metrics": args.metrics,
-            "alias": args.alias, "api_keys": tuple(args.api_key), "verbosity": args.verbosity}
+            "alias": args.alias, "api_keys": tuple(args.api_key), "verbosity": args.verbosity,
+            "swa_full": args.swa_full}
 
 
 def main(argv: list[str] | None = None) -> int:
