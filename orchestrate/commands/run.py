@@ -51,8 +51,9 @@ def add_capacity_arguments(p: argparse.ArgumentParser) -> None:
     search.add_argument("--slo", type=slo_limits, metavar="KEY=MS,...",
                         help="the limits each request is judged by: ttft_ms, tpot_ms, e2e_ms (e.g. "
                         "ttft_ms=2000,tpot_ms=100; overrides the scenario's slo)")
-    search.add_argument("--over", choices=("users", "rate"), help="search concurrent users (default) or an "
-                        "open-loop request rate (--users then caps the requests in flight)")
+    search.add_argument("--over", choices=("users", "rate", "time_scale"), help="search concurrent users (default), "
+                        "an open-loop request rate (--users then caps the requests in flight), or how fast a trace "
+                        "is replayed (--trace)")
     search.add_argument("--range", type=search_range, metavar="LOW,HIGH", help="the loads to search between "
                         "(default 1,256)")
     search.add_argument("--precision", type=positive(float), help="stop when the boundary loads differ by this "

@@ -219,9 +219,32 @@ class PromptSource:
         """``load.num_prompts`` prompts (and its warm-up's), sampled once (``prepare_prompts``)."""
         return prepare_prompts(load, self.facts, self.url, self.out, self.session)
 
-    def pool(self, load: LoadSpec, size: int) -> "PromptPool":
-        """A pool dealt out as steps are chosen, its first sample ``size`` prompts (``PromptPool``)."""
+    def pool(self, load: LoadSpec, size: int) -> "PromptPool | TracePool":
+        """A pool dealt out as steps are chosen, its first sample ``size`` prompts (``PromptPool``); a trace's
+        replays (``TracePool``)."""
+        if load.trace is not None:
+            return TracePool(load, self)
         return PromptPool(load, self.facts, self.url, self.out, self.session, size)
+
+
+class TracePool:
+    """A trace replayed once per take (a capacity search's probes over ``time_scale``), each lap with text of its
+    own: the blocks of lap k are cut from text shuffled by ``seed + k``, so no probe finds an earlier probe's
+    prompts in the server's cache, and within a lap the trace's own prefix sharing is kept."""
+
+    def __init__(self, load: LoadSpec, source: PromptSource) -> None:
+        self.load, self.source = load, source
+        self.laps = self.dealt = 0
+        self.prepared = source.prepare(load)
+
+    def take(self, n: int | None) -> list[Prompt]:
+        """The first ``n`` prompts of the next lap (all of them: None), numbered from 0."""
+        if self.laps:
+            self.prepared = self.source.prepare(replace(self.load, seed=self.load.seed + self.laps))
+        self.laps += 1
+        chunk = self.prepared.sample.prompts[:n]
+        self.dealt += len(chunk)
+        return chunk
 
 
 class PromptPool:

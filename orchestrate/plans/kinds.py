@@ -12,7 +12,7 @@ from typing import Any
 
 from locustfiles.dataset import Prompt
 from orchestrate.load.probewatch import ProbeWatch
-from orchestrate.load.prompts import PreparedPrompts, PromptPool, PromptSource
+from orchestrate.load.prompts import PreparedPrompts, PromptPool, PromptSource, TracePool
 from orchestrate.load.steps import Step, StepPoint
 from orchestrate.plans.base import StepDone, StepPlan, planned
 from orchestrate.report.aggregates.capacity import UNITS, judge
@@ -108,7 +108,7 @@ class SearchPlan(StepPlan):
         super().__init__(variant)
         assert variant.slo is not None  # the parser holds it: a search needs limits
         self.search, self.limits, self.settle_s = search, variant.slo.as_dict(), search.settle_s
-        self.pool: PromptPool | None = None
+        self.pool: PromptPool | TracePool | None = None
         self.started_ts: float | None = None
         """When the first probe was chosen (``search.json``; the capacity block's ``wall_s`` counts from it)."""
 
@@ -141,7 +141,8 @@ class SearchPlan(StepPlan):
         if value is None:
             return None
         n, load = len(done) + 1, probe_load(self.search, self.variant.load, value)
-        prompts = tuple(self.pool.take(load.num_prompts))
+        pool = self.pool
+        prompts = tuple(pool.take(None) if isinstance(pool, TracePool) else pool.take(load.num_prompts))  # a trace: all
         self.prepared = self.pool.prepared  # grown when the probe needed more
         return Step(self.search.label(n, value), load, prompts, StepPoint(self.search.over, value, n))
 

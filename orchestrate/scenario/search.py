@@ -6,7 +6,8 @@ top level's key by key), and needs ``slo:`` limits to judge each probe by:
 ```yaml
 slo: {ttft_ms: 2000, tpot_ms: 100}
 search:
-  over: users          # or rate (open loop: requests/s; load.users caps the requests in flight)
+  over: users          # or rate (open loop: requests/s; load.users caps the requests in flight), or
+                       # time_scale (a trace replayed faster or slower: dataset: trace)
   range: [1, 256]
   precision: 0.05      # stop when the highest passing and lowest failing loads differ by <= 5 %
   attainment: 0.99     # share of the requests sent in a probe's steady state that met every limit
@@ -33,7 +34,7 @@ from orchestrate.scenario.yamlsource import Checker
 
 SEARCH_KEYS = {"over", "range", "precision", "attainment", "prompts_per_user", "probe_s", "max_probes", "settle_s",
                "confirm", "warmup_prompts"}
-OVER = ("users", "rate")
+OVER = ("users", "rate", "time_scale")
 DEFAULT_RANGE = (1, 256)
 CANNOT_PASS = "cannot_pass"
 """``stopped_by`` of a probe stopped once it could no longer reach its attainment (``load.probewatch``)."""
@@ -59,7 +60,7 @@ def parse_search(check: Checker, top: Any, own: Any, own_at: tuple[Any, ...], lo
     where = own_at if override else ("search",)
     over = merged.get("over", "users")
     if over not in OVER:
-        raise check.fail(at("over"), f"must be users or rate, got {over!r}")
+        raise check.fail(at("over"), f"must be users, rate or time_scale, got {over!r}")
     low, high = _range(check, merged.get("range", list(DEFAULT_RANGE)), at("range"), over)
     n = check.number
     precision = n(merged.get("precision", 0.05), at("precision"), float, 0)
@@ -92,6 +93,9 @@ def problem(search: Search, load: LoadSpec, has_slo: bool, swept: bool) -> tuple
         return None, "a capacity search sets the load itself: remove load.stages"
     if search.over == "users" and load.rate is not None:
         return "over", "over users is a closed loop: remove load.rate, or search over rate"
+    if (search.over == "time_scale") != (load.trace is not None):
+        return "over", ("a trace sets its own arrivals: search over time_scale (how fast it is replayed)"
+                        if load.trace is not None else "over time_scale replays a trace: set load.dataset: trace")
     if not 0 < search.low < search.high:
         return "range", f"must be 0 < low < high, got [{search.low:g}, {search.high:g}]"
     if not 0 < search.precision < 1:
@@ -182,6 +186,9 @@ def probe_load(search: Search, load: LoadSpec, value: float) -> LoadSpec:
         users = int(value)
         return replace(load, users=users, spawn_rate=float(max(users, load.spawn_rate)),
                        num_prompts=search.prompts_per_user * users, warmup_prompts=0)
+    if search.over == "time_scale":  # the whole trace, replayed ``value`` times as fast
+        assert load.trace is not None  # ``problem`` holds it
+        return replace(load, trace=replace(load.trace, time_scale=value), warmup_prompts=0)
     return replace(load, rate=value, num_prompts=max(MIN_RATE_PROMPTS, math.ceil(round(value * search.probe_s, 6))),
                    warmup_prompts=0)
 

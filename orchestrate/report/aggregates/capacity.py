@@ -29,7 +29,7 @@ from orchestrate.scenario.spec import Search
 
 CLIFF_DROP = 0.10
 """Steady-state decode tok/s this far below a lower load's: throughput fell while load rose."""
-UNITS = {"users": "users", "rate": "req/s"}
+UNITS = {"users": "users", "rate": "req/s", "time_scale": "× the trace's speed"}
 
 
 def judge(summary: Summary, search: Search) -> Verdict:
@@ -49,7 +49,7 @@ def judge(summary: Summary, search: Search) -> Verdict:
         why = f"no steady state ({steady.reason if steady is not None and steady.reason else 'no requests'})"
     elif share is None or share < search.attainment:
         why = f"{fmt_num(100 * share if share is not None else None)} % met the SLO, below {100 * search.attainment:g} %"
-    elif search.over == "rate" and steady.kept_up is False:
+    elif search.over != "users" and steady.kept_up is False:
         why = "the sends fell behind the schedule: the users cap held requests back"
     # a probe stopped early often has no steady window: what its requests missed is then read over all of them
     whole = summary.goodput
@@ -129,7 +129,9 @@ def cliff(probes: list[Probe]) -> Cliff | None:
 
 
 def _load(value: float | None, unit: str) -> str:
-    return "–" if value is None else f"{value:g} {unit}"
+    if value is None:
+        return "–"
+    return f"{value:g}{unit}" if unit.startswith("×") else f"{value:g} {unit}"  # 1.8× the trace's speed
 
 
 def sentence(block: Capacity) -> str:
