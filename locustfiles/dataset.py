@@ -146,6 +146,9 @@ class Prompt:
     at_s: float | None = None
     """A trace's request (``dataset: trace``): when it is due, trace seconds after the first request's (the
     run sends it ``at_s / --time-scale`` after the schedule's start); None for a prompt of any other dataset."""
+    pauses_s: tuple[float, ...] = ()
+    """A trace's session (``turns``): the pause after turn k's reply before turn k + 1 is sent, trace seconds
+    (divided by ``--time-scale``); empty: the think time (``--think-time``)."""
 
     @property
     def requests(self) -> int:
@@ -161,6 +164,8 @@ class Prompt:
             obj["turns"] = [list(turn) for turn in self.turns]
         if self.at_s is not None:
             obj["at_s"] = self.at_s
+        if self.pauses_s:
+            obj["pauses_s"] = list(self.pauses_s)
         return json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
 
     @classmethod
@@ -194,10 +199,14 @@ class Prompt:
         at_s = obj.get("at_s")
         if at_s is not None and (isinstance(at_s, bool) or not isinstance(at_s, (int, float)) or at_s < 0):
             raise DataFileError(f"prompt field 'at_s' must be a number >= 0 (seconds), got {at_s!r}")
+        pauses = obj.get("pauses_s", [])
+        if not (isinstance(pauses, list) and all(isinstance(x, (int, float)) and not isinstance(x, bool) and x >= 0
+                                                 for x in pauses) and len(pauses) in (0, max(0, len(turns) - 1))):
+            raise DataFileError("prompt field 'pauses_s' must be seconds >= 0, one per turn after the first")
         return cls(obj["index"], obj["conversation_id"],
                    tuple({"role": m["role"], "content": m["content"]} for m in messages),
                    obj["prompt_tokens"], obj["max_tokens"], tuple((p, o) for p, o in turns),
-                   None if at_s is None else float(at_s))
+                   None if at_s is None else float(at_s), tuple(float(x) for x in pauses))
 
 
 @dataclass(frozen=True)

@@ -38,6 +38,8 @@ class MultiTurnUser(ChatStreamUser):
         self.history = opts.history if opts is not None else HISTORY_DATASET
         self.think = ThinkTime.parse(opts.think_time) if opts is not None else ThinkTime()
         self.seed = opts.seed if opts is not None else 0
+        self.time_scale = (getattr(opts, "time_scale", 0.0) or 1.0) if opts is not None else 1.0
+        """A trace's speed: its sessions' pauses shrink with it."""
         self.collect_text = self.history == HISTORY_MODEL
         self.conversation: Prompt | None = None
         self.turn = 0
@@ -47,7 +49,8 @@ class MultiTurnUser(ChatStreamUser):
     def next_prompt(self) -> Prompt | None:
         conversation = self.conversation
         if conversation is not None and self.turn + 1 < conversation.requests:
-            gevent.sleep(self.think.draw(self._think_rng))  # the user reads the reply and types
+            pauses = conversation.pauses_s  # a trace's session: its own pause; else the think time
+            gevent.sleep(pauses[self.turn] / self.time_scale if pauses else self.think.draw(self._think_rng))
             self.turn += 1
         else:
             conversation = self.conversation = super().next_prompt()
@@ -57,9 +60,14 @@ class MultiTurnUser(ChatStreamUser):
             self._think_rng = self.think.rng(self.seed, conversation.index)
         return turn_prompt(conversation, self.turn, self.replies)
 
+    def wait_until_due(self, prompt: Prompt) -> float | None:
+        """A conversation is due as a whole: its first turn waits for its time, each later one for its pause."""
+        return super().wait_until_due(prompt) if self.turn == 0 else None
+
     def stream_chat(self, prompt: Prompt, record: RequestRecord) -> StreamResult | None:
         assert self.conversation is not None
-        record.conversation, record.turn = self.conversation.conversation_id, self.turn
+        if self.conversation.turns:  # a trace's single request played by this user is no conversation
+            record.conversation, record.turn = self.conversation.conversation_id, self.turn
         if self.turn and self.history == HISTORY_MODEL:
             record.expected_prompt_tokens = None  # measured with the dataset's replies, not these
         stream = super().stream_chat(prompt, record)

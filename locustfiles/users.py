@@ -123,6 +123,10 @@ class ChatStreamUser(FastHttpUser):
         dispenser = self.llm.dispenser
         return dispenser.take() if dispenser is not None else None
 
+    def wait_until_due(self, prompt: Prompt) -> float | None:
+        """Open loop: sleep until ``prompt`` is due and return that time; None (at once) in a closed loop."""
+        return arrivals.wait_until_due(self.llm, prompt)
+
     def on_start(self) -> None:
         """Open the connection before the first request, and let the server accept it."""
         self.connection.open()
@@ -134,7 +138,7 @@ class ChatStreamUser(FastHttpUser):
         prompt = self.next_prompt()
         if prompt is None:
             raise StopUser()
-        scheduled = arrivals.wait_until_due(self.llm, prompt)  # open loop: sleep until it is due
+        scheduled = self.wait_until_due(prompt)  # open loop: sleep until it is due
         record = RequestRecord(request_id=self.llm.next_request_id(), prompt_index=prompt.index,
                                worker=self.llm.worker, send_ts=time.time(),
                                max_tokens=prompt.max_tokens,

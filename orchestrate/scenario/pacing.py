@@ -111,8 +111,9 @@ def locust_args(load: LoadSpec) -> list[str]:
     if load.rate is not None:
         return ["--rate", f"{load.rate:g}", "--arrival", load.arrival, "--burstiness", f"{load.burstiness:g}",
                 "--late-ms", f"{load.late_ms:g}", "--seed", str(load.seed)]
-    if load.trace is not None:
-        return ["--time-scale", f"{load.trace.time_scale:g}", "--late-ms", f"{load.late_ms:g}"]
+    if load.trace is not None:  # a session is a conversation, its replies the server's (single rows play as one)
+        return ["--time-scale", f"{load.trace.time_scale:g}", "--late-ms", f"{load.late_ms:g}", "--mode", "multi_turn",
+                "--history", "model"]
     if load.stages:
         return ["--stages", json.dumps([asdict(s) for s in load.stages], separators=(",", ":"))]
     return []

@@ -84,3 +84,45 @@ def test_the_shipped_slice_replays_exactly_on_the_real_server(server: Launcher, 
     # every later request begins with block 0 (the trace's system prompt): the server cached at least it
     assert all(r["cached_tokens"] >= 8 for r in records[4:]), [r["cached_tokens"] for r in records]
     assert trace["server_cached_share"] >= trace["ideal_cached_share"] * 0.9
+
+
+SESSIONS = [
+    {"timestamp": 0, "prompt": "Plan a three-day trip to Rome for a family of four.", "max_tokens": 24,
+     "session_id": "trip"},
+    {"timestamp": 200, "prompt": "Explain why the sky is blue, briefly.", "max_tokens": 16},
+    {"timestamp": 400, "prompt": "Write a haiku about autumn.", "max_tokens": 16, "session_id": "poem"},
+    {"timestamp": 9000, "prompt": "Now add a day in Florence.", "max_tokens": 24, "session_id": "trip",
+     "delay_ms": 700},
+    {"timestamp": 9000, "prompt": "Another one, about winter.", "max_tokens": 16, "session_id": "poem",
+     "delay_ms": 300},
+    {"timestamp": 9500, "prompt": "Which day is the busiest?", "max_tokens": 12, "session_id": "trip",
+     "delay_ms": 400},
+]
+
+
+def test_sessions_play_turn_by_turn_with_their_pauses_and_real_replies(server: Launcher, tmp_path: Path) -> None:
+    """A tokenswarm trace of two sessions and a single request: each session's turn goes its ``delay_ms`` after
+    the previous reply ended, with that reply (the server's own text) in its history, so each turn's prompt
+    holds the one before and its reply, and the server serves that prefix from its cache."""
+    trace = tmp_path / "sessions.jsonl"
+    trace.write_text("".join(json.dumps(row) + "\n" for row in SESSIONS))
+    path = tmp_path / "scenario.yaml"
+    path.write_text(yaml.safe_dump({"name": "sessions", "load": {"dataset": "trace", "users": 4,
+                                                                 "trace": {"path": str(trace)}}}))
+    proc, run_dir = tokenswarm_run(tmp_path, path, "--url", server.url or "", timeout_s=300)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    records = read_jsonl(run_dir / "default" / "requests.jsonl")
+    assert len(records) == 6 and {r["status"] for r in records} == {"ok"}
+    for name, delays in (("session-trip", [0.7, 0.4]), ("session-poem", [0.3])):
+        turns = sorted((r for r in records if r["conversation"] == name), key=lambda r: r["turn"])
+        assert [r["turn"] for r in turns] == list(range(len(delays) + 1))
+        for before, after, delay in zip(turns, turns[1:], delays):
+            pause = after["send_ts"] - (before["send_ts"] + before["e2e_ms"] / 1000)
+            assert delay <= pause < delay + 0.1, (name, pause, delay)
+            assert after["prompt_tokens"] > before["prompt_tokens"] + before["output_tokens"]  # its reply, then more
+            assert after["cached_tokens"] >= before["prompt_tokens"]  # the turn before and (most of) its reply
+            assert after["scheduled_ts"] is None  # only a session's first turn is on the trace's clock
+    summary = json.loads((run_dir / "default" / "summary.json").read_text())
+    assert summary["conversations"]["planned"] == 2 and summary["conversations"]["completed"] == 2
+    assert [t["requests"] for t in summary["turns"]] == [2, 2, 1]
+    assert summary["arrivals"]["scheduled"] == summary["arrivals"]["sent"] == 3

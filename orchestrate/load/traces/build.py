@@ -18,7 +18,7 @@ Without ``/tokenize`` lengths are ``chars / 4`` estimates, as for ``dataset: ran
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from locustfiles.dataset import DataFileError, Prompt, SampleResult
 from orchestrate.load.fixedprompts import FALLBACK_CHARS_PER_TOKEN, ConversationText, Counters, cut_to, exact_message
@@ -100,8 +100,36 @@ def trace_prompts(requests: Sequence[TraceRequest], conditions: TraceConditions,
                                 f"{request.output_tokens} does not fit the server's per-slot context of {per_slot_ctx} "
                                 "tokens (ctx-size / parallel); set load.trace.max_input_tokens or input_scale")
         prompts.append(Prompt(i, f"trace-{request.line}", messages, got, request.output_tokens, at_s=request.at_s))
-    sample = SampleResult(prompts, {}, len(requests), token_counter, len(requests))
+    prompts = sessions(prompts, requests, count_chats)
+    sample = SampleResult(prompts, {}, len(prompts), token_counter, len(prompts))
     return TracePrompts(sample, source.name, inexact)
+
+
+def sessions(prompts: list[Prompt], requests: Sequence[TraceRequest],
+             count_chats: Callable[[list[Messages]], list[int]] | None) -> list[Prompt]:
+    """The requests of each session folded into one conversation (``multiturn.MultiTurnUser`` plays it): due at
+    its first turn's time, each later turn ``delay_s`` after the reply before it, with the server's replies in
+    its history (empty here: a turn's ``prompt_tokens`` counts the history without them). The rest stay single
+    requests; all in time order, numbered again."""
+    turns: dict[str, list[tuple[Prompt, TraceRequest]]] = {}
+    out: list[Prompt] = []
+    for prompt, request in zip(prompts, requests):
+        if request.session is None:
+            out.append(prompt)
+        else:
+            turns.setdefault(request.session, []).append((prompt, request))
+    for session, played in turns.items():
+        messages: list[dict[str, str]] = []
+        counts = []
+        for k, (prompt, request) in enumerate(played):
+            messages += ([{"role": "assistant", "content": ""}] if k else []) + list(prompt.messages)
+            got = count_chats([messages])[0] if count_chats is not None and k else prompt.prompt_tokens
+            counts.append((got, request.output_tokens))
+        first = played[0][0]
+        out.append(Prompt(0, f"session-{session}", tuple(messages), *counts[-1], turns=tuple(counts),
+                          at_s=first.at_s, pauses_s=tuple(request.delay_s or 0.0 for _, request in played[1:])))
+    out.sort(key=lambda p: p.at_s or 0.0)  # stable: rows sharing a time keep their order
+    return [replace(p, index=i) for i, p in enumerate(out)]
 
 
 def _content(request: TraceRequest, want: int, blocks: BlockTexts, source: ConversationText,

@@ -176,8 +176,11 @@ def _own_row(n: int, obj: dict[str, Any]) -> TraceRow:
     else:
         raise ValueError("needs messages (a list of {role, content}) or prompt (a string)")
     session = obj.get("session_id")
-    if session is not None and not isinstance(session, (str, int)):
+    if session is not None and (isinstance(session, bool) or not isinstance(session, (str, int))):
         raise ValueError(f"session_id must be a string or a number, got {session!r}")
+    if session is not None and (len(chat) != 1 or chat[0]["role"] != "user"):
+        raise ValueError("a session's turn is one user message (prompt, or messages holding one user message): "
+                         "the history is the session's earlier turns and the server's replies to them")
     delay = obj.get("delay_ms")
     return TraceRow(n, _time(obj.get("timestamp"), "timestamp") / 1000.0, _whole(obj.get("max_tokens"), "max_tokens", 1),
                     messages=chat, session_id=None if session is None else str(session),

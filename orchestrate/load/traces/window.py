@@ -30,6 +30,10 @@ class TraceRequest:
     blocks: tuple[int, ...] = ()
     """The ``hash_ids`` the scaled prompt spans (its last block partial)."""
     messages: tuple[dict[str, str], ...] = ()
+    session: str | None = None
+    """Requests of one session are turns of one conversation."""
+    delay_s: float | None = None
+    """A session's turn: sent this long after the previous turn's reply ended (trace seconds)."""
 
 
 def fit_trace(trace: TraceFile, spec: TraceSpec) -> tuple[list[TraceRequest], TraceConditions]:
@@ -49,7 +53,8 @@ def fit_trace(trace: TraceFile, spec: TraceSpec) -> tuple[list[TraceRequest], Tr
         if spec.max_output_tokens is not None and output > spec.max_output_tokens:
             output, clipped_out = spec.max_output_tokens, clipped_out + 1
         blocks = row.hash_ids[:math.ceil(tokens / block)] if block and tokens else ()
-        requests.append(TraceRequest(row.line, row.at_s - first, tokens, output, blocks, row.messages))
+        requests.append(TraceRequest(row.line, row.at_s - first, tokens, output, blocks, row.messages, row.session_id,
+                                     None if row.delay_ms is None else row.delay_ms / 1000.0))
     nodes: dict[tuple[int, int], int] = {}  # (prefix, next id) → that longer prefix: a trie of the prefixes seen
     ids: set[int] = set()
     again = reusable = 0

@@ -73,7 +73,7 @@ def _planned_turns(paths: VariantPaths) -> dict[int, int]:
             prompts = [Prompt.from_json(line) for line in f if line.strip()]
     except (FileNotFoundError, DataFileError):
         return {}
-    return {p.index: p.requests for p in prompts}
+    return {p.index: p.requests for p in prompts if p.turns}  # a trace's single requests are no conversation
 
 
 def summarize_turns(paths: VariantPaths, records: pd.DataFrame, conversations: bool = True) -> Turns:

@@ -77,6 +77,8 @@ def test_tokenswarm_jsonl_carries_text_sessions_and_delays(tmp_path: Path) -> No
     ("Timestamp,Model,Request tokens,Response tokens,Total tokens,Log Type\n1,ChatGPT,ten,3,13,API log\n",
      "t.jsonl:2: Request tokens must be a whole number >= 1, got 'ten'"),
     ("time,tokens\n1,2\n", "t.jsonl:1: cannot tell the trace's format"),
+    ('{"timestamp": 0, "messages": [{"role": "system", "content": "x"}, {"role": "user", "content": "y"}], '
+     '"max_tokens": 3, "session_id": "a"}\n', "t.jsonl:1: a session's turn is one user message"),
 ])
 def test_a_bad_row_is_refused_by_its_line(tmp_path: Path, text: str, message: str) -> None:
     path = write(tmp_path, "t.jsonl", text)
