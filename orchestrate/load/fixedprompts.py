@@ -22,7 +22,7 @@ estimates and the summary says so.
 from __future__ import annotations
 
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from locustfiles.dataset import DataFileError, Prompt, SampleResult, load_sharegpt, packaged_dataset
@@ -51,6 +51,9 @@ class Counters:
 
     text: Count
     prompt: Count
+    pieces: Callable[[str], list[str]] | None = None
+    """Text as its tokens' texts (``preflight.text_pieces``): cuts of an exact length in one call; None when the
+    server gives ids only."""
 
 
 @dataclass(frozen=True)
@@ -96,6 +99,14 @@ class ConversationText:
             parts.append(text)
             size, k = size + len(text) + 2, k + 1
         return "\n\n".join(part for part in parts if part.strip())
+
+    def stream(self) -> Iterator[str]:
+        """Every conversation's text in the shuffled order, then again (a trace's blocks read it once, in turn)."""
+        while True:
+            for entry in self.order:
+                text = "\n\n".join(turn["value"] for turn in self.entries(entry) if turn.get("value"))
+                if text.strip():
+                    yield text
 
     def for_prompt(self, i: int, chars: int) -> str:
         laps, place = divmod(i * STRIDE, len(self.order))
@@ -203,7 +214,14 @@ def exact_message(counters: Counters, prefix: str, text: str, want: int, overhea
         overhead = got - raw
         target = want - overhead
     content, got = cut_to(counters.prompt, prefix, text, want, ratio, start=len(content) - len(prefix))
-    while 0 < want - got <= MAX_PADS:  # stuck below a whitespace run (it adds two at once): pad a token at a time
+    content, got = pad_to(counters, content, got, want)
+    return content, got, overhead
+
+
+def pad_to(counters: Counters, content: str, got: int, want: int) -> tuple[str, int]:
+    """A prompt stuck a few tokens below ``want`` (a whitespace run adds two at once) padded a token at a time
+    (``PADS``), and its count; as it was when no pad adds exactly one."""
+    while 0 < want - got <= MAX_PADS:
         for pad in PADS:
             count = counters.prompt(content + pad)
             if count == got + 1:
@@ -211,4 +229,4 @@ def exact_message(counters: Counters, prefix: str, text: str, want: int, overhea
                 break
         else:
             break
-    return content, got, overhead
+    return content, got

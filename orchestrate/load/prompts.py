@@ -34,7 +34,14 @@ from orchestrate.load.traces.window import fit_trace
 from orchestrate.results import VariantPaths, write_json
 from orchestrate.scenario.datasets import TRUNCATED_HINT
 from orchestrate.scenario.spec import RANDOM_DATASET, LoadSpec
-from orchestrate.server.preflight import Messages, ServerFacts, one_message_counter, prompt_token_counter, text_counter
+from orchestrate.server.preflight import (
+    Messages,
+    ServerFacts,
+    one_message_counter,
+    prompt_token_counter,
+    text_counter,
+    text_pieces,
+)
 from orchestrate.standins.datasets import is_generated, resolve_dataset
 
 
@@ -157,7 +164,7 @@ def _counters(url: str, session: requests.Session, facts: ServerFacts
         return name, None, None
     count_text, count_prompt = text_counter(url, session), one_message_counter(count_chats)
     return name, count_chats, Counters(text=lambda text: count_text([text])[0],
-                                       prompt=lambda text: count_prompt([text])[0])
+                                       prompt=lambda text: count_prompt([text])[0], pieces=text_pieces(url, session))
 
 
 def _prepare_trace(load: LoadSpec, facts: ServerFacts, url: str, out: Path, session: requests.Session

@@ -204,6 +204,33 @@ def text_counter(base_url: str, session: requests.Session) -> Callable[[list[str
     return count
 
 
+def text_pieces(base_url: str, session: requests.Session) -> Callable[[str], list[str]] | None:
+    """Plain text as the model's tokens, each the text it stands for (``/tokenize`` with ``with_pieces``, as
+    llama.cpp answers it); None when the server gives ids only. A piece that is not whole UTF-8 (a character
+    split across tokens) comes back as its bytes: it is decoded with the pieces around it."""
+    def pieces(text: str) -> list[str]:
+        resp = session.post(f"{base_url}/tokenize", timeout=TIMEOUT_S,
+                            json={"content": text, "add_special": False, "parse_special": False, "with_pieces": True})
+        resp.raise_for_status()
+        out: list[str] = []
+        pending = b""
+        for token in resp.json()["tokens"]:
+            piece = token["piece"] if isinstance(token, dict) else None
+            if piece is None:
+                raise ValueError("no pieces")
+            pending += piece.encode() if isinstance(piece, str) else bytes(piece)
+            try:
+                out.append(pending.decode())
+                pending = b""
+            except UnicodeDecodeError:
+                out.append("")  # its character ends in a later piece, which carries it
+        return out
+    try:
+        return pieces if pieces("Hello there.") else None
+    except (ValueError, KeyError, TypeError, requests.RequestException):
+        return None
+
+
 def _tokenize(session: requests.Session, base_url: str, text: str, add_special: bool) -> int:
     resp = session.post(f"{base_url}/tokenize", timeout=TIMEOUT_S,
                         json={"content": text, "add_special": add_special, "parse_special": True})

@@ -71,7 +71,7 @@ def test_the_shipped_slice_replays_exactly_on_the_real_server(server: Launcher, 
     off = [(q.input_tokens, r["prompt_tokens"]) for r, q in zip(records, requests) if r["prompt_tokens"] != q.input_tokens]
     assert len(off) == summary["sampling"].get("inexact", 0)
     shortest = min(r["prompt_tokens"] for r in records)  # the chat template's own tokens and one of text
-    assert all(want < got == shortest for want, got in off), off
+    assert all(want <= shortest < got <= shortest + 1 or want < got == shortest for want, got in off), off
     assert [r["output_tokens"] for r in records] == [q.output_tokens for q in requests]
 
     trace = summary["trace"]

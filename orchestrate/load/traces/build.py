@@ -21,13 +21,22 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 from locustfiles.dataset import DataFileError, Prompt, SampleResult
-from orchestrate.load.fixedprompts import FALLBACK_CHARS_PER_TOKEN, ConversationText, Counters, cut_to, exact_message
+from orchestrate.load.fixedprompts import (
+    FALLBACK_CHARS_PER_TOKEN,
+    ConversationText,
+    Counters,
+    cut_to,
+    exact_message,
+    pad_to,
+)
 from orchestrate.load.traces.window import TraceRequest
 from orchestrate.scenario.trace import TraceConditions
 from orchestrate.server.preflight import Messages
 
 MIN_TAIL_TOKENS = 1
 """The last block keeps at least this many tokens of its own."""
+MAX_TRIES = 3
+"""Cuts of the last block by its pieces, each checked by one count, before the cut is searched for by counting."""
 
 
 @dataclass(frozen=True)
@@ -40,34 +49,65 @@ class TracePrompts:
     inexact: int = 0
 
 
+CHUNK_BLOCKS = 32
+"""Blocks cut from the pieces of one ``/tokenize`` call."""
+
+
 class BlockTexts:
-    """One text per block id, read once and cut once to ``tokens`` tokens (a trace's blocks are stored once)."""
+    """One text per block id, cut once to ``tokens`` tokens and kept (a trace's blocks are stored once).
 
-    def __init__(self, source: ConversationText, tokens: int, count: Callable[[str], int] | None) -> None:
-        self.source, self.tokens, self.count = source, tokens, count
-        self.raws: dict[int, str] = {}
-        """Block id → the natural text it is cut from (its own: the ``k``-th id reads the ``k``-th opening)."""
+    With the server's pieces (``Counters.pieces``) a block is a run of ``tokens`` consecutive tokens of natural
+    text, cut from one ``/tokenize`` call for ``CHUNK_BLOCKS`` blocks; a run starts at a word (pieces before the
+    next word are skipped), so a block's tokens do not merge with the end of whichever block comes before it.
+    Without pieces each block is cut by counting (``fixedprompts.cut_to``: a few calls a block), and without a
+    counter it is ``tokens × 4`` characters.
+    """
+
+    def __init__(self, source: ConversationText, tokens: int, counters: Counters | None) -> None:
+        self.source, self.tokens, self.counters = source, tokens, counters
         self.texts: dict[int, str] = {}
+        self.pieces: dict[int, tuple[str, ...]] = {}
+        """Block id → its tokens' texts (with the server's pieces only): the last block of a prompt is cut by them."""
         self.ratio = float(FALLBACK_CHARS_PER_TOKEN)
-        """Characters per token of the cuts so far: where the next cut starts."""
+        """Characters per token of the text so far: how much to read for the next cut."""
+        self._stream = source.stream()
+        self._runs: list[tuple[str, ...]] = []
 
-    def raw(self, block: int) -> str:
-        found = self.raws.get(block)
-        if found is None:
-            chars = round(self.tokens * self.ratio * 2) + 80
-            found = self.raws[block] = " " + self.source.for_prompt(len(self.raws), chars).lstrip()
-        return found
+    def _run(self) -> tuple[str, ...]:
+        """The next ``tokens`` pieces of the text, starting at a word."""
+        assert self.counters is not None and self.counters.pieces is not None
+        while not self._runs:
+            parts: list[str] = []
+            size, want = 0, round(self.tokens * CHUNK_BLOCKS * self.ratio * 1.2) + 200
+            while size < want:
+                parts.append(next(self._stream))
+                size += len(parts[-1]) + 2
+            text = "\n\n".join(parts)
+            pieces = self.counters.pieces(text)
+            self.ratio = max(0.5, len(text) / max(1, len(pieces)))
+            k = 0
+            while k + self.tokens <= len(pieces):
+                if pieces[k][:1] in (" ", "\n"):  # a word starts here
+                    self._runs.append(tuple(pieces[k:k + self.tokens]))
+                    k += self.tokens
+                else:
+                    k += 1
+        return self._runs.pop(0)
 
     def text(self, block: int) -> str:
         """The block's text: ``tokens`` tokens as the server counts them (estimated without a counter)."""
         found = self.texts.get(block)
         if found is None:
-            raw = self.raw(block)
-            if self.count is None:
-                found = raw[:self.tokens * FALLBACK_CHARS_PER_TOKEN]
+            if self.counters is not None and self.counters.pieces is not None:
+                self.pieces[block] = run = self._run()
+                found = "".join(run)
             else:
-                found, got = cut_to(self.count, "", raw, self.tokens, self.ratio)
-                self.ratio = max(0.5, len(found) / max(1, got))
+                raw = " " + self.source.for_prompt(len(self.texts), round(self.tokens * self.ratio * 2) + 80).lstrip()
+                if self.counters is None:
+                    found = raw[:self.tokens * FALLBACK_CHARS_PER_TOKEN]
+                else:
+                    found, got = cut_to(self.counters.text, "", raw, self.tokens, self.ratio)
+                    self.ratio = max(0.5, len(found) / max(1, got))
             self.texts[block] = found
         return found
 
@@ -77,7 +117,7 @@ def trace_prompts(requests: Sequence[TraceRequest], conditions: TraceConditions,
                   per_slot_ctx: int | None, seed: int) -> TracePrompts:
     """One prompt per request, numbered in send order, each with its ``at_s`` (trace time) and ``max_tokens``."""
     source = ConversationText(seed)
-    blocks = BlockTexts(source, conditions.block_tokens, counters.text if counters is not None else None)
+    blocks = BlockTexts(source, conditions.block_tokens, counters)
     overhead = 0
     if counters is not None:
         probe = "Hello there."
@@ -91,8 +131,8 @@ def trace_prompts(requests: Sequence[TraceRequest], conditions: TraceConditions,
                 sum(len(m["content"]) for m in messages) // FALLBACK_CHARS_PER_TOKEN + 1
         else:
             assert request.input_tokens is not None  # a row without text has its length (files.py)
-            content, got = _content(request, max(request.input_tokens, overhead + MIN_TAIL_TOKENS), blocks, source,
-                                    counters, overhead, i)  # shorter than the chat template: as short as it can be
+            content, got, overhead = _content(request, max(request.input_tokens, overhead + MIN_TAIL_TOKENS), blocks,
+                                              source, counters, overhead, i)  # below the template: its shortest
             inexact += got != request.input_tokens
             messages = ({"role": "user", "content": content},)
         if per_slot_ctx is not None and got + request.output_tokens > per_slot_ctx:
@@ -133,22 +173,43 @@ def sessions(prompts: list[Prompt], requests: Sequence[TraceRequest],
 
 
 def _content(request: TraceRequest, want: int, blocks: BlockTexts, source: ConversationText,
-             counters: Counters | None, overhead: int, i: int) -> tuple[str, int]:
-    """The prompt's text: its full blocks, then its last block cut to the exact length (or its own text when
-    the trace has no blocks), and the length as counted."""
+             counters: Counters | None, overhead: int, i: int) -> tuple[str, int, int]:
+    """The prompt's text: its full blocks, then its last block cut to the exact length (or text of its own when
+    the trace has no blocks), the length as counted, and the chat template's share as seen at this text (where
+    the next prompt's cut starts).
+
+    With the server's pieces the cut is the last block's first pieces that make up the length, checked by one
+    count of the whole prompt; where that count differs (tokens merged at a block's edge), or without pieces,
+    the cut is searched for by counting (``fixedprompts.exact_message``)."""
     ids = request.blocks
     full = list(ids[:-1])
-    while full and (len(full) + 1) * blocks.tokens > want - overhead:  # rounding: leave the tail some room
+    while full and len(full) * blocks.tokens >= want - overhead:  # a length cut or rounded: the last keeps a token
         full.pop()
     prefix = "".join(blocks.text(h) for h in full)
-    tail = blocks.raw(ids[len(full)]) if ids else \
-        " " + source.for_prompt(i, round(want * blocks.ratio * 1.5) + 200).lstrip()
+    if ids:
+        last = ids[len(full)]
+        tail = blocks.text(last)
+        run = blocks.pieces.get(last)
+        needed = want - overhead - len(full) * blocks.tokens
+        for _ in range(MAX_TRIES):
+            if counters is None or run is None or not 0 < needed <= len(run):
+                break
+            content = (prefix + "".join(run[:needed])).rstrip()
+            got = counters.prompt(content)
+            seen = got - needed - len(full) * blocks.tokens  # the template's share at this text
+            content, got = pad_to(counters, content, got, want)  # a cut after whitespace (trimmed) falls short
+            if got == want:
+                return content, got, seen
+            needed -= got - want  # the template's share at this text's edges differs: cut again by the miss
+        tail += " " + source.for_prompt(i, round(want * blocks.ratio) + 200).lstrip()  # room to cut in
+    else:
+        tail = " " + source.for_prompt(i, round(want * blocks.ratio * 1.5) + 200).lstrip()
     if counters is None:
-        return (prefix + tail)[:max(1, want * FALLBACK_CHARS_PER_TOKEN)].strip(), want
+        return (prefix + tail)[:max(1, want * FALLBACK_CHARS_PER_TOKEN)].strip(), want, overhead
     content, got, _ = exact_message(counters, prefix, tail, want, overhead, blocks.ratio)
     more = len(tail)
     while got < want and len(content) >= len((prefix + tail).rstrip()):  # ran out of text: read on
         more *= 2
         tail = tail + " " + source.for_prompt(i + 1, more).lstrip()
         content, got, _ = exact_message(counters, prefix, tail, want, overhead, blocks.ratio)
-    return content, got
+    return content, got, overhead
