@@ -155,7 +155,7 @@ def _prepare(load: LoadSpec, facts: ServerFacts, url: str, out: Path, session: r
                            truncated=data.truncation is not None)
 
 
-def _counters(url: str, session: requests.Session, facts: ServerFacts
+def server_counters(url: str, session: requests.Session, facts: ServerFacts
               ) -> tuple[str, Callable[[list[Messages]], list[int]] | None, Counters | None]:
     """The counters' name, the server's count of whole chats and its counts of text and of a one-message prompt;
     None for the estimate."""
@@ -178,7 +178,7 @@ def _prepare_trace(load: LoadSpec, facts: ServerFacts, url: str, out: Path, sess
     if not requests_:
         raise DataFileError(f"{trace.path}: no request in the window (start_s {spec.start_s:g}, duration_s "
                             f"{spec.duration_s}) of a trace {trace.rows[-1].at_s:g} s long")
-    name, count_chats, counters = _counters(url, session, facts)
+    name, count_chats, counters = server_counters(url, session, facts)
     built = trace_prompts(requests_, conditions, counters, count_chats, name, facts.per_slot_ctx, load.seed)
     write_prompts(out, built.sample.prompts)
     write_json(VariantPaths(out.parent).trace_json, asdict(conditions))
@@ -188,7 +188,7 @@ def _prepare_trace(load: LoadSpec, facts: ServerFacts, url: str, out: Path, sess
 def _prepare_fixed(load: LoadSpec, facts: ServerFacts, url: str, out: Path, session: requests.Session
                    ) -> PreparedPrompts:
     """``dataset: random``: prompts cut to exact lengths with the server's own counts (``fixedprompts``)."""
-    name, _, counters = _counters(url, session, facts)
+    name, _, counters = server_counters(url, session, facts)
     fixed = fixed_length_prompts(load, counters, name, facts.per_slot_ctx)
     write_prompts(out, fixed.sample.prompts)
     return PreparedPrompts(sample=fixed.sample, dataset=Path(fixed.text), token_counter=name, inexact=fixed.inexact)
