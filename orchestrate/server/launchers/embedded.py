@@ -61,8 +61,11 @@ class EmbeddedConfig:
             raise ValueError(f"parallel, threads and draft_n_max must be >= 1 and ctx_size >= 0: {self}")
 
     def to_dict(self) -> dict[str, object]:
+        """As ``server.json`` and the child take it; ``swa_full`` only when on (the summary omits it off)."""
         data = dataclasses.asdict(self)
         data["api_keys"] = list(self.api_keys)
+        if not self.swa_full:
+            del data["swa_full"]
         return data
 
 

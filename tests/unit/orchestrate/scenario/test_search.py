@@ -121,7 +121,7 @@ def test_a_variant_alone_may_search() -> None:
         search:
           range: [1, 8]
           over: tokens
-     """), "study.yaml:4 search.over: must be users or rate, got 'tokens'", id="over_tokens"),
+     """), "study.yaml:4 search.over: must be users, rate or time_scale, got 'tokens'", id="over_tokens"),
     pytest.param(slo("""\
         search:
           range: [1, 2, 3]

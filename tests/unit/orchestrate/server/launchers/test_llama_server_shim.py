@@ -30,17 +30,18 @@ def test_defaults_match_the_embedded_config_and_its_fields() -> None:
     assert set(defaults) == {f.name for f in dataclasses.fields(EmbeddedConfig)}
     assert defaults == {"model_path": "/m.gguf", "parallel": 1, "ctx_size": 0, "flash_attn": "auto",
                         "draft_model_path": None, "draft_n_max": 4, "threads": 1, "host": "127.0.0.1",
-                        "port": 8080, "metrics": False, "alias": None, "api_keys": (), "verbosity": 3}
+                        "port": 8080, "metrics": False, "alias": None, "api_keys": (), "verbosity": 3,
+                        "swa_full": False}
     EmbeddedConfig(**defaults)  # type: ignore[arg-type]
 
 
 def test_long_names_map_to_their_fields() -> None:
     got = config("--model-draft", "/d.gguf", "--ctx-size", "8192", "--parallel", "8", "--flash-attn", "off",
                  "--threads", "3", "--host", "0.0.0.0", "--port", "9001", "--metrics", "--spec-draft-n-max",
-                 "6", "--alias", "tiny", "--api-key", "k1", "--api-key", "k2", "--verbosity", "2")
+                 "6", "--alias", "tiny", "--api-key", "k1", "--api-key", "k2", "--verbosity", "2", "--swa-full")
     assert got == {"model_path": "/m.gguf", "draft_model_path": "/d.gguf", "ctx_size": 8192, "parallel": 8,
                    "flash_attn": "off", "threads": 3, "host": "0.0.0.0", "port": 9001, "metrics": True,
-                   "draft_n_max": 6, "alias": "tiny", "api_keys": ("k1", "k2"), "verbosity": 2}
+                   "draft_n_max": 6, "alias": "tiny", "api_keys": ("k1", "k2"), "verbosity": 2, "swa_full": True}
 
 
 def test_short_names_are_the_same_flags() -> None:
