@@ -47,10 +47,17 @@ def plan_lines(variant: Variant) -> list[str]:
              variant.search.over == "users" else f"rate x {variant.search.probe_s:g} s of prompts in each probe"
              if variant.search else f"{load.users} users (spawn {load.spawn_rate:g}/s), {load.num_prompts} prompts")
     from orchestrate.server.launchers import server_command
+    trace = load.trace
+    what = (f"the requests of trace {trace.path} (from {trace.start_s:g} s"
+            + (f" for {trace.duration_s:g} s" if trace.duration_s is not None else "")
+            + (f", at most {trace.max_requests}" if trace.max_requests else "")
+            + (f", input × {trace.input_scale:g}" if trace.input_scale != 1 else "")
+            + (f", replies ≤ {trace.max_output_tokens}" if trace.max_output_tokens else "") + ")"
+            if trace is not None else None)
     lines = [f"server ({variant.server.launcher}): {server_command(variant.server)}",
-             f"load: {sizes} from {load.dataset}"
-             + (f" ({load.input_tokens} tokens in, {load.output_tokens or load.max_tokens} out)"
-                if load.dataset == RANDOM_DATASET else f", max_tokens {load.max_tokens}")
+             (f"load: {what}" if what else f"load: {sizes} from {load.dataset}"
+              + (f" ({load.input_tokens} tokens in, {load.output_tokens or load.max_tokens} out)"
+                 if load.dataset == RANDOM_DATASET else f", max_tokens {load.max_tokens}"))
              + (", ignore_eos" if load.ignores_eos else "") + ", "
              + (f"cap {load.max_seconds:g} s" if load.max_seconds else "no time cap")
              + ("" if load.cache_prompt else ", cache_prompt false")]

@@ -121,9 +121,14 @@ def _prompts(summary: Summary, settings: dict[str, Any]) -> str:
     eos = ", ignore_eos (every reply runs to max_tokens)" if settings.get("load.ignore_eos") else ""
     if summary.trace is not None:
         c = summary.trace.conditions
-        return (f"prompts: {c.requests} from trace {Path(c.path).name} ({c.format}), lengths as the server counts them"
-                + (f" ({sampling.inexact} not at their trace length: see the notes)" if sampling and sampling.inexact else "")
-                + f", max_tokens per request{eos}; text from ShareGPT V3, seed {settings.get('load.seed')}")
+        window = f"window {c.start_s:g} s" + (f" + {c.duration_s:g} s" if c.duration_s is not None else " to the end")
+        changes = [f"input × {c.input_scale:g}" if c.input_scale != 1 else "",
+                   f"{c.clipped_input} cut to {c.max_input_tokens} tokens" if c.clipped_input else "",
+                   f"{c.clipped_output} replies cut to {c.max_output_tokens}" if c.clipped_output else ""]
+        return (f"prompts: {c.requests} of {c.rows:,} from trace {Path(c.path).name} ({c.format}), {window}"
+                + "".join(f", {x}" for x in changes if x) + ", lengths as the server counts them"
+                + (f" ({sampling.inexact} not at their trace length: see the notes)" if sampling and sampling.inexact
+                   else "") + f", max_tokens per request{eos}, seed {settings.get('load.seed')}")
     if dataset == RANDOM_DATASET:
         prefix = settings.get("load.prefix_tokens")
         return (f"prompts: {count} random, {settings.get('load.input_tokens')} tokens each as the server counts them"

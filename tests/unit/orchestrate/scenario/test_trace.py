@@ -45,3 +45,12 @@ def test_a_prompt_keeps_its_time_in_the_prompts_file() -> None:
     prompt = Prompt(3, "trace-7", ({"role": "user", "content": "x"},), 12, 5, at_s=1.25)
     assert Prompt.from_json(prompt.to_json()) == prompt
     assert "at_s" not in Prompt(3, "a", (), 1, 1).to_json()
+
+
+def test_the_plan_names_the_trace_its_window_and_its_clock() -> None:
+    from orchestrate.commands.preview import plan_lines
+    variant = parse("  dataset: trace\n  users: 8\n  trace: {path: mooncake-sample, duration_s: 40, "
+                    "input_scale: 0.5, max_output_tokens: 16, time_scale: 2}\n").variants[0]
+    lines = plan_lines(variant)
+    assert "load: the requests of trace mooncake-sample (from 0 s for 40 s, input × 0.5, replies ≤ 16)" in lines[1]
+    assert "load mode: trace replay at 2× its speed, at most 8 in flight" in lines
