@@ -24,7 +24,7 @@ from dataclasses import asdict, replace
 from typing import Any, Callable
 
 from locustfiles.pacing_params import ARRIVALS, DEFAULT_LATE_MS, Stage, default_spawn_rate
-from orchestrate.scenario.spec import LoadSpec
+from orchestrate.scenario.spec import TRACE_DATASET, LoadSpec
 from orchestrate.scenario.yamlsource import Checker
 
 MODE_KEYS = ("rate", "arrival", "burstiness", "late_ms", "stages")
@@ -52,11 +52,12 @@ def with_load_modes(check: Checker, raw: dict[str, Any], at: Callable[..., tuple
                                        "ramp stages of users")
     if has_stages:
         return _stages(check, raw, at, load)
+    trace = raw.get("dataset") == TRACE_DATASET  # open loop on the trace's own clock: late_ms means something
     for key in RATE_ONLY:
-        if key in raw and not has_rate:
+        if key in raw and not has_rate and not (trace and key == "late_ms"):
             raise check.fail(at(key), "only means something with rate (open-loop arrivals), e.g. rate: 20")
     if not has_rate:
-        return load
+        return replace(load, late_ms=check.number(raw["late_ms"], at("late_ms"), float, 0)) if "late_ms" in raw else load
     rate = check.number(raw["rate"], at("rate"), float, 0)
     if rate <= 0:
         raise check.fail(at("rate"), f"must be > 0 requests/s, got {raw['rate']!r}")

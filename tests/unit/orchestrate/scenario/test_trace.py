@@ -22,6 +22,7 @@ def test_a_trace_and_its_transformations_are_the_variant_s_settings() -> None:
     trace = variant.load.trace
     assert trace is not None and (trace.time_scale, trace.input_scale, trace.block_tokens) == (2.0, 0.125, 512)
     assert variant.load.ignores_eos  # output lengths are the trace's: replies run to them
+    assert parse("  dataset: trace\n  late_ms: 5\n  trace: {path: x}\n").variants[0].load.late_ms == 5.0
     settings = variant_settings(variant)
     assert settings["load.trace.time_scale"] == 2.0 and "load.num_prompts" not in settings
 
