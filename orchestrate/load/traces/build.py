@@ -2,17 +2,18 @@
 
 Stage: dataset (``load.prompts`` calls it once per variant, against the server, before Locust starts).
 
-**Blocks.** Each ``hash_ids`` id becomes one fixed text of ``block_tokens`` tokens (counted by the server's
-``/tokenize``), cut from its own natural text (``fixedprompts.ConversationText``: no two ids share text).
-A prompt is its blocks' texts in order, the last one cut where the prompt's length is exact, so two requests
-whose ids share a leading run share that text, and their prompts the same leading tokens: the server's prompt
-cache serves them as it would the real ones. Each text starts with a space and a word, so a block's tokens
-do not merge with the one before it.
+**Blocks.** Each ``hash_ids`` id becomes one fixed run of ``block_tokens`` tokens of natural text
+(``fixedprompts.ConversationText``: no two ids share text), cut from the server's own tokens (``/tokenize`` with
+pieces, one call for many blocks; ``BlockTexts``). A prompt is its blocks' texts in order, the last one cut where
+the prompt's length is exact, so two requests whose ids share a leading run share that text, and their prompts the
+same leading tokens: the server's prompt cache serves them as it would the real ones. Each run starts at a word,
+so a block's tokens do not merge with the end of the one before it.
 
-**Exact lengths.** The last block is cut (``fixedprompts.exact_message``) until the whole prompt, chat template
-included, is the row's scaled length as the server counts it; one it cannot reach (below the chat template's own
-tokens, or a cut no text allows) is counted in ``inexact``.
-Without ``/tokenize`` lengths are ``chars / 4`` estimates, as for ``dataset: random``.
+**Exact lengths.** The last block is cut by its pieces and the whole prompt, chat template included, counted once
+(about two counts a prompt: the template's share at a text's edges can differ by a token); where that misses, the
+cut is searched for by counting (``fixedprompts.exact_message``). A length it cannot reach (below the chat
+template's own tokens, or a cut no text allows) is counted in ``inexact``. Without ``/tokenize`` lengths are
+``chars / 4`` estimates, as for ``dataset: random``.
 """
 
 from __future__ import annotations
@@ -136,7 +137,7 @@ def trace_prompts(requests: Sequence[TraceRequest], conditions: TraceConditions,
             inexact += got != request.input_tokens
             messages = ({"role": "user", "content": content},)
         if per_slot_ctx is not None and got + request.output_tokens > per_slot_ctx:
-            raise DataFileError(f"trace line {request.line}: a prompt of {got} tokens with max_tokens "
+            raise DataFileError(f"{conditions.path}:{request.line}: a prompt of {got} tokens with max_tokens "
                                 f"{request.output_tokens} does not fit the server's per-slot context of {per_slot_ctx} "
                                 "tokens (ctx-size / parallel); set load.trace.max_input_tokens or input_scale")
         prompts.append(Prompt(i, f"trace-{request.line}", messages, got, request.output_tokens, at_s=request.at_s))
