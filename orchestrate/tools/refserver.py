@@ -7,7 +7,7 @@ chunk at once, then content chunks of ``tokens_per_chunk`` words at ``ttft_ms`` 
 arrived and every ``itl_ms`` after that (± ``jitter_ms``, uniform, seeded), then the finish chunk,
 the usage chunk (``choices: []``, ``usage`` and ``timings``) and ``data: [DONE]``. ``GET /health``,
 ``/v1/models``, ``/props``, ``/slots``, ``POST /tokenize`` (one token per whitespace-separated
-word) and ``/apply-template`` make tokenswarm's pre-flight work against it.
+word; ``with_pieces``: each word with the whitespace before it) and ``/apply-template`` make tokenswarm's pre-flight work against it.
 
 Other servers and models, so a client's handling of each can be tested without them (defaults: none of
 this, the bytes above unchanged). ``--dialect``: ``vllm`` and ``openai`` 404 the four llama.cpp-only
@@ -203,8 +203,10 @@ class RefServer:
             except ValueError:
                 write(http_error(400, "invalid_request_error", "bad JSON", keep_alive))
                 return
-            if path == b"/tokenize":
-                tokens = list(range(len(str(req.get("content", "")).split())))
+            if path == b"/tokenize":  # a token a word; with_pieces: each word with the whitespace before it
+                words = re.findall(r"\s*\S+", str(req.get("content", "")))
+                tokens = [{"id": i, "piece": w} for i, w in enumerate(words)] if req.get("with_pieces") else \
+                    list(range(len(words)))
                 write(http_response(200, json.dumps({"tokens": tokens}).encode(), keep_alive))
             else:
                 text = " ".join(str(m.get("content", "")) for m in req.get("messages", []) if isinstance(m, dict))
