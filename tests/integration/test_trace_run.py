@@ -20,7 +20,7 @@ from orchestrate.load.traces.window import fit_trace
 from orchestrate.scenario.spec import TraceSpec
 from orchestrate.server.launchers.base import Launcher
 from tests.conftest import start_real_server
-from tests.helpers import read_jsonl, tokenswarm_run
+from tests.helpers import assert_report_rebuilds_every_key, read_jsonl, tokenswarm_run, undocumented_keys
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
 
@@ -84,6 +84,8 @@ def test_the_shipped_slice_replays_exactly_on_the_real_server(server: Launcher, 
     # every later request begins with block 0 (the trace's system prompt): the server cached at least it
     assert all(r["cached_tokens"] >= 8 for r in records[4:]), [r["cached_tokens"] for r in records]
     assert trace["server_cached_share"] >= trace["ideal_cached_share"] * 0.9
+    assert undocumented_keys(summary) == [], "a trace run's every key is a row of docs/results.md"
+    assert assert_report_rebuilds_every_key(run_dir, tmp_path / "rebuilt")  # trace.json and the schedule suffice
 
 
 SESSIONS = [
@@ -126,3 +128,4 @@ def test_sessions_play_turn_by_turn_with_their_pauses_and_real_replies(server: L
     assert summary["conversations"]["planned"] == 2 and summary["conversations"]["completed"] == 2
     assert [t["requests"] for t in summary["turns"]] == [2, 2, 1]
     assert summary["arrivals"]["scheduled"] == summary["arrivals"]["sent"] == 3
+    assert undocumented_keys(summary) == []
