@@ -68,7 +68,12 @@ def load_prompts(opts: Any) -> list[Prompt]:
         except OSError as exc:
             raise DataFileError(f"--prompts-file {opts.prompts_file}: {exc.strerror or exc}") from None
         conversations.check_mode(prompts, opts.mode)
+        if getattr(opts, "time_scale", 0.0) and any(p.at_s is None for p in prompts):
+            raise DataFileError(f"--time-scale replays a trace's prompts on their times, but {opts.prompts_file} has "
+                                "prompts without at_s; drop --time-scale (or use --rate for a schedule of its own)")
         return prompts
+    if getattr(opts, "time_scale", 0.0):
+        raise DataFileError("--time-scale replays a trace: give the --prompts-file `tokenswarm run` wrote for it")
     if opts.dataset:
         data = load_sharegpt(dataset_path(opts.dataset), allow_truncated=getattr(opts, "allow_truncated", False))
         config = SamplingConfig(num_prompts=opts.num_prompts or 1000, seed=opts.seed,

@@ -143,3 +143,16 @@ def test_the_packaged_dataset_is_found_by_name() -> None:
         assert "pip install" in str(exc)
         return
     assert path.name == "ShareGPT_V3_unfiltered_cleaned_split.json" and path.is_file()
+
+
+def test_the_trace_clock_needs_prompts_with_their_times(tmp_path: Path, dataset: Path) -> None:
+    timed, untimed = tmp_path / "timed.jsonl", tmp_path / "untimed.jsonl"
+    timed.write_text(Prompt(0, "t", ({"role": "user", "content": "a"},), 3, 2, at_s=1.5).to_json() + "\n")
+    untimed.write_text(Prompt(0, "t", ({"role": "user", "content": "a"},), 3, 2).to_json() + "\n")
+    assert [p.at_s for p in load_prompts(parse("--prompts-file", str(timed), "--time-scale", "2"))] == [1.5]
+    with pytest.raises(DataFileError) as err:
+        load_prompts(parse("--prompts-file", str(untimed), "--time-scale", "2"))
+    assert "prompts without at_s" in one_line(err)
+    with pytest.raises(DataFileError) as err:
+        load_prompts(parse("--dataset", str(dataset), "--time-scale", "2"))
+    assert "--time-scale replays a trace" in one_line(err)
