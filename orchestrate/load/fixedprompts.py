@@ -155,11 +155,8 @@ def fixed_length_prompts(load: LoadSpec, counters: Counters | None, token_counte
     outputs = load.output_tokens
     source = ConversationText(load.seed)
     ratio = float(FALLBACK_CHARS_PER_TOKEN)
-    overhead = 0
+    overhead = template_share(counters)
     prefix = ""
-    if counters is not None:
-        probe = "Hello there."
-        overhead = counters.prompt(probe) - counters.text(probe)
     if load.prefix_tokens:
         text = source.read(len(source.order) - STRIDE, load.prefix_tokens * 8)  # the end: no prompt opens there
         if counters is None:
@@ -180,20 +177,38 @@ def fixed_length_prompts(load: LoadSpec, counters: Counters | None, token_counte
                                f"{overhead}" + (f" and the shared prefix {load.prefix_tokens}" if load.prefix_tokens
                                                 else ""))
         chars = round(want * ratio * 1.5) + 200
-        text = source.for_prompt(i, chars)
         if counters is None:
+            text = source.for_prompt(i, chars)
             content, got = prefix + text[:max(1, want * FALLBACK_CHARS_PER_TOKEN - len(prefix))], want
         else:
-            content, got, overhead = exact_message(counters, prefix, text, want, overhead, ratio)
-            while got < want and len(content) >= len((prefix + text).rstrip()):  # ran out of text: take more
-                chars *= 2
-                text = source.for_prompt(i, chars)
-                content, got, overhead = exact_message(counters, prefix, text, want, overhead, ratio)
+            content, got, overhead = exact_reading(counters, prefix, lambda n: source.for_prompt(i, n), chars, want,
+                                                   overhead, ratio)
             ratio = max(0.5, (len(content) - len(prefix)) / max(1, got - overhead - load.prefix_tokens))
         inexact += got != want
         prompts.append(Prompt(i, f"random-{i}", ({"role": "user", "content": content},), got, max_tokens))
     return FixedLengths(SampleResult(prompts, {}, load.num_prompts, token_counter, load.num_prompts), source.name,
                         inexact)
+
+
+def template_share(counters: Counters | None) -> int:
+    """The chat template's own tokens around one user message, as the server counts them (0 for the estimate)."""
+    if counters is None:
+        return 0
+    probe = "Hello there."
+    return counters.prompt(probe) - counters.text(probe)
+
+
+def exact_reading(counters: Counters, prefix: str, read: Callable[[int], str], chars: int, want: int, overhead: int,
+                  ratio: float) -> tuple[str, int, int]:
+    """``exact_message`` over ``read(chars)`` (text of at least ``chars`` characters), read again twice as long
+    while the text runs out before the length."""
+    text = read(chars)
+    content, got, overhead = exact_message(counters, prefix, text, want, overhead, ratio)
+    while got < want and len(content) >= len((prefix + text).rstrip()):  # ran out of text: take more
+        chars *= 2
+        text = read(chars)
+        content, got, overhead = exact_message(counters, prefix, text, want, overhead, ratio)
+    return content, got, overhead
 
 
 def exact_message(counters: Counters, prefix: str, text: str, want: int, overhead: int, ratio: float

@@ -27,8 +27,9 @@ from orchestrate.load.fixedprompts import (
     ConversationText,
     Counters,
     cut_to,
-    exact_message,
+    exact_reading,
     pad_to,
+    template_share,
 )
 from orchestrate.load.traces.window import TraceRequest
 from orchestrate.scenario.trace import TraceConditions
@@ -119,10 +120,7 @@ def trace_prompts(requests: Sequence[TraceRequest], conditions: TraceConditions,
     """One prompt per request, numbered in send order, each with its ``at_s`` (trace time) and ``max_tokens``."""
     source = ConversationText(seed)
     blocks = BlockTexts(source, conditions.block_tokens, counters)
-    overhead = 0
-    if counters is not None:
-        probe = "Hello there."
-        overhead = counters.prompt(probe) - counters.text(probe)
+    overhead = template_share(counters)
     prompts: list[Prompt] = []
     inexact = 0
     for i, request in enumerate(requests):
@@ -181,16 +179,14 @@ def _content(request: TraceRequest, want: int, blocks: BlockTexts, source: Conve
 
     With the server's pieces the cut is the last block's first pieces that make up the length, checked by one
     count of the whole prompt; where that count differs (tokens merged at a block's edge), or without pieces,
-    the cut is searched for by counting (``fixedprompts.exact_message``)."""
+    the cut is searched for by counting (``fixedprompts.exact_reading``)."""
     ids = request.blocks
     full = list(ids[:-1])
     while full and len(full) * blocks.tokens >= want - overhead:  # a length cut or rounded: the last keeps a token
         full.pop()
     prefix = "".join(blocks.text(h) for h in full)
     if ids:
-        last = ids[len(full)]
-        tail = blocks.text(last)
-        run = blocks.pieces.get(last)
+        run = blocks.pieces.get(ids[len(full)])
         needed = want - overhead - len(full) * blocks.tokens
         for _ in range(MAX_TRIES):
             if counters is None or run is None or not 0 < needed <= len(run):
@@ -202,15 +198,12 @@ def _content(request: TraceRequest, want: int, blocks: BlockTexts, source: Conve
             if got == want:
                 return content, got, seen
             needed -= got - want  # the template's share at this text's edges differs: cut again by the miss
-        tail += " " + source.for_prompt(i, round(want * blocks.ratio) + 200).lstrip()  # room to cut in
-    else:
-        tail = " " + source.for_prompt(i, round(want * blocks.ratio * 1.5) + 200).lstrip()
+    head = blocks.text(ids[len(full)]) if ids else ""  # the cut starts in the last block's own text
+
+    def read(chars: int) -> str:
+        return head + " " + source.for_prompt(i, chars).lstrip()
+    chars = round(want * blocks.ratio * (1 if ids else 1.5)) + 200
     if counters is None:
-        return (prefix + tail)[:max(1, want * FALLBACK_CHARS_PER_TOKEN)].strip(), want, overhead
-    content, got, _ = exact_message(counters, prefix, tail, want, overhead, blocks.ratio)
-    more = len(tail)
-    while got < want and len(content) >= len((prefix + tail).rstrip()):  # ran out of text: read on
-        more *= 2
-        tail = tail + " " + source.for_prompt(i + 1, more).lstrip()
-        content, got, _ = exact_message(counters, prefix, tail, want, overhead, blocks.ratio)
+        return (prefix + read(chars))[:max(1, want * FALLBACK_CHARS_PER_TOKEN)].strip(), want, overhead
+    content, got, _ = exact_reading(counters, prefix, read, chars, want, overhead, blocks.ratio)
     return content, got, overhead
