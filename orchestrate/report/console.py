@@ -24,6 +24,7 @@ from orchestrate.report.schema.runfacts import ModelFile
 from orchestrate.report.schema.server import Memory, ServerFacts, ServerMetrics
 from orchestrate.report.schema.steady import SteadyState
 from orchestrate.scenario.spec import LAUNCHER_KINDS, RANDOM_DATASET
+from orchestrate.scenario.trace import TraceConditions
 
 
 def console_lines(summary: Summary) -> list[str]:
@@ -121,12 +122,8 @@ def _prompts(summary: Summary, settings: dict[str, Any]) -> str:
     eos = ", ignore_eos (every reply runs to max_tokens)" if settings.get("load.ignore_eos") else ""
     if summary.trace is not None:
         c = summary.trace.conditions
-        window = f"window {c.start_s:g} s" + (f" + {c.duration_s:g} s" if c.duration_s is not None else " to the end")
-        changes = [f"input × {c.input_scale:g}" if c.input_scale != 1 else "",
-                   f"{c.clipped_input} cut to {c.max_input_tokens} tokens" if c.clipped_input else "",
-                   f"{c.clipped_output} replies cut to {c.max_output_tokens}" if c.clipped_output else ""]
-        return (f"prompts: {c.requests} of {c.rows:,} from trace {Path(c.path).name} ({c.format}), {window}"
-                + "".join(f", {x}" for x in changes if x) + ", lengths as the server counts them"
+        return (f"prompts: {c.requests} of {c.rows:,} from trace {Path(c.path).name} ({c.format}), "
+                + ", ".join(trace_changes(c)) + ", lengths as the server counts them"
                 + (f" ({sampling.inexact} not at their trace length: see the notes)" if sampling and sampling.inexact
                    else "") + f", max_tokens per request{eos}, seed {settings.get('load.seed')}")
     if dataset == RANDOM_DATASET:
@@ -144,6 +141,16 @@ def _prompts(summary: Summary, settings: dict[str, Any]) -> str:
     filters = [label.format(settings[key]) for key, label in SAMPLING_LABELS if settings.get(key) is not None]
     text += (", " + ", ".join(filters)) if filters else ""
     return text + f", max_tokens {settings.get('load.max_tokens')}{eos}"
+
+
+def trace_changes(c: TraceConditions) -> list[str]:
+    """A trace replay's window and every cut it made, in words (the prompts line here, ``summary.md``'s trace)."""
+    window = f"window {c.start_s:g} s" + (f" + {c.duration_s:g} s" if c.duration_s is not None else " to the end")
+    return [window] + [x for x in (
+        f"input × {c.input_scale:g}" if c.input_scale != 1 else "",
+        f"{c.clipped_input} prompts cut to {c.max_input_tokens} tokens" if c.clipped_input else "",
+        f"{c.clipped_output} replies cut to {c.max_output_tokens} tokens" if c.clipped_output else "",
+        f"skipped {', '.join(f'{why} {n}' for why, n in c.skipped.items())}" if c.skipped else "") if x]
 
 
 def _host(summary: Summary) -> str | None:

@@ -22,6 +22,7 @@ from orchestrate.report.console import (
     latency_table,
     memory_line,
     server_metrics_line,
+    trace_changes,
 )
 from orchestrate.report.formats import SLO_LABELS, fmt_ms, fmt_num, fmt_pct, slo_text
 from orchestrate.report.jsontypes import to_json
@@ -255,13 +256,8 @@ def trace_section(block: Trace | None) -> list[str]:
     if block is None:
         return []
     c = block.conditions
-    window = f"{c.start_s:g} s" + (f" + {c.duration_s:g} s" if c.duration_s is not None else " to the end")
-    changes = [f"input × {c.input_scale:g}" if c.input_scale != 1 else "",
-               f"{c.clipped_input} prompts cut to {c.max_input_tokens} tokens" if c.clipped_input else "",
-               f"{c.clipped_output} replies cut to {c.max_output_tokens} tokens" if c.clipped_output else "",
-               f"skipped {', '.join(f'{why} {n}' for why, n in c.skipped.items())}" if c.skipped else ""]
-    out = [f"Trace: {c.requests} of {c.rows} requests of {Path(c.path).name} ({c.format}), window {window}, "
-           f"{c.span_s:g} s of trace time at {c.time_scale:g}×" + "".join(f"; {x}" for x in changes if x) + "  "]
+    out = [f"Trace: {c.requests} of {c.rows:,} requests of {Path(c.path).name} ({c.format}), {c.span_s:g} s of trace "
+           f"time at {c.time_scale:g}×; " + "; ".join(trace_changes(c)) + "  "]
     if block.ideal_prefix_reuse is not None:
         out.append(f"Prefix reuse: {100 * block.ideal_prefix_reuse:.1f} % of {c.blocks:,} blocks of {c.block_tokens} "
                    f"tokens seen before; at most {fmt_pct(block.ideal_cached_share)} of prompt tokens cacheable, the "

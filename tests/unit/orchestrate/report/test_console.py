@@ -282,3 +282,34 @@ def test_a_web_ui_run_names_the_users_the_person_set() -> None:
     summary["users_over_time"] = {"max": 16, "levels": [{"users": 4}, {"users": 16}]}
     assert condition_lines(typed(summary))[2] == ("load: users set in the web UI: 4 → 16 (at most 16), closed loop, "
                                                   "no time cap")
+
+
+TRACE = {"conditions": {"path": "/d/mooncake.jsonl", "format": "mooncake", "rows": 1000, "skipped": {"failed": 3},
+                        "start_s": 10.0, "duration_s": 40.0, "requests": 119, "span_s": 39.0, "time_scale": 0.5,
+                        "input_scale": 0.25, "block_tokens": 128, "max_input_tokens": 2048, "max_output_tokens": 16,
+                        "clipped_input": 2, "clipped_output": 113, "blocks": 400, "blocks_seen_before": 100,
+                        "reusable_tokens": 1000, "input_tokens": 20000},
+         "ideal_prefix_reuse": 0.25, "ideal_cached_share": 0.05, "server_cached_share": 0.085,
+         "by_input_length": [{"low": 64, "high": 256, "requests": 10, "completed": 9,
+                              "ttft_ms": stats(100, 200, 300, 150, 310), "tpot_ms": stats(20, 30, 40, 25, 41),
+                              "e2e_ms": stats(500, 600, 700, 550, 710)}]}
+
+
+def test_a_trace_replay_names_its_window_and_every_cut_in_the_console_and_summary_md():
+    settings = {"server.launcher": "embedded", "load.dataset": "trace", "load.users": 16, "load.seed": 0,
+                "load.trace.path": "mooncake-sample", "load.trace.time_scale": 0.5}
+    summary = typed({**reference_summary(), "settings": settings, "trace": TRACE,
+                     "sampling": {"dataset": "/d/mooncake.jsonl", "token_counter": "server_tokenize", "inexact": 4}})
+    lines = console_lines(summary)
+    assert any("load: trace mooncake-sample replayed at 0.50× its speed (open loop), at most 16 in flight" in line
+               for line in lines)
+    prompts = next(line for line in lines if "prompts:" in line)
+    assert ("prompts: 119 of 1,000 from trace mooncake.jsonl (mooncake), window 10 s + 40 s, input × 0.25, "
+            "2 prompts cut to 2048 tokens, 113 replies cut to 16 tokens, skipped failed 3, lengths as the server "
+            "counts them (4 not at their trace length: see the notes)") in prompts
+    md = summary_md(summary).splitlines()
+    assert ("Trace: 119 of 1,000 requests of mooncake.jsonl (mooncake), 39 s of trace time at 0.5×; window 10 s + "
+            "40 s; input × 0.25; 2 prompts cut to 2048 tokens; 113 replies cut to 16 tokens; skipped failed 3  ") in md
+    assert ("Prefix reuse: 25.0 % of 400 blocks of 128 tokens seen before; at most 5.0 % of prompt tokens cacheable, "
+            "the server reported 8.5 % cached  ") in md
+    assert "| 64–256 | 10 | 9 | 100 ms | 300 ms | 20 ms | 40 ms | 700 ms |" in md
