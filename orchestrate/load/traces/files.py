@@ -18,10 +18,11 @@ Rows are returned in time order, times in seconds after the first row's.
 from __future__ import annotations
 
 import csv
+import functools
 import json
 import math
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -74,10 +75,19 @@ def resolve_trace(path: str) -> Path:
 
 
 def read_trace(path: str, fmt: str | None = None, model: str | None = None) -> TraceFile:
-    """Every row of a trace file, validated; ``DatasetError`` names ``FILE:LINE`` and the field."""
+    """Every row of a trace file, validated; ``DatasetError`` names ``FILE:LINE`` and the field. Read once per
+    process while the file is unchanged (the check before any server starts, each variant and each search probe
+    share it), as ShareGPT files are."""
     file = resolve_trace(path)
     if not file.is_file():
         raise DatasetError(f"load.trace.path: {file} does not exist (or is not a file)")
+    stat = file.stat()
+    return _read(file.resolve(), (stat.st_mtime_ns, stat.st_size), fmt, model)
+
+
+@functools.lru_cache(maxsize=8)
+def _read(file: Path, stamp: tuple[int, int], fmt: str | None, model: str | None) -> TraceFile:
+    """``read_trace`` of a file as it is at ``stamp`` (its mtime and size: a changed file is read again)."""
     try:
         with file.open(encoding="utf-8", newline="") as handle:
             fmt = fmt or detect_format(file, handle.readline())
@@ -94,7 +104,7 @@ def read_trace(path: str, fmt: str | None = None, model: str | None = None) -> T
         raise DatasetError(f"{file}: no requests" + (f" (skipped: {_counts(skipped)})" if skipped else ""))
     rows.sort(key=lambda row: row.at_s)  # stable: rows sharing a time keep their order
     first = rows[0].at_s
-    return TraceFile(file, fmt, tuple(TraceRow(**{**vars(row), "at_s": row.at_s - first}) for row in rows), skipped)
+    return TraceFile(file, fmt, tuple(replace(row, at_s=row.at_s - first) for row in rows), skipped)
 
 
 def detect_format(path: Path, first_line: str) -> str:

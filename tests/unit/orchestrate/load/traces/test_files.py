@@ -91,3 +91,13 @@ def test_a_bad_row_is_refused_by_its_line(tmp_path: Path, text: str, message: st
 def test_a_missing_file_names_the_key(tmp_path: Path) -> None:
     with pytest.raises(DatasetError, match="load.trace.path: .*nope.jsonl does not exist"):
         read_trace(str(tmp_path / "nope.jsonl"))
+
+
+def test_a_trace_is_read_once_until_it_changes(tmp_path: Path) -> None:
+    row = '{"timestamp": 0, "input_length": 10, "output_length": 5, "hash_ids": [1]}\n'
+    path = write(tmp_path, "t.jsonl", row)
+    first = read_trace(path)
+    assert read_trace(path) is first  # the check before the servers and each variant share one read
+    Path(path).write_text(row + row.replace('"timestamp": 0', '"timestamp": 1500'))
+    again = read_trace(path)
+    assert again is not first and [r.at_s for r in again.rows] == [0.0, 1.5]
