@@ -69,7 +69,7 @@ def build_summary(paths: VariantPaths, scenario: str, variant: str, facts: RunFa
         if arrivals.get("start_ts") is not None else None
     steady = steady_state(records, load, facts.slo, schedule, ui=facts.ui, search=found is not None)
     first = float(records["send_ts"].min()) if not records.empty else None
-    pacing = load_mode_summary(paths, records)  # open loop: arrivals; ramp: stages
+    pacing = load_mode_summary(paths, records, arrivals, workers)  # open loop: arrivals; ramp: stages
     turns = summarize_turns(paths, records, conversations=facts.sweep is None)  # multi-turn
     known: dict[str, Any] = {f.name: getattr(facts, f.name) for f in fields(RunFacts)}
     summary = Summary(

@@ -24,6 +24,7 @@ from orchestrate.report.aggregates.chunks import tokens_received
 from orchestrate.report.aggregates.concurrency import peak_in_flight
 from orchestrate.report.aggregates.stats import numeric_column, value_stats
 from orchestrate.report.schema.common import PercentilesMeanMax
+from orchestrate.report.schema.machine import Workers
 from orchestrate.report.schema.pacing import Arrivals, LatencyFromSchedule
 from orchestrate.report.schema.pacing import Stage as StageRow
 from orchestrate.results import VariantPaths, read_json
@@ -39,12 +40,17 @@ class Pacing:
     stages: tuple[StageRow, ...] = ()
 
 
-def load_mode_summary(paths: VariantPaths, records: pd.DataFrame) -> Pacing:
+def load_mode_summary(paths: VariantPaths, records: pd.DataFrame, arrivals: dict[str, Any],
+                      workers: Workers | None = None) -> Pacing:
     """``summary.json``'s ``arrivals`` (open loop) and ``stages`` (ramp) blocks, from the files the Locust side
-    wrote; neither in a plain run."""
-    arrivals, stages = read_json(paths.arrivals_json), read_json(paths.stages_json)
-    lost = ((read_json(paths.workers_json) or {}).get("lost_prompt_indices") or {}) if arrivals else {}
-    return Pacing(summarize_arrivals(records, arrivals, {i for v in lost.values() for i in v}) if arrivals else None,
+    wrote; neither in a plain run.
+
+    :param arrivals: ``arrivals.json`` as the summary read it (empty: no open loop).
+    :param workers: ``workers.json`` as the summary read it (its lost workers' prompts are neither sent nor unsent).
+    """
+    stages = read_json(paths.stages_json)
+    lost = {i for owed in workers.lost_prompt_indices.values() for i in owed} if workers else set()
+    return Pacing(summarize_arrivals(records, arrivals, lost) if arrivals else None,
                   summarize_stages(records, stages) if stages else ())
 
 

@@ -24,7 +24,7 @@ from orchestrate.report.schema.machine import Client, Host, LoopLag
 from orchestrate.report.schema.runfacts import FirstAttempt, Sampling
 from orchestrate.report.schema.server import ServerMetrics
 from orchestrate.report.schema.summary import Summary
-from orchestrate.results import VariantPaths
+from orchestrate.results import VariantPaths, read_json
 from orchestrate.scenario.host_limits import HostLimits
 from orchestrate.scenario.spec import LoadSpec
 from tests.unit.orchestrate.report.aggregates.test_host import readings
@@ -217,11 +217,11 @@ def test_records_go_to_the_stage_active_at_their_send_time() -> None:
 
 def test_the_blocks_come_from_the_files_and_reach_summary_md(tmp_path: Path) -> None:
     paths = VariantPaths(tmp_path)
-    assert pacing_figures.load_mode_summary(paths, pd.DataFrame()) == pacing_figures.Pacing()  # a plain run: none
+    assert pacing_figures.load_mode_summary(paths, pd.DataFrame(), {}) == pacing_figures.Pacing()  # a plain run: none
     paths.stages_json.write_text(json.dumps(stages_info([T0], None)))
     paths.arrivals_json.write_text(json.dumps(arrivals_info(2, 1.0, end=T0 + 5)))
     records = pd.DataFrame([rec(0, T0, scheduled=T0), rec(1, T0 + 1.2, scheduled=T0 + 1)])
-    blocks = pacing_figures.load_mode_summary(paths, records)
+    blocks = pacing_figures.load_mode_summary(paths, records, read_json(paths.arrivals_json))
     assert blocks.arrivals is not None and blocks.arrivals.late == 1 and blocks.stages[0].requests == 2
     md = summary_md(Summary(scenario="s", variant="v", **summarize_records(records).blocks(), arrivals=blocks.arrivals,
                             stages=blocks.stages))
