@@ -70,6 +70,8 @@ class MultiTurnUser(ChatStreamUser):
             record.conversation, record.turn = self.conversation.conversation_id, self.turn
         if self.turn and self.history == HISTORY_MODEL:
             record.expected_prompt_tokens = None  # measured with the dataset's replies, not these
+        # keep the reply's text only for a later turn to send: not a last turn's, not a trace's single request's
+        self.collect_text = self.history == HISTORY_MODEL and self.turn + 1 < self.conversation.requests
         stream = super().stream_chat(prompt, record)
         if self.collect_text:
             self.replies.append(stream.text if stream is not None and record.status == OK else None)

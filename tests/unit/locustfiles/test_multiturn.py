@@ -53,7 +53,7 @@ except SystemExit as exc:
 sent = []
 def fake_stream_chat(self, prompt, record):
     sent.append({"messages": [m["content"] for m in prompt.messages], "max_tokens": prompt.max_tokens,
-                 "t": time.monotonic()})
+                 "t": time.monotonic(), "collect": self.collect_text})
     failed = len(sent) == 2  # the second request fails: its reply is not known
     record.status = ERROR if failed else OK
     return None if failed else StreamResult(content=["reply", str(len(sent))])
@@ -105,6 +105,7 @@ def test_mode_picks_the_user_class_and_a_user_plays_each_conversation_in_order()
         ["p0"],  # then the next conversation, from its first turn
     ]
     assert [s["max_tokens"] for s in sent] == [4, 5, 6, 3]
+    assert [s["collect"] for s in sent] == [True, True, False, False]  # a reply is kept only for a later turn
     gaps = [b["t"] - a["t"] for a, b in zip(sent, sent[1:])]
     assert gaps[0] >= 0.05 and gaps[1] >= 0.05 and gaps[2] < 0.05  # think time between turns, not before a new one
     assert out["records"] == [
