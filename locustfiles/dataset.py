@@ -136,7 +136,9 @@ class Prompt:
 
     index: int
     conversation_id: str
-    messages: tuple[dict[str, str], ...]  # chat messages: one user message (the first human turn)
+    messages: tuple[dict[str, Any], ...]
+    """Chat messages: one user message (the first human turn). A message's content is text, or OpenAI content
+    parts (``text`` and ``image_url``) when the prompt carries images."""
     prompt_tokens: int  # as counted by the sampler's token counter
     max_tokens: int  # the request's max_tokens: the reply's length, at most the scenario's max_tokens
     turns: tuple[tuple[int, int], ...] = ()
@@ -149,6 +151,10 @@ class Prompt:
     pauses_s: tuple[float, ...] = ()
     """A trace's session (``turns``): the pause after turn k's reply before turn k + 1 is sent, trace seconds
     (divided by ``--time-scale``); empty: the think time (``--think-time``)."""
+    inputs: tuple[str, ...] = ()
+    """``--endpoint embeddings``: the texts to embed; ``rerank``: the documents to rank against the message's text."""
+    image_sizes: tuple[str, ...] = ()
+    """The images the message carries, ``WIDTHxHEIGHT`` each in order (the report's figures by image size)."""
 
     @property
     def requests(self) -> int:
@@ -166,6 +172,10 @@ class Prompt:
             obj["at_s"] = self.at_s
         if self.pauses_s:
             obj["pauses_s"] = list(self.pauses_s)
+        if self.inputs:
+            obj["inputs"] = list(self.inputs)
+        if self.image_sizes:
+            obj["image_sizes"] = list(self.image_sizes)
         return json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
 
     @classmethod
@@ -186,10 +196,10 @@ class Prompt:
                 raise DataFileError(f"prompt field {name!r} must be {_kind(typ())}, "
                                    f"got {_kind(obj.get(name))}")
         messages = obj["messages"]
-        if not all(isinstance(m, dict) and isinstance(m.get("role"), str)
-                   and isinstance(m.get("content"), str) for m in messages):
-            raise DataFileError("prompt field 'messages' must hold objects with string 'role' and "
-                               "'content'")
+        if not all(isinstance(m, dict) and isinstance(m.get("role"), str) and _is_content(m.get("content"))
+                   for m in messages):
+            raise DataFileError("prompt field 'messages' must hold objects with string 'role' and 'content' "
+                               "(text, or a list of content parts, each an object with a string 'type')")
         turns = obj.get("turns", [])
         if not (isinstance(turns, list) and all(
                 isinstance(t, list) and len(t) == 2 and all(type(n) is int for n in t) for t in turns)
@@ -203,10 +213,21 @@ class Prompt:
         if not (isinstance(pauses, list) and all(isinstance(x, (int, float)) and not isinstance(x, bool) and x >= 0
                                                  for x in pauses) and len(pauses) in (0, max(0, len(turns) - 1))):
             raise DataFileError("prompt field 'pauses_s' must be seconds >= 0, one per turn after the first")
+        lists = {name: obj.get(name, []) for name in ("inputs", "image_sizes")}
+        for name, value in lists.items():
+            if not (isinstance(value, list) and all(isinstance(x, str) for x in value)):
+                raise DataFileError(f"prompt field {name!r} must be a list of strings, got {_kind(value)}")
         return cls(obj["index"], obj["conversation_id"],
                    tuple({"role": m["role"], "content": m["content"]} for m in messages),
                    obj["prompt_tokens"], obj["max_tokens"], tuple((p, o) for p, o in turns),
-                   None if at_s is None else float(at_s), tuple(float(x) for x in pauses))
+                   None if at_s is None else float(at_s), tuple(float(x) for x in pauses),
+                   tuple(lists["inputs"]), tuple(lists["image_sizes"]))
+
+
+def _is_content(content: Any) -> bool:
+    """A message's content: text, or a list of OpenAI content parts."""
+    return isinstance(content, str) or (isinstance(content, list) and all(
+        isinstance(part, dict) and isinstance(part.get("type"), str) for part in content))
 
 
 @dataclass(frozen=True)

@@ -30,8 +30,9 @@ from locust.stats import RequestStats
 from locustfiles import arrivals, conversations, distributed, finalcsv, options, selfcheck, stages
 from locustfiles.dataset import DataFileError
 from locustfiles.dispenser import PromptDispenser
+from locustfiles.endpoints import CHAT, ENDPOINTS, request_shape
 from locustfiles.promptsource import load_prompts
-from locustfiles.records import CANCELLED, METRIC, NO_CONTENT, OK, REQUEST_NAME, REQUEST_TYPE, RequestRecord
+from locustfiles.records import CANCELLED, INPUT, METRIC, NO_CONTENT, OK, REQUEST_TYPE, RequestRecord
 from locustfiles.runstate import LlmRun
 from locustfiles.serverwatch import RefusalWatch
 from locustfiles.webui import install_webui
@@ -48,23 +49,27 @@ class RequestFailure(Exception):
 def fire_locust_rows(environment: Environment, record: RequestRecord) -> None:
     """The request row (E2E, output tokens as length) and TTFT/TPOT METRIC rows of one record.
 
-    METRIC rows are fired for completed requests only, so Locust's token totals (the TTFT row's
+    The request row is named by the endpoint's path. METRIC rows are fired for completed requests only, so Locust's token totals (the TTFT row's
     length is prompt tokens) match the records' totals over completed requests. A completed reply
     with no content (an immediate EOS: 1 output token, no content chunk) has no TTFT; its prompt
     tokens ride on a ``NO_CONTENT`` row (time: its E2E), so the totals still match and the web UI
-    shows how many there were. Requests cancelled by the stop (time cap, Ctrl-C) appear in the
+    shows how many there were; a one-body reply's (embeddings, rerank) ride on an ``INPUT`` row. Requests cancelled by the stop (time cap, Ctrl-C) appear in the
     records only.
     """
     if record.status == CANCELLED:
         return  # cut off by the stop itself: not a server outcome, and Locust may already be writing
     fire = environment.events.request.fire
     ok = record.status == OK
-    fire(request_type=REQUEST_TYPE, name=REQUEST_NAME, response_time=record.e2e_ms or 0.0,
+    endpoint = ENDPOINTS.get(record.endpoint, ENDPOINTS[CHAT])
+    fire(request_type=REQUEST_TYPE, name=endpoint.path, response_time=record.e2e_ms or 0.0,
          response_length=(record.output_tokens or 0) if ok else 0, context={},
          exception=None if ok else RequestFailure(record.error_class or record.status))
     if not ok:
         return
-    if record.ttft_ms is not None:
+    if not endpoint.streams:
+        fire(request_type=METRIC, name=INPUT, response_time=record.e2e_ms or 0.0,
+             response_length=record.prompt_tokens or 0, context={}, exception=None)
+    elif record.ttft_ms is not None:
         fire(request_type=METRIC, name="TTFT", response_time=record.ttft_ms,
              response_length=record.prompt_tokens or 0, context={}, exception=None)
     else:
@@ -111,8 +116,9 @@ def install(environment: Environment, **_kwargs: Any) -> None:
     opts = environment.parsed_options
     if opts is not None and not isinstance(environment.runner, WorkerRunner):
         try:
+            request_shape(opts.endpoint, opts.request_extra, opts.check)
             run.prompts = load_prompts(opts)
-        except DataFileError as exc:  # one line and exit 2 (bad input), before a user is spawned
+        except (DataFileError, ValueError) as exc:  # one line and exit 2 (bad input), before a user is spawned
             print(f"tokenswarm: error: {exc}", file=sys.stderr, flush=True)
             raise SystemExit(2) from None
     count_requests_only(environment.stats)

@@ -6,6 +6,7 @@ module turns one ``StreamResult`` into one ``RequestRecord``.
 
 from __future__ import annotations
 
+from locustfiles.endpoints import JsonReply
 from locustfiles.records import ERROR, OK, RequestRecord
 from locustfiles.sse import StreamResult
 
@@ -80,8 +81,31 @@ def build_record(record: RequestRecord, send_t: float, stream: StreamResult) -> 
             record.cached_tokens, record.cached_tokens_source = timings["cache_n"], "timings"
         if record.prompt_tokens is None and record.prefill_tokens is not None:
             record.prompt_tokens = record.prefill_tokens + (record.cached_tokens or 0)
+    record.tool_calls = len(stream.tool_calls) or None
+    record.image_tokens = image_tokens(record)
     if stream.error_class:
         record.status, record.error_class, record.error_detail = ERROR, stream.error_class, stream.error_detail
+    else:
+        record.status = OK
+    return record
+
+
+def image_tokens(record: RequestRecord) -> int | None:
+    """The server's prompt tokens less the text's own count (measured before the run without the images):
+    what the prompt's images cost as the server counts them; None without images or either count."""
+    if not record.images or record.prompt_tokens is None or record.expected_prompt_tokens is None:
+        return None
+    return record.prompt_tokens - record.expected_prompt_tokens
+
+
+def build_json_record(record: RequestRecord, send_t: float, end_t: float, reply: JsonReply) -> RequestRecord:
+    """Fill ``record`` from a one-body reply (embeddings, rerank): E2E to its last byte, no TTFT or TPOT, the
+    server's prompt tokens, no output."""
+    record.e2e_ms = (end_t - send_t) * MS
+    record.prompt_tokens = record.prefill_tokens = reply.prompt_tokens  # no prompt cache: every token is processed
+    record.output_tokens, record.output_tokens_source = 0, "usage"
+    if reply.error_class:
+        record.status, record.error_class, record.error_detail = ERROR, reply.error_class, reply.error_detail
     else:
         record.status = OK
     return record

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from locustfiles.endpoints import ENDPOINTS
 from locustfiles.pacing_params import ARRIVALS, DEFAULT_LATE_MS
 from locustfiles.resultfiles import RECORDS_FILE
 from locustfiles.serverwatch import DEFAULT_LOST_AFTER_S
@@ -33,6 +34,14 @@ def add_arguments(parser: Any) -> None:
     group.add_argument("--request-id-prefix", default="", metavar="TEXT",
                        help="put before every request id (records and X-Request-Id), so the steps of one server "
                        "start (a sweep's, a capacity search's probes) never reuse one")
+    group.add_argument("--endpoint", default="chat", choices=tuple(ENDPOINTS),
+                       help="what each prompt is sent as: a streamed chat completion (default), a streamed completion "
+                       "of its text, an embeddings request of its inputs, a rerank of its documents")
+    group.add_argument("--request-extra", default="", metavar="JSON",
+                       help='fields added to every request body, e.g. \'{"response_format": {...}}\', a grammar, tools')
+    group.add_argument("--check", default="", metavar="JSON",
+                       help='judge every reply: {"schema": {...}} (the text parses and matches) or {"tools": [...]} '
+                       "(each call names a known tool, its arguments match its parameters)")
     group.add_argument("--model", default="", help="the `model` field of each request (llama.cpp ignores it)")
     group.add_argument("--api-key-env", default="TOKENSWARM_API_KEY",
                        help="environment variable holding the API key (sent as Bearer)")

@@ -24,9 +24,12 @@ CANCELLED = "cancelled"
 
 REQUEST_TYPE = "POST"
 REQUEST_NAME = "/v1/chat/completions"
-"""Locust's row of the requests themselves (response time = E2E, length = output tokens)."""
+"""Locust's row of a chat run's requests (response time = E2E, length = output tokens); the row of a run of another
+endpoint is named by that endpoint's path (``endpoints.ENDPOINTS``)."""
 METRIC = "METRIC"
 """Locust's request type of the derived rows (``TTFT``: length = prompt tokens; ``TPOT``)."""
+INPUT = "INPUT"
+"""The METRIC row of a one-body reply (embeddings, rerank: no TTFT): time = E2E, length = prompt tokens."""
 NO_CONTENT = "NO_CONTENT"
 """The METRIC row of a completed reply without content (no TTFT): time = E2E, length = prompt tokens."""
 
@@ -104,6 +107,25 @@ class RequestRecord:
     Locust's ``target_user_count``), so a web UI ramp's steps hold exactly the requests sent under them. On a
     worker of a distributed run, the total the web UI's form set (``--ui-target-users``); None on a worker of
     a headless run, which knows only its share."""
+
+    endpoint: str = "chat"
+    """What the request was (``endpoints.ENDPOINTS``): ``chat`` and ``completions`` stream; ``embeddings`` and
+    ``rerank`` answer once and have no TTFT or TPOT."""
+    inputs: int | None = None
+    """Embeddings: the texts the request embedded; rerank: the documents it ranked. None for chat and completions."""
+    images: int | None = None
+    """Images the prompt carried (``image_url`` parts); None for a text-only one."""
+    image_size: str | None = None
+    """Their sizes, ``WIDTHxHEIGHT`` joined by ``+`` (``256x256``, ``256x256+512x384``)."""
+    image_tokens: int | None = None
+    """The server's prompt tokens less the text's own count before the run: what its images cost, as the server
+    counted them (None without images, or without both counts)."""
+    tool_calls: int | None = None
+    """Tool calls the reply made (streamed ``delta.tool_calls``); None when it made none."""
+    valid: bool | None = None
+    """A checked run (a JSON schema, tools): the reply parsed and matched (``validity.py``); None when unchecked."""
+    invalid_reason: str | None = None
+    """Why it did not (``validity.REASONS``)."""
 
     def to_json(self) -> str:
         """One line of ``requests.jsonl``; floats in their shortest exact form either way."""

@@ -18,6 +18,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from locustfiles.validity import ToolCall
+
 _loads: Callable[[bytes], Any]
 try:
     from orjson import loads as _loads
@@ -54,11 +56,27 @@ class StreamResult:
     bytes_read: int = 0
     content: list[str] | None = None
     """The ``delta.content`` pieces in order, only when ``read_stream`` was asked for them."""
+    tool_calls: list[ToolCall] = field(default_factory=list)
+    """The tool calls the reply made, each call's streamed pieces joined by its ``index``."""
 
     @property
     def text(self) -> str | None:
         """The reply's text, when it was collected."""
         return None if self.content is None else "".join(self.content)
+
+
+def add_tool_calls(calls: list[ToolCall], pieces: list[dict[str, Any]]) -> None:
+    """Fold one event's ``delta.tool_calls`` into ``calls``: a piece names its call by ``index`` (OpenAI's
+    stream), the first piece of a call carries its name, the rest more of its arguments."""
+    for piece in pieces:
+        index = piece.get("index", len(calls) - 1 if calls else 0)
+        while len(calls) <= index:
+            calls.append(ToolCall())
+        function = piece.get("function") or {}
+        if function.get("name"):
+            calls[index].name += function["name"]
+        if function.get("arguments"):
+            calls[index].arguments.append(function["arguments"])
 
 
 def classify_exception(exc: BaseException) -> str:
@@ -161,8 +179,11 @@ def read_stream(recv: Callable[[], bytes], clock: Callable[[], float] = time.per
                 choices = event["choices"]
                 if choices:
                     choice = choices[0]
-                    delta = choice.get("delta") or {}
-                    content = delta.get("content")
+                    delta = choice.get("delta")
+                    if delta is None:  # /v1/completions: the text is the choice's own
+                        delta, content = {}, choice.get("text")
+                    else:
+                        content = delta.get("content")
                     if content:
                         result.content_times.append(now)
                         if result.first_answer_time is None:
@@ -172,6 +193,11 @@ def read_stream(recv: Callable[[], bytes], clock: Callable[[], float] = time.per
                     elif delta.get("reasoning_content") or delta.get("reasoning"):
                         result.content_times.append(now)
                         result.reasoning_chunks += 1
+                    elif delta.get("tool_calls"):  # a call's name and arguments, streamed like tokens
+                        result.content_times.append(now)
+                        if result.first_answer_time is None:
+                            result.first_answer_time = now
+                        add_tool_calls(result.tool_calls, delta["tool_calls"])
                     if choice.get("finish_reason"):
                         result.finish_reason = choice["finish_reason"]
                 if "usage" in event and event["usage"]:

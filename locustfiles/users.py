@@ -21,8 +21,9 @@ from locust.exception import StopUser
 from locustfiles import arrivals
 from locustfiles.connection import Connection
 from locustfiles.dataset import Prompt
-from locustfiles.metrics import build_record, stamp_schedule
-from locustfiles.records import CANCELLED, ERROR, RequestRecord
+from locustfiles.endpoints import CHAT, read_json_reply, request_body, request_shape
+from locustfiles.metrics import build_json_record, build_record, stamp_schedule
+from locustfiles.records import CANCELLED, ERROR, OK, RequestRecord
 from locustfiles.runstate import llm_run
 from locustfiles.serverwatch import ServerLost, backoff_s
 from locustfiles.sse import CLOSED_BEFORE_RESPONSE, StreamResult, classify_exception, classify_http_error, read_stream
@@ -68,7 +69,8 @@ def body_reader(stream: Any) -> Callable[[], bytes]:
 
 
 class ChatStreamUser(FastHttpUser):
-    """Replays prompts from the run's dispenser over ``POST /v1/chat/completions`` with streaming."""
+    """Replays prompts from the run's dispenser over ``POST /v1/chat/completions`` with streaming, or the endpoint
+    ``--endpoint`` names (``endpoints.py``)."""
 
     abstract = True
     wait_time = constant(0)
@@ -89,6 +91,9 @@ class ChatStreamUser(FastHttpUser):
             self.network_timeout = opts.read_timeout
         super().__init__(environment)
         self.llm = llm_run(environment)
+        self.shape = request_shape(opts.endpoint, opts.request_extra, opts.check) if opts is not None \
+            else request_shape(CHAT, "", "")
+        self.path = self.shape.endpoint.path
         key = os.environ.get(opts.api_key_env, "") if opts is not None else ""
         # identity: a compressed event stream cannot be timed chunk by chunk (Locust asks for gzip)
         self.headers = {"Accept": "text/event-stream", "Content-Type": "application/json",
@@ -98,19 +103,14 @@ class ChatStreamUser(FastHttpUser):
         self.connection = Connection(self.client, (self.host or "") + self.path)
 
     def request_body(self, prompt: Prompt) -> dict[str, Any]:
-        """The chat completion request; override to add sampling parameters."""
+        """The request of ``prompt`` to the run's endpoint (``endpoints.request_body``) and the run's options."""
         opts = self.environment.parsed_options
-        body: dict[str, Any] = {
-            "messages": list(prompt.messages),
-            "max_tokens": prompt.max_tokens,
-            "stream": True,
-            "stream_options": {"include_usage": True},
-        }
+        body = request_body(self.shape.endpoint, prompt, self.shape.extra)
         if opts is not None and opts.model:
             body["model"] = opts.model
         if opts is not None and opts.no_cache_prompt:
             body["cache_prompt"] = False
-        if opts is not None and opts.ignore_eos:  # llama.cpp, vLLM and SGLang read it; others ignore it
+        if opts is not None and opts.ignore_eos and self.shape.endpoint.streams:  # llama.cpp, vLLM and SGLang read it
             body["ignore_eos"] = True
         return body
 
@@ -142,7 +142,9 @@ class ChatStreamUser(FastHttpUser):
         record = RequestRecord(request_id=self.llm.next_request_id(), prompt_index=prompt.index,
                                worker=self.llm.worker, send_ts=time.time(),
                                max_tokens=prompt.max_tokens,
-                               expected_prompt_tokens=prompt.prompt_tokens, target_users=self.llm.target_users)
+                               expected_prompt_tokens=prompt.prompt_tokens, target_users=self.llm.target_users,
+                               endpoint=self.shape.endpoint.name, inputs=len(prompt.inputs) or None,
+                               images=len(prompt.image_sizes) or None, image_size="+".join(prompt.image_sizes) or None)
         self._reading = None
         self._waiting = False
         sent = True
@@ -179,8 +181,9 @@ class ChatStreamUser(FastHttpUser):
             self.connection.begin()
             record.send_ts = time.time()
             send_t = time.perf_counter()
+            streams = self.shape.endpoint.streams
             resp = self.client.request("POST", self.path, json=body, headers=headers,
-                                       stream=True, catch_response=True)
+                                       stream=streams, catch_response=True)
             status = resp.status_code
             sent_at = self.connection.sent_at
             if sent_at is not None:  # the clock starts when the request left, not before Locust's own work
@@ -212,11 +215,19 @@ class ChatStreamUser(FastHttpUser):
                 error_class, message = classify_http_error(status, resp.content or b"")
                 self._fail(record, send_t, error_class, message)
                 return None
+            if not streams:  # embeddings, rerank: one body, read in full by the request itself
+                build_json_record(record, send_t, time.perf_counter(),
+                                  read_json_reply(self.shape.endpoint, resp.content or b"", len(prompt.inputs)))
+                return None
+            check = self.shape.check
             stream = StreamResult()
             self._reading = (send_t, stream)
-            read_stream(body_reader(resp.stream), collect_text=self.collect_text, result=stream)
+            read_stream(body_reader(resp.stream), collect_text=self.collect_text or check is not None, result=stream)
             self._reading = None
             build_record(record, send_t, stream)
+            if check is not None and record.status == OK:
+                record.invalid_reason = check.reason(stream.text, stream.tool_calls, stream.finish_reason)
+                record.valid = record.invalid_reason is None
             return stream
 
     @staticmethod

@@ -50,6 +50,7 @@ from orchestrate.server.launchers.base import Launcher
 from orchestrate.server.liveness import DIED, ServerWatch
 from orchestrate.server.preflight import fetch_facts, model_file
 from orchestrate.server.preflight import session as preflight_session
+from orchestrate.server.serves import check_serves
 from orchestrate.variantrun import Carried, Context, Ending, VariantRun
 
 
@@ -127,6 +128,7 @@ def run_variant(context: Context, variant: Variant, paths: VariantPaths, first_a
         with result.launcher as launcher, preflight_session() as session:
             url = start_server(variant, launcher)
             result.facts = facts = fetch_facts(url, session)
+            check_serves(variant.load.request, url, session, facts)  # embeddings without --embeddings: one line
             sample_prompts(plan, PromptSource(facts, url, paths.prompts, session), asked_ui)
             stepper = Stepper(url, swarm, facts.model_id, variant.name, paths, lambda: exited(launcher), ui=ui)
             run_warmup(plan, stepper)  # before the sampler: the server's counters then match the load
@@ -174,7 +176,7 @@ def sample_prompts(plan: StepPlan, source: PromptSource, asked_ui: bool) -> None
           f"(lengths from {'the server' if source.facts.has_tokenize else 'an estimate'}) ...", flush=True)
     sample = plan.sample(source).sample
     print(f"[{name}] {len(sample.prompts)} prompts ({sample.examined} examined, "
-          f"{sample.examined - len(sample.prompts)} dropped){plan.sample_note()}", flush=True)
+          f"{sum(sample.dropped.values())} dropped){plan.sample_note()}", flush=True)
     if asked_ui and not plan.interactive:
         print(f"[{name}] its steps run headless, one after another: --ui is not used for it", flush=True)
 

@@ -24,7 +24,7 @@ from orchestrate.errors import LoadRunError
 from orchestrate.load import jointoken
 from orchestrate.processes import stop_process
 from orchestrate.results import VariantPaths
-from orchestrate.scenario import pacing, replay
+from orchestrate.scenario import pacing, replay, request
 from orchestrate.scenario.spec import LoadSpec
 from orchestrate.server.launchers.base import free_port
 from orchestrate.server.liveness import DIED
@@ -130,6 +130,7 @@ def locust_command(plan: LoadPlan, paths: VariantPaths) -> list[str]:
         cmd += ["--request-id-prefix", plan.request_id_prefix]
     cmd += pacing.locust_args(load)  # --rate ... or --stages ...
     cmd += replay.locust_args(load)  # --mode multi_turn --history ... --think-time ...
+    cmd += request.locust_args(load)  # --endpoint ... --request-extra ... --check ...
     if plan.model:
         cmd += ["--model", plan.model]
     swarm = plan.swarm

@@ -28,6 +28,7 @@ from locustfiles.dataset import (
 from locustfiles.sharegpt_file import ShareGPTFile, TruncatedError
 from orchestrate.errors import DatasetError, ServerError
 from orchestrate.load.fixedprompts import Counters, fixed_length_prompts
+from orchestrate.load.shaping import shape_prompts, texts_per_request
 from orchestrate.load.traces.build import trace_prompts
 from orchestrate.load.traces.files import read_trace
 from orchestrate.load.traces.window import fit_trace
@@ -80,8 +81,8 @@ def prepare_prompts(load: LoadSpec, facts: ServerFacts, url: str, out: Path,
     ``out`` (one JSON line each)."""
     try:
         if not load.warmup_prompts:
-            return _prepare(load, facts, url, out, session)
-        both = _prepare(replace(load, num_prompts=load.num_prompts + load.warmup_prompts), facts, url, out, session)
+            return _prepare_requests(load, facts, url, out, session)
+        both = _prepare_requests(replace(load, num_prompts=load.num_prompts + load.warmup_prompts), facts, url, out, session)
         measured, warmup = both.sample.prompts[:load.num_prompts], both.sample.prompts[load.num_prompts:]
         write_prompts(out, measured)
         return replace(both, sample=replace(both.sample, prompts=measured, requested=load.num_prompts),
@@ -130,6 +131,19 @@ def check_dataset(name: str, allow_truncated: bool = False) -> ShareGPTFile | No
         raise DatasetError(exc.truncation.message(exc.name, TRUNCATED_HINT)) from None
     except DataFileError as exc:
         raise DatasetError(str(exc)) from None
+
+
+def _prepare_requests(load: LoadSpec, facts: ServerFacts, url: str, out: Path, session: requests.Session
+                      ) -> PreparedPrompts:
+    """The sampled prompts as the requests ``load.request`` asks for (``shaping``): as many texts sampled as they
+    need, grouped into embeddings inputs or rerank documents, images attached."""
+    per = texts_per_request(load.request)
+    prepared = _prepare(replace(load, num_prompts=load.num_prompts * per), facts, url, out, session)
+    shaped = shape_prompts(load, prepared.sample.prompts)
+    if shaped is prepared.sample.prompts:
+        return prepared
+    write_prompts(out, shaped)
+    return replace(prepared, sample=replace(prepared.sample, prompts=shaped, requested=load.num_prompts))
 
 
 def _prepare(load: LoadSpec, facts: ServerFacts, url: str, out: Path, session: requests.Session) -> PreparedPrompts:

@@ -14,6 +14,7 @@ from typing import Any
 from orchestrate.report.compare_report import effect_name, held_text
 from orchestrate.report.plots import CURVES
 from orchestrate.report.schema.capacity import Capacity
+from orchestrate.report.schema.request import Images
 from orchestrate.report.schema.sweep import Sweep
 from orchestrate.report.schema.trace import Trace
 from orchestrate.report.schema.ui import UiSteps
@@ -151,6 +152,24 @@ def trace_figures(label: str, block: Trace) -> list[Figure]:
                                                   ("E2E", "e2e_ms", "p99")))],
             "layout": _layout("Latency by prompt length (tokens)", "prompt tokens", "ms", barmode="group")})
     return out
+
+
+def image_figures(label: str, block: Images) -> list[Figure]:
+    """Images: TTFT p50 and p99 by image size beside the text-only requests', and image tokens by size."""
+    rows = [(b.size, b.ttft_ms, b.image_tokens) for b in block.by_size]
+    if block.ttft_ms_text_only is not None:
+        rows.append(("text only", block.ttft_ms_text_only, None))
+    names = [name for name, _, _ in rows]
+    ttft = {"title": f"{label}: TTFT by image size", "data": [
+        {"type": "bar", "name": f"TTFT {p}", "x": names, "y": [getattr(t, p) if t else None for _, t, _ in rows],
+         "marker": {"color": COLORS[i]}, "hovertemplate": f"%{{x}}: %{{y:,.1f}} ms<extra>TTFT {p}</extra>"}
+        for i, p in enumerate(("p50", "p99"))], "layout": _layout("TTFT by image size", "images", "ms", barmode="group")}
+    tokens = {"title": f"{label}: image tokens by size", "data": [
+        {"type": "bar", "name": "image tokens p50", "x": [b.size for b in block.by_size],
+         "y": [b.image_tokens.p50 if b.image_tokens else None for b in block.by_size], "marker": {"color": COLORS[2]},
+         "hovertemplate": "%{x}: %{y:,.0f} tokens<extra></extra>"}],
+        "layout": _layout("Image tokens as the server counted them", "images", "tokens")}
+    return [ttft, tokens]
 
 
 def capacity_figures(label: str, block: Capacity) -> list[Figure]:

@@ -95,11 +95,13 @@ class VariantResult:
 
 def _scenario_settings(run: Path, name: str, retried: bool) -> dict[str, Any] | None:
     """Settings rebuilt from the run's ``scenario.yaml``, for summaries written before they carried them."""
+    from orchestrate.scenario.request import request_of
     from orchestrate.scenario.spec import LoadSpec, ServerSpec, Variant
     try:
         as_run = yaml.safe_load(scenario_copy(run).read_text())
         raw = next(v for v in as_run["variants"] if v["name"] == name)
-        variant = Variant(name, ServerSpec(**raw["server"]), LoadSpec(**raw["load"]), raw.get("retry_with"))
+        load = {**raw["load"], "request": request_of(raw["load"].get("request") or {})}
+        variant = Variant(name, ServerSpec(**raw["server"]), LoadSpec(**load), raw.get("retry_with"))
     except (OSError, yaml.YAMLError, TypeError, KeyError, StopIteration):
         return None
     return variant_settings(variant.with_retry() if retried else variant)

@@ -24,7 +24,7 @@ from orchestrate.report.compare import (
     compare,
     read_variants,
 )
-from orchestrate.report.formats import fmt_figure, fmt_num, slo_text
+from orchestrate.report.formats import fmt_figure, fmt_num, fmt_pct, slo_text
 from orchestrate.report.jsontypes import from_json
 from orchestrate.report.schema.sweep import Sweep
 from orchestrate.results import compare_json, compare_md, compare_png, compare_sweep_png, variant_dirs
@@ -176,6 +176,23 @@ def _goodput_lines(rows: list[dict[str, Any]]) -> list[str]:
     return out
 
 
+def _request_lines(rows: list[dict[str, Any]]) -> list[str]:
+    """A line per variant whose requests were more than text chat: valid replies, inputs per second, images."""
+    keys = ("valid_share", "inputs_per_s", "image_ttft_ratio")
+    found = [r for r in rows if any(r.get(k) is not None for k in keys)]
+    if not found:
+        return []
+    out = ["", "## Requests (valid replies of a checked run; inputs of embeddings and rerank; images)", ""]
+    for r in found:
+        parts = [f"{fmt_pct(r['valid_share'])} of replies valid" if r.get("valid_share") is not None else "",
+                 f"{fmt_num(r['inputs_per_s'], 1)} {r.get('inputs_unit')}/s" if r.get("inputs_per_s") is not None
+                 else "",
+                 f"TTFT with images × {fmt_num(r['image_ttft_ratio'], 2)} of text-only"
+                 if r.get("image_ttft_ratio") is not None else ""]
+        out.append(f"- {r['label']}: " + ", ".join(p for p in parts if p))
+    return out
+
+
 def _capacity_lines(rows: list[dict[str, Any]]) -> list[str]:
     """A line per variant that searched its capacity: the answer (ratios only under the same SLO)."""
     found = [r for r in rows if r.get("capacity_sentence")]
@@ -200,6 +217,7 @@ def markdown(data: dict[str, Any], plot_name: str | None = None, sweep_plot: str
         out.append(f"| {r['label']} | {status} | {done} | " + " | ".join(fmt_figure(k, r.get(k)) for k, _ in COLUMNS)
                    + f" | {acc} | {_memory(r)} |")
     out += _goodput_lines(rows)
+    out += _request_lines(rows)
     out += _capacity_lines(rows)
     if data["baseline"]:
         out += ["", f"## Deltas against {data['baseline']}", "",

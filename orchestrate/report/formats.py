@@ -58,7 +58,8 @@ def summary_numbers(summary: Summary) -> dict[str, Any]:
     A comparison row, not a summary block: ``compare.py`` reads it by name (its columns, the ``steady_`` figures
     swapped in on a steady-state basis), spreads it into ``compare.json``'s rows and divides two of them; a sweep
     step's row (``schema/sweep.py:StepFigures``) has the same keys. The ``steady_*`` keys are there only with a
-    steady-state window, the ``capacity*`` ones only with a capacity search."""
+    steady-state window, the ``capacity*`` ones only with a capacity search, the request's (``valid_share``,
+    ``inputs_per_s``, ``image_ttft_ratio``) only when the requests were more than plain text chat."""
     req, thr, lat, mem = summary.requests, summary.throughput, summary.latency_ms, summary.memory
     out: dict[str, Any] = {
         "completed": req.completed, "errors": req.errors, "sent": req.sent,
@@ -82,6 +83,12 @@ def summary_numbers(summary: Summary) -> dict[str, Any]:
     per_joule = power.steady_state.output_tokens_per_joule if power.steady_state else None
     if steady and per_joule:
         out["steady_joules_per_output_token"] = 1 / per_joule
+    kind = summary.request  # what each request was: only when not plain text chat
+    if kind is not None:
+        out.update({"valid_share": kind.validity.share if kind.validity else None,
+                    "inputs_per_s": kind.inputs.per_s if kind.inputs else None,
+                    "inputs_unit": kind.inputs.unit if kind.inputs else None,
+                    "image_ttft_ratio": kind.images.ttft_ratio if kind.images else None})
     good = summary.goodput  # the limits too: goodput of two variants compares only under one SLO
     out.update({"goodput_slo": good.slo if good else None, "goodput_requests": good.requests_meeting if good else None,
                 "goodput_share": good.share if good else None, "goodput_rps": good.requests_per_s if good else None,

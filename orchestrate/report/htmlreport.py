@@ -78,6 +78,9 @@ GLANCE = (Figure("status", "status", str), Figure("requests.completed", "done", 
           Figure("memory.gpu_peak_bytes", "GPU memory", fmt_bytes),
           Figure("energy.joules_per_output_token", "J per output token", lambda x: fmt_num(x, 3)),
           Figure("goodput.share", "goodput", fmt_pct),
+          Figure("request.inputs.per_s", "inputs/s", lambda x: fmt_num(x, 1)),
+          Figure("request.validity.share", "valid", fmt_pct),
+          Figure("request.images.ttft_ratio", "TTFT × images", lambda x: fmt_num(x, 2)),
           Figure("capacity.max_passing", "capacity", lambda x: f"{x:g}"))
 """The headline of every run, one row each: the reference study's figures first."""
 STEADY = (Figure("steady_state.duration_s", "window s", fmt_num),
@@ -220,6 +223,13 @@ def sections(run_dir: Path, runs: list[Run]) -> list[dict[str, Any]]:
                                       f"{c.time_scale:g}× its speed; the trace's prefix reuse "
                                       f"{fmt_pct(trace.ideal_cached_share)} of prompt tokens at most, the server "
                                       f"reported {fmt_pct(trace.server_cached_share)} cached."))
+    for run in runs:
+        images = run.summary.request.images if run.summary.request else None
+        if images:
+            out.append(_section("images-" + re.sub(r"[^A-Za-z0-9_-]+", "-", run.label), f"Images: {run.label}",
+                                charts.image_figures(run.label, images),
+                                intro=f"{images.images:,} images in {images.requests:,} requests; image tokens as the "
+                                      "server counted them (its prompt tokens less the text's own count)."))
     swept = [(r.label, r.summary.sweep) for r in runs if r.summary.sweep]
     if swept:
         out.append(_section("sweep", "Sweep", charts.step_figures(swept, "sweep")))

@@ -30,6 +30,7 @@ from orchestrate.report.notes import cap_warning
 from orchestrate.report.schema import Summary
 from orchestrate.report.schema.capacity import Capacity
 from orchestrate.report.schema.common import Percentiles
+from orchestrate.report.schema.request import Images
 from orchestrate.report.schema.steady import Goodput
 from orchestrate.report.schema.sweep import Sweep
 from orchestrate.report.schema.trace import Trace
@@ -57,6 +58,7 @@ def summary_md(summary: Summary, images: Sequence[str] = ()) -> str:
     out += steady_state_section(summary)
     out += pacing_section(summary)  # open-loop arrivals, per-stage table
     out += trace_section(summary.trace)  # a trace replay: what was replayed, prefix reuse, latency by length
+    out += images_section(summary.request.images if summary.request else None)  # figures by image size
     out += goodput_section(summary.goodput)
     out += tokens_section(summary)
     out += turns_section(summary)  # multi-turn replay: the per-turn table
@@ -268,6 +270,20 @@ def trace_section(block: Trace | None) -> list[str]:
         out.append(f"| {b.low:,}–{'' if b.high is None else f'{b.high:,}'} | {b.requests} | {b.completed} | "
                    f"{fmt_ms(_at(b.ttft_ms, 'p50'))} | {fmt_ms(_at(b.ttft_ms, 'p99'))} | {fmt_ms(_at(b.tpot_ms, 'p50'))} | "
                    f"{fmt_ms(_at(b.tpot_ms, 'p99'))} | {fmt_ms(_at(b.e2e_ms, 'p99'))} |")
+    return out + [""]
+
+
+def images_section(block: Images | None) -> list[str]:
+    """Image tokens (the server's count) and TTFT by image size, with the text-only requests for reference."""
+    if block is None:
+        return []
+    out = ["| images | requests | image tokens p50 | TTFT p50 | TTFT p99 |", "|---|---|---|---|---|"]
+    for b in block.by_size:
+        out.append(f"| {b.size} | {b.requests} | {fmt_num(_at(b.image_tokens, 'p50'), 0)} | "
+                   f"{fmt_ms(_at(b.ttft_ms, 'p50'))} | {fmt_ms(_at(b.ttft_ms, 'p99'))} |")
+    if block.ttft_ms_text_only is not None:
+        out.append(f"| text only | {block.text_only} | – | {fmt_ms(_at(block.ttft_ms_text_only, 'p50'))} | "
+                   f"{fmt_ms(_at(block.ttft_ms_text_only, 'p99'))} |")
     return out + [""]
 
 

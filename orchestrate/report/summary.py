@@ -24,6 +24,7 @@ from orchestrate.report.aggregates.headline import summarize_records
 from orchestrate.report.aggregates.host import summarize_host
 from orchestrate.report.aggregates.pacing_figures import load_mode_summary
 from orchestrate.report.aggregates.recordsfile import read_records
+from orchestrate.report.aggregates.request import request_block
 from orchestrate.report.aggregates.servermetrics import jsonl_rows, load_metrics, server_metrics, summarize_metrics
 from orchestrate.report.aggregates.steadystate import steady_state
 from orchestrate.report.aggregates.sweep import sweep_block
@@ -81,7 +82,8 @@ def build_summary(paths: VariantPaths, scenario: str, variant: str, facts: RunFa
         server=server, server_down=server_down(records, server.down_at, samples)
         if facts.status in ("crashed", "server_lost") else None,
         workers=workers, client=summarize_client(read_json(paths.client_json)),
-        workers_lost=workers.workers_lost if workers else 0, arrivals=pacing.arrivals, trace=trace, stages=pacing.stages,
+        workers_lost=workers.workers_lost if workers else 0, arrivals=pacing.arrivals, trace=trace,
+        request=request_block(records, head.duration_s), stages=pacing.stages,
         users_over_time=over_time, ui_steps=steps, turns=turns.turns, conversations=turns.conversations,
         steady_state=steady, energy=energy(metrics_frame, first, None if first is None else first + head.duration_s,
                                            head.tokens, steady),

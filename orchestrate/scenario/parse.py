@@ -25,6 +25,7 @@ from orchestrate.scenario.lengths import LENGTH_KEYS, parse_lengths
 from orchestrate.scenario.matrix import Combination, apply_combination, expand_matrix
 from orchestrate.scenario.pacing import MODE_KEYS, hide_stages, with_load_modes
 from orchestrate.scenario.replay import REPLAY_KEYS, hide_think_time, parse_replay
+from orchestrate.scenario.request import REQUEST_KEYS, parse_request
 from orchestrate.scenario.search import parse_search
 from orchestrate.scenario.settings import on_off
 from orchestrate.scenario.slo import parse_slo
@@ -44,7 +45,7 @@ from orchestrate.scenario.yamlsource import Checker, read_yaml
 
 LOAD_KEYS = {*DATASET_KEYS, "users", "spawn_rate", "num_prompts", "max_seconds", "max_tokens", "seed",
              "sampling", "cache_prompt", "read_timeout_s", "server_lost_after_s", *SWEEP_SETTINGS, *MODE_KEYS,
-             *REPLAY_KEYS, *LENGTH_KEYS, "trace"}
+             *REPLAY_KEYS, *LENGTH_KEYS, "trace", *REQUEST_KEYS}
 
 TOP_KEYS = {"name", "description", "server", "load", "variants", "matrix", "on_load_failure", "slo", "search",
             "repeats", "host_limits"}
@@ -66,7 +67,7 @@ def _set_target(key: str) -> tuple[str, ...]:
 
 def _server(check: Checker, raw: dict[str, Any], at: Origin) -> ServerSpec:
     launcher = raw.get("launcher", "embedded")
-    if launcher not in LAUNCHER_KINDS:
+    if not isinstance(launcher, str) or launcher not in LAUNCHER_KINDS:
         raise check.fail(at("launcher"), f"unknown launcher {launcher!r}; available: {', '.join(LAUNCHER_KINDS)}")
     raw_flags = raw.get("flags")
     flags = check.mapping(raw_flags, at("flags"), set(raw_flags) if isinstance(raw_flags, dict) else set())
@@ -112,7 +113,8 @@ def _load(check: Checker, raw: dict[str, Any], at: Origin) -> LoadSpec:
                     server_lost_after_s=n(raw.get("server_lost_after_s", DEFAULT_LOST_AFTER_S),
                                           at("server_lost_after_s"), float, 0.5),
                     warmup_prompts=n(raw.get("warmup_prompts", 0), at("warmup_prompts"), int, 0),
-                    **parse_replay(check, raw, at), **parse_lengths(check, raw, at), **parse_trace(check, raw, at)))
+                    **parse_replay(check, raw, at), **parse_lengths(check, raw, at), **parse_trace(check, raw, at),
+                    **parse_request(check, raw, at)))
 
 
 def _target(check: Checker, key: Any, at: tuple[Any, ...]) -> tuple[str, ...]:

@@ -17,6 +17,7 @@ from orchestrate.scenario.flags import VALUE_SWITCHES, canonical_flag
 from orchestrate.scenario.lengths import length_settings
 from orchestrate.scenario.pacing import settings as mode_settings
 from orchestrate.scenario.replay import replay_settings
+from orchestrate.scenario.request import request_settings
 from orchestrate.scenario.search import settings as search_settings
 from orchestrate.scenario.spec import LAUNCHER_KINDS, RANDOM_DATASET, SAMPLING_KEYS, LoadSpec, Variant
 from orchestrate.scenario.trace import trace_settings
@@ -62,6 +63,7 @@ def variant_settings(variant: Variant) -> dict[str, Any]:
     out.update(mode_settings(load))  # rate or stages, when set
     out.update(replay_settings(load))  # multi_turn's keys, when set
     out.update(length_settings(load))  # ignore_eos as sent; random's lengths
+    out.update(request_settings(load))  # endpoint, constraint, tools, images, when not plain chat
     out.update(search_settings(variant.search))  # a capacity search: the loads it may try, what a pass is
     if variant.sweep is not None:  # the swept key is all of its values: variants compare step by step
         out[f"load.{variant.sweep.key}"] = list(variant.sweep.values)

@@ -202,6 +202,40 @@ class TokenLength:
 
 
 @dataclass(frozen=True)
+class ImageSpec:
+    """``load.images``: generated images attached to each prompt (``orchestrate.load.images``)."""
+
+    count: int = 1
+    """Images per prompt that carries any."""
+    sizes: tuple[tuple[int, int], ...] = ((256, 256),)
+    """(width, height) pairs: each image takes one, drawn with the run's seed (one pair: every image that size)."""
+    share: float = 1.0
+    """The fraction of prompts that carry images; the rest stay text-only (the report compares the two)."""
+
+
+@dataclass(frozen=True)
+class RequestSpec:
+    """What each request is (``scenario.request``): the endpoint, its inputs, the constraint and tools sent with
+    it and the images a chat prompt carries. Files are named here and read by ``request.request_fields``."""
+
+    endpoint: str = "chat"
+    """``chat``, ``completions`` (the prompt's text), ``embeddings`` or ``rerank`` (``locustfiles.endpoints``)."""
+    inputs_per_request: int = 1
+    """``embeddings``: texts per request; ``rerank``: documents per query."""
+    schema: str | None = None
+    """A JSON schema file sent as ``response_format`` (``json_schema``)."""
+    check_schema: str | None = None
+    """The schema replies are checked against (default: ``schema``); another file measures a mismatch."""
+    grammar: str | None = None
+    """A GBNF grammar file sent as ``grammar`` (llama.cpp); its replies are not checked."""
+    tools: str | None = None
+    """An OpenAI ``tools`` JSON file; each reply's calls are checked against it."""
+    tool_choice: str | None = None
+    """``auto``, ``required``, ``none`` or a tool's name; None: the server's default."""
+    images: ImageSpec | None = None
+
+
+@dataclass(frozen=True)
 class LoadSpec:
     """What load to send."""
 
@@ -252,6 +286,8 @@ class LoadSpec:
     trace: TraceSpec | None = None
     """``dataset: trace``: the trace and its transformations; requests are sent on its clock, ``users`` caps
     the requests in flight, and ``num_prompts`` is the trace's (after ``max_requests``)."""
+    request: RequestSpec = RequestSpec()
+    """What each request is: chat (the default), completions, embeddings or rerank, and what rides with it."""
 
     @property
     def ignores_eos(self) -> bool:

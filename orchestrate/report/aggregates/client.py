@@ -12,7 +12,8 @@ from typing import Any
 
 import pandas as pd
 
-from locustfiles.records import METRIC, NO_CONTENT, REQUEST_NAME, REQUEST_TYPE
+from locustfiles.endpoints import PATHS
+from locustfiles.records import INPUT, METRIC, NO_CONTENT, REQUEST_TYPE
 from orchestrate.report.schema.headline import Requests, Tokens
 from orchestrate.report.schema.machine import Client, LocustCrosscheck, LocustCsv, LoopLag
 from orchestrate.results import read_json
@@ -45,12 +46,12 @@ def summarize_client(reports: list[dict[str, Any]] | None) -> Client | None:
 
 
 def locust_csv_counts(stats_csv: Path) -> LocustCsv | None:
-    """The chat row's request and failure counts in Locust's ``_stats.csv`` (None without the file)."""
+    """The requests row's request and failure counts in Locust's ``_stats.csv`` (None without the file)."""
     try:
         table = pd.read_csv(stats_csv)
     except (OSError, ValueError):
         return None
-    chat = table[(table["Type"] == REQUEST_TYPE) & (table["Name"] == REQUEST_NAME)]
+    chat = table[(table["Type"] == REQUEST_TYPE) & table["Name"].isin(PATHS)]
     if chat.empty:
         return LocustCsv(requests=0, failures=0)
     return LocustCsv(requests=int(chat["Request Count"].iloc[0]), failures=int(chat["Failure Count"].iloc[0]))
@@ -58,19 +59,21 @@ def locust_csv_counts(stats_csv: Path) -> LocustCsv | None:
 
 def locust_crosscheck(stats_json: Path, stats_csv: Path | None = None) -> LocustCrosscheck | None:
     """Requests, failures and token totals from Locust's ``--json-file`` output alone (prompt
-    tokens ride on the TTFT rows, and on the NO_CONTENT rows of replies without content)."""
+    tokens ride on the TTFT rows, on the NO_CONTENT rows of replies without content, on the INPUT rows of
+    one-body replies)."""
     rows = read_json(stats_json)
     if rows is None:
         return None
     by_key = {(r["method"], r["name"]): r for r in rows}
-    chat = by_key.get((REQUEST_TYPE, REQUEST_NAME))
+    chat = next((r for (method, name), r in by_key.items() if method == REQUEST_TYPE and name in PATHS), None)
     if chat is None:
         return LocustCrosscheck()
     ttft, no_content = by_key.get((METRIC, "TTFT"), {}), by_key.get((METRIC, NO_CONTENT), {})
+    inputs = by_key.get((METRIC, INPUT), {})
     start = min(r["start_time"] for r in rows)
     end = max(r["last_request_timestamp"] or start for r in rows)
     duration = end - start
-    prompt = int(ttft.get("total_content_length", 0)) + int(no_content.get("total_content_length", 0))
+    prompt = sum(int(row.get("total_content_length", 0)) for row in (ttft, no_content, inputs))
     output = int(chat["total_content_length"])
     return LocustCrosscheck(requests=int(chat["num_requests"]), failures=int(chat["num_failures"]),
                             no_content=int(no_content.get("num_requests", 0)),

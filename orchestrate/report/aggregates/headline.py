@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from locustfiles.endpoints import ONE_BODY
 from locustfiles.records import CANCELLED, ERROR, OK
 from orchestrate.report.aggregates.chunkcolumn import COLUMN
 from orchestrate.report.aggregates.chunks import itl_stats
@@ -36,7 +37,7 @@ def _stat(df: pd.DataFrame, column: str) -> Stats | None:
     return value_stats(df[column].dropna().to_numpy()) if column in df else None
 
 
-_COMPLETED_FIELDS = frozenset({"prompt_index", "ttft_ms", "ttfo_ms", "tpot_ms", "answer_tpot_ms", "e2e_ms", COLUMN,
+_COMPLETED_FIELDS = frozenset({"endpoint", "prompt_index", "ttft_ms", "ttfo_ms", "tpot_ms", "answer_tpot_ms", "e2e_ms", COLUMN,
                                "n_chunks", "tokens_per_chunk", "prompt_tokens", "cached_tokens", "cached_tokens_source",
                                "prefill_tokens", "output_tokens", "output_tokens_source", "max_tokens",
                                "reasoning_tokens", "reasoning_tokens_source", "prompt_ms", "predicted_ms",
@@ -57,7 +58,7 @@ def summarize_records(df: pd.DataFrame) -> Headline:
     return Headline(
         requests=Requests(sent=int(len(df)), completed=int(len(ok)), errors=int(len(errors)),
                           cancelled=int((df["status"] == CANCELLED).sum()),
-                          no_content=int(numeric_column(ok, "ttft_ms").isna().sum()),
+                          no_content=no_content(ok),
                           short_replies=short_replies(ok),
                           errors_by_class={str(k): int(v) for k, v in
                                            errors["error_class"].value_counts().sort_index().items()}),
@@ -76,6 +77,15 @@ def summarize_records(df: pd.DataFrame) -> Headline:
         speculative=speculative(ok),
         completed_prompts=tuple(sorted({int(i) for i in numeric_column(ok, "prompt_index").dropna()})),
     )
+
+
+def no_content(ok: pd.DataFrame) -> int:
+    """Completed streamed replies without content (no TTFT); a one-body reply (embeddings, rerank) has none to
+    have."""
+    missing = numeric_column(ok, "ttft_ms").isna()
+    if "endpoint" in ok:
+        missing &= ~ok["endpoint"].isin(ONE_BODY)
+    return int(missing.sum())
 
 
 def _sources(ok: pd.DataFrame, column: str) -> tuple[str, ...]:

@@ -21,6 +21,7 @@ from orchestrate.report.schema.headline import (
 )
 from orchestrate.report.schema.machine import Client, Energy, Host, LocustCrosscheck, Workers
 from orchestrate.report.schema.pacing import Arrivals, Stage
+from orchestrate.report.schema.request import Request
 from orchestrate.report.schema.runfacts import (
     FirstAttempt,
     Machine,
@@ -142,6 +143,9 @@ class Summary(Headline, RunFacts, Names):
     trace: Trace | None = omitted()
     """A trace replay: what was replayed and how, prefix reuse, arrivals per second, latency by prompt length;
     absent without ``dataset: trace``."""
+    request: Request | None = omitted()
+    """What each request was when not plain text chat (completions, embeddings, rerank, a constraint, tools,
+    images) and the figures its kind asks for; absent for plain text chat."""
     stages: tuple[Stage, ...] = omitted(())
     """A ramp's stages; absent without ``stages``."""
     users_over_time: UsersOverTime | None = omitted()

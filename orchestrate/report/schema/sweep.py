@@ -85,6 +85,14 @@ class StepFigures:
     """``goodput.requests_per_s``."""
     goodput_tok_s: float | None = None
     """``goodput.output_tokens_per_s``."""
+    valid_share: float | None = omitted()
+    """``request.validity.share``: a checked run's share of valid replies."""
+    inputs_per_s: float | None = omitted()
+    """``request.inputs.per_s``: embeddings' texts or rerank's documents per second."""
+    inputs_unit: str | None = omitted()
+    """``request.inputs.unit``."""
+    image_ttft_ratio: float | None = omitted()
+    """``request.images.ttft_ratio``."""
 
 
 @dataclass(frozen=True)

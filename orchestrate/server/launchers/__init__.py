@@ -11,7 +11,7 @@ from __future__ import annotations
 import shlex
 import sys
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -22,14 +22,21 @@ from orchestrate.server.launchers.base import LOCAL_HOSTS, Launcher
 
 
 def resolve_model(name: str, build: bool = True) -> str:
-    """``tiny``, ``tiny-draft``, ``tiny-deep``, ``tiny-deep-draft`` → the generated GGUF;
+    """``tiny``, ``tiny-draft``, ``tiny-deep``, ``tiny-deep-draft``, ``tiny-reranker`` → the generated GGUF;
     ``gemma-3-270m`` → the packaged real model (``orchestrate.server.packaged_models``); each built once and
     cached, unless ``build`` is False; anything else is a path."""
     from orchestrate.server.packaged_models import PACKAGED_MODELS, packaged_model_path
     from orchestrate.standins.tinymodel import MODELS, tiny_model_path
     if name in PACKAGED_MODELS:
         return str(packaged_model_path(name, build))
+    if name == TINY_RERANKER:
+        from orchestrate.standins.tinyrerank import tiny_reranker_path
+        return str(tiny_reranker_path(build=build))
     return str(tiny_model_path(MODELS[name], build=build)) if name in MODELS else name
+
+
+TINY_RERANKER = "tiny-reranker"
+"""A generated reranking model (``standins.tinyrerank``) for ``llama-server --reranking``."""
 
 
 def embedded_config(spec: ServerSpec, model: str, draft_model: str | None) -> Any:
@@ -55,8 +62,21 @@ def models(spec: ServerSpec, build: bool = True) -> tuple[str, str | None]:
             resolve_model(spec.draft_model, build) if spec.draft_model else None)
 
 
+def with_generated_mmproj(spec: ServerSpec, build: bool = True) -> ServerSpec:
+    """``flags: {mmproj: tiny}`` → the generated projector for the tiny model (``standins.tinyvision``), built once
+    and cached unless ``build`` is False; any other value is a path, passed on as written."""
+    name = spec.flags.get("mmproj")
+    if not isinstance(name, str) or "/" in name or "." in name:  # a file: the generator (and gguf) not needed
+        return spec
+    from orchestrate.standins.tinyvision import MMPROJS, tiny_mmproj_path
+    if name not in MMPROJS:
+        return spec
+    return replace(spec, flags={**spec.flags, "mmproj": str(tiny_mmproj_path(MMPROJS[name], build=build))})
+
+
 def process_launcher(spec: ServerSpec, log_path: Path) -> Launcher:
     from orchestrate.server.launchers.process import ProcessLauncher
+    spec = with_generated_mmproj(spec)
     return _flag_errors_as_scenario_errors(lambda: ProcessLauncher(spec, *models(spec), log_path))
 
 
@@ -128,6 +148,7 @@ def server_command(spec: ServerSpec) -> str:
     except ImportError:  # the embedded extras are not installed: say what the scenario says
         model, draft = spec.model, spec.draft_model
     try:
+        spec = with_generated_mmproj(spec, build=False)
         return LAUNCHERS[spec.launcher].command(spec, model, draft, str(spec.port) if spec.port else FREE_PORT)
     except ScenarioError:
         raise
