@@ -1,0 +1,144 @@
+"""Beyond text chat on the real parts: ``tokenswarm run`` against llama.cpp's ``llama-server`` (build 11434).
+
+Embeddings on Gemma 3 270M (``--embeddings --pooling mean``), counted as the server counts them; a JSON schema's
+replies judged, and judged against another schema; tools; plain completions; images through a generated projector
+that libmtmd loads (``mmproj: tiny``); rerank on a generated reranker (``model: tiny-reranker``). A kind the server
+does not serve is one line before the load.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from orchestrate.standins.tinyvision import MMPROJS, image_tokens
+from tests.helpers import read_jsonl, tokenswarm_run, undocumented_keys
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
+
+PERSON = {"type": "object", "properties": {"name": {"type": "string", "maxLength": 20}, "age": {"type": "integer"}},
+          "required": ["name", "age"], "additionalProperties": False}
+CITY = {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}
+TOOLS = [{"type": "function", "function": {"name": "get_weather", "description": "The weather in a city",
+                                           "parameters": CITY}}]
+
+
+def run(tmp_path: Path, binary: Path, scenario: dict[str, Any], model: str = "gemma-3-270m",
+        flags: dict[str, Any] | None = None, ok: bool = True) -> tuple[str, Path]:
+    """``tokenswarm run`` of ``scenario`` on the real server (process launcher); its output and run folder."""
+    server = {"launcher": "process", "binary": str(binary), "model": model,
+              "flags": {"parallel": 4, "ctx-size": 8192, "threads": 2, **(flags or {})}}
+    path = tmp_path / "scenario.yaml"
+    path.write_text(yaml.safe_dump({"name": "kinds", "server": server, **scenario}))
+    proc, run_dir = tokenswarm_run(tmp_path, path, timeout_s=500)
+    out = proc.stdout + proc.stderr
+    assert (proc.returncode == 0) == ok, out[-3000:]
+    return out, run_dir
+
+
+def summary_of(variant: Path) -> dict[str, Any]:
+    summary = json.loads((variant / "summary.json").read_text())
+    assert undocumented_keys(summary) == []
+    return summary
+
+
+SHAREGPT = {"dataset": "sharegpt-v3", "allow_truncated": True, "users": 4, "sampling": {"max_prompt_tokens": 160}}
+
+
+def test_embeddings_count_as_the_server_counts_and_a_server_without_them_is_one_line(
+        llama_server_binary: Path, gemma_model: Path, tmp_path: Path) -> None:
+    scenario = {"load": {**SHAREGPT, "endpoint": "embeddings", "inputs_per_request": 4, "num_prompts": 12},
+                "variants": [{"name": "mean", "server": {"flags": {"embeddings": True, "pooling": "mean",
+                                                                   "ubatch-size": 1024, "batch-size": 1024}}},
+                             {"name": "no-flag"}]}
+    out, run_dir = run(tmp_path, llama_server_binary, scenario, ok=False)
+    summary = summary_of(run_dir / "mean")
+    records = read_jsonl(run_dir / "mean" / "requests.jsonl")
+    assert summary["status"] == "completed" and summary["requests"]["completed"] == 12
+    assert all(r["endpoint"] == "embeddings" and r["inputs"] == 4 and r["ttft_ms"] is None for r in records)
+    counters = summary["server_metrics"]["counters"]
+    assert counters["prompt_tokens"] == sum(r["prompt_tokens"] for r in records) == summary["tokens"]["prompt"]
+    assert counters["decode_calls"] == len(records)  # one batch each: the server's own request count
+    assert summary["server_metrics"]["agrees_with_records"] and summary["crosscheck_agrees"]
+    inputs = summary["request"]["inputs"]
+    assert inputs["total"] == 48 and inputs["per_s"] == pytest.approx(48 / summary["duration_s"])
+    assert "embeddings: 48 inputs (4.0 a request)" in out and "TTFT median" not in out
+    refused = summary_of(run_dir / "no-flag")
+    assert refused["status"] == "error" and refused["requests"]["sent"] == 0
+    assert "does not serve embeddings" in refused["error"] and "start llama-server with --embeddings" in refused["error"]
+
+
+def test_a_json_schema_run_is_judged_and_compared_with_free_replies(
+        llama_server_binary: Path, gemma_model: Path, tmp_path: Path) -> None:
+    (tmp_path / "person.json").write_text(json.dumps(PERSON))
+    (tmp_path / "city.json").write_text(json.dumps(CITY))
+    scenario = {"load": {**SHAREGPT, "num_prompts": 12, "max_tokens": 48},
+                "matrix": {"response_format": {"free": None, "schema": "person.json",
+                                               "mismatch": {"schema": "person.json", "check": "city.json"}}}}
+    out, run_dir = run(tmp_path, llama_server_binary, scenario)
+    free, schema, mismatch = (summary_of(run_dir / f"response_format-{name}") for name in ("free", "schema", "mismatch"))
+    assert "request" not in free  # plain chat: as it was
+    judged = schema["request"]["validity"]
+    assert judged["checked"] == schema["requests"]["completed"] == 12
+    replies = read_jsonl(run_dir / "response_format-schema" / "requests.jsonl")
+    assert judged["valid"] == sum(r["valid"] for r in replies) > 0  # measured: most replies are the person
+    assert all(r["invalid_reason"] == "cut_short" for r in replies if not r["valid"] and r["finish_reason"] == "length")
+    assert mismatch["request"]["validity"]["share"] < judged["share"]  # the same replies, judged by another schema
+    assert set(mismatch["request"]["validity"]["by_reason"]) <= {"schema_mismatch", "cut_short", "not_json"}
+    compare = (run_dir / "compare.md").read_text()
+    assert "## Requests" in compare and f"- response_format-schema: {100 * judged['share']:.1f} % of replies valid" in compare
+    effect = next(line for line in compare.splitlines() if line.startswith("- **load.schema**"))
+    assert "TPOT" in effect, effect  # the constrained against the free replies' TPOT, a clean effect
+
+
+def test_tools_and_completions_on_the_real_server(llama_server_binary: Path, gemma_model: Path, tmp_path: Path) -> None:
+    (tmp_path / "tools.json").write_text(json.dumps(TOOLS))
+    scenario = {"load": {**SHAREGPT, "num_prompts": 8, "max_tokens": 32},
+                "variants": [{"name": "tools", "load": {"tools": "tools.json", "tool_choice": "auto"}},
+                             {"name": "completions", "load": {"endpoint": "completions"}}]}
+    _, run_dir = run(tmp_path, llama_server_binary, scenario)
+    tools = summary_of(run_dir / "tools")
+    judged = tools["request"]["validity"]
+    assert judged["checked"] == tools["requests"]["completed"] == 8
+    # Gemma 3's own chat template has no tools: it answers in text, and every reply is judged so
+    assert judged["valid"] + sum(judged["by_reason"].values()) == 8
+    completions = summary_of(run_dir / "completions")
+    records = read_jsonl(run_dir / "completions" / "requests.jsonl")
+    assert completions["request"]["endpoint"] == "completions" and completions["requests"]["completed"] == 8
+    assert all(r["endpoint"] == "completions" and r["ttft_ms"] is not None and r["output_tokens"] > 0 for r in records)
+    assert all(r["prompt_tokens"] < r["expected_prompt_tokens"] for r in records)  # its text alone: no chat template
+    assert completions["crosscheck_agrees"] and completions["server_metrics"]["agrees_with_records"]
+
+
+def test_images_on_a_generated_projector_cost_the_tokens_the_server_counts(
+        llama_server_binary: Path, tiny_model: Path, tmp_path: Path) -> None:
+    scenario = {"load": {"dataset": "synthetic", "users": 4, "num_prompts": 24, "max_tokens": 8,
+                         "images": {"count": 1, "width": [64, 256, 512], "height": [64, 256, 384], "share": 0.75}}}
+    out, run_dir = run(tmp_path, llama_server_binary, scenario, model="tiny", flags={"mmproj": "tiny"})
+    summary = summary_of(run_dir / "default")
+    images = summary["request"]["images"]
+    assert images["requests"] + images["text_only"] == 24 and 0 < images["text_only"] < 24
+    sizes = {b["size"]: b for b in images["by_size"]}
+    assert set(sizes) == {"64x64", "256x256", "512x384"}
+    for size, block in sizes.items():
+        width, height = map(int, size.split("x"))
+        want = image_tokens(MMPROJS["tiny"], width, height)
+        assert block["image_tokens"]["min"] == block["image_tokens"]["max"] == want, size
+    assert images["ttft_ratio"] == pytest.approx(images["ttft_ms_with_images"]["p50"] / images["ttft_ms_text_only"]["p50"])
+    assert "| 512x384 |" in (run_dir / "default" / "summary.md").read_text() and "images:" in out
+    assert "Images: default" in (run_dir / "report.html").read_text()
+
+
+def test_rerank_on_a_generated_reranker(llama_server_binary: Path, tmp_path: Path) -> None:
+    scenario = {"load": {"dataset": "synthetic", "users": 2, "num_prompts": 10, "endpoint": "rerank",
+                         "inputs_per_request": 5, "sampling": {"max_prompt_tokens": 100}}}
+    _, run_dir = run(tmp_path, llama_server_binary, scenario, model="tiny-reranker", flags={"reranking": True})
+    summary = summary_of(run_dir / "default")
+    records = read_jsonl(run_dir / "default" / "requests.jsonl")
+    assert summary["requests"]["completed"] == 10 and summary["request"]["inputs"]["total"] == 50
+    assert summary["request"]["inputs"]["unit"] == "documents"
+    assert summary["server_metrics"]["counters"]["prompt_tokens"] == sum(r["prompt_tokens"] for r in records)
