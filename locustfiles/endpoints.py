@@ -89,12 +89,12 @@ def read_json_reply(endpoint: Endpoint, body: bytes, asked: int) -> JsonReply:
     try:
         data = json.loads(body)
         items = data["data"] if endpoint.name == EMBEDDINGS else data["results"]
-        usage = data.get("usage") or {}
+        tokens = (data.get("usage") or {}).get("prompt_tokens")
         count = len(items)
     except (ValueError, KeyError, TypeError, AttributeError) as exc:
         return JsonReply(error_class="bad_reply", error_detail=f"{type(exc).__name__}: {exc}"[:200])
-    tokens = usage.get("prompt_tokens")
-    reply = JsonReply(prompt_tokens=int(tokens) if isinstance(tokens, (int, float)) else None, items=count)
+    counted = isinstance(tokens, int) and not isinstance(tokens, bool) and tokens >= 0
+    reply = JsonReply(prompt_tokens=tokens if counted else None, items=count)
     if count != asked:
         reply.error_class = "bad_reply"
         reply.error_detail = f"{count} {'vectors' if endpoint.name == EMBEDDINGS else 'scores'} for {asked} {endpoint.unit}"

@@ -197,6 +197,7 @@ def read_stream(recv: Callable[[], bytes], clock: Callable[[], float] = time.per
                         result.content_times.append(now)
                         if result.first_answer_time is None:
                             result.first_answer_time = now
+                    if delta.get("tool_calls"):  # kept whatever else the delta carried (timed once, above)
                         add_tool_calls(result.tool_calls, delta["tool_calls"])
                     if choice.get("finish_reason"):
                         result.finish_reason = choice["finish_reason"]

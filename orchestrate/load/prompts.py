@@ -28,6 +28,7 @@ from locustfiles.dataset import (
 from locustfiles.sharegpt_file import ShareGPTFile, TruncatedError
 from orchestrate.errors import DatasetError, ServerError
 from orchestrate.load.fixedprompts import Counters, fixed_length_prompts
+from orchestrate.load.promptrows import is_prompt_rows, read_prompt_rows, row_prompts
 from orchestrate.load.shaping import shape_prompts, texts_per_request
 from orchestrate.load.traces.build import trace_prompts
 from orchestrate.load.traces.files import read_trace
@@ -119,6 +120,9 @@ def check_dataset(name: str, allow_truncated: bool = False) -> ShareGPTFile | No
     if name == RANDOM_DATASET or is_generated(name):
         return None
     path = resolve_dataset(name)
+    if is_prompt_rows(name):  # checked in full here, every image opened: a bad line is FILE:LINE
+        read_prompt_rows(path)
+        return None
     if not path.is_file():
         raise DatasetError(f"load.dataset: {path} does not exist (or is not a file); give the path to "
                            f"ShareGPT_V3_unfiltered_cleaned_split.json with --dataset, or use sharegpt-v3 "
@@ -149,6 +153,8 @@ def _prepare_requests(load: LoadSpec, facts: ServerFacts, url: str, out: Path, s
 def _prepare(load: LoadSpec, facts: ServerFacts, url: str, out: Path, session: requests.Session) -> PreparedPrompts:
     if load.dataset == RANDOM_DATASET:
         return _prepare_fixed(load, facts, url, out, session)
+    if is_prompt_rows(load.dataset):
+        return _prepare_rows(load, facts, url, out, session)
     if load.trace is not None:
         return _prepare_trace(load, facts, url, out, session)
     dataset = resolve_dataset(load.dataset)
@@ -198,6 +204,18 @@ def _prepare_trace(load: LoadSpec, facts: ServerFacts, url: str, out: Path, sess
     write_prompts(out, built.sample.prompts)
     write_json(VariantPaths(out.parent).trace_json, asdict(conditions))
     return PreparedPrompts(sample=built.sample, dataset=trace.path, token_counter=name, inexact=built.inexact)
+
+
+def _prepare_rows(load: LoadSpec, facts: ServerFacts, url: str, out: Path, session: requests.Session
+                  ) -> PreparedPrompts:
+    """``dataset: FILE.jsonl``: your own prompts and their images (``promptrows``), measured by the server."""
+    path = resolve_dataset(load.dataset)
+    rows = read_prompt_rows(path)
+    name, count_chats = prompt_token_counter(url, session, facts)
+    count = one_message_counter(count_chats) if count_chats is not None else estimate_tokens
+    sample = row_prompts(rows, load.num_prompts, load.seed, load.max_tokens, count, name, facts.per_slot_ctx)
+    write_prompts(out, sample.prompts)
+    return PreparedPrompts(sample=sample, dataset=path, token_counter=name, conversations=len(rows))
 
 
 def _prepare_fixed(load: LoadSpec, facts: ServerFacts, url: str, out: Path, session: requests.Session

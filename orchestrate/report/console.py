@@ -15,12 +15,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from orchestrate.report.formats import fmt_bytes, fmt_ms, fmt_num, fmt_pct
+from orchestrate.report.formats import fmt_bytes, fmt_ms, fmt_num
+from orchestrate.report.requestlines import inputs_line, p50, request_lines, request_text
 from orchestrate.report.schema import Summary
-from orchestrate.report.schema.common import MedianMeanMax, Percentiles
+from orchestrate.report.schema.common import MedianMeanMax
 from orchestrate.report.schema.headline import Reasoning
 from orchestrate.report.schema.machine import Energy, Host
-from orchestrate.report.schema.request import Inputs, Request
 from orchestrate.report.schema.runfacts import ModelFile
 from orchestrate.report.schema.server import Memory, ServerFacts, ServerMetrics
 from orchestrate.report.schema.steady import SteadyState
@@ -118,27 +118,6 @@ def _load(summary: Summary, settings: dict[str, Any]) -> str:
     return text
 
 
-def request_text(settings: dict[str, Any]) -> str:
-    """What each request was, from the settings (``scenario.request.request_settings``); "" for plain chat."""
-    keys = ("load.endpoint", "load.schema", "load.grammar", "load.tools", "load.images")
-    if not any(settings.get(key) is not None for key in keys):
-        return ""
-    endpoint = settings.get("load.endpoint") or "chat"
-    parts = [str(endpoint)]
-    if settings.get("load.inputs_per_request") is not None:
-        parts.append(f"{settings['load.inputs_per_request']} {'documents' if endpoint == 'rerank' else 'inputs'} "
-                     "a request")
-    for key, label in (("load.schema", "JSON schema"), ("load.check_schema", "checked against"),
-                       ("load.grammar", "grammar"), ("load.tools", "tools"), ("load.tool_choice", "tool_choice")):
-        if settings.get(key) is not None:
-            parts.append(f"{label} {Path(str(settings[key])).name}")
-    images = settings.get("load.images")
-    if images:
-        parts.append(f"{images['count']} image(s) of {', '.join(images['sizes'])} on "
-                     f"{fmt_pct(images['share'])} of prompts")
-    return ", ".join(parts)
-
-
 def _prompts(summary: Summary, settings: dict[str, Any]) -> str:
     sampling = summary.sampling
     dataset = settings.get("load.dataset")
@@ -156,6 +135,10 @@ def _prompts(summary: Summary, settings: dict[str, Any]) -> str:
         return (f"prompts: {count} random, {settings.get('load.input_tokens')} tokens each as the server counts them"
                 + (f" (the first {prefix} shared)" if prefix else "") + f", max_tokens {settings.get('load.output_tokens')}"
                 + f"{eos}; text from {Path(where).name if where else 'unknown'}, seed {settings.get('load.seed')}")
+    if str(dataset).endswith(".jsonl"):  # your own prompts (load.promptrows): no ShareGPT filters
+        rows = f" of its {sampling.complete_conversations:,} rows" if sampling and sampling.complete_conversations else ""
+        return (f"prompts: {count}{rows} from {Path(str(dataset)).name}, seed {settings.get('load.seed')}, "
+                f"max_tokens {settings.get('load.max_tokens')} unless a row sets its own{eos}")
     text = f"prompts: {count} from {dataset}"
     if where and Path(where).name != dataset:
         text += f" ({Path(where).name})"
@@ -206,22 +189,19 @@ def headline(summary: Summary) -> list[str]:
     kind = summary.request
     if kind is not None and kind.inputs is not None:  # embeddings, rerank: one body, no TTFT or TPOT
         lines.append(inputs_line(kind.endpoint, kind.inputs, thr.requests_per_s))
-        lines.append(f"latency median {fmt_ms(_p50(summary.latency_ms.e2e))}, "
+        lines.append(f"latency median {fmt_ms(p50(summary.latency_ms.e2e))}, "
                      f"p99 {fmt_ms(summary.latency_ms.e2e.p99 if summary.latency_ms.e2e else None)}")
     else:
         lines.append(f"prefill {fmt_num(thr.prefill_tok_s)} tok/s, decode {fmt_num(thr.decode_tok_s)} tok/s, "
                      f"{fmt_num(thr.requests_per_s, 2)} req/s")
-        lines.append(f"TTFT median {fmt_ms(_p50(summary.latency_ms.ttft))}, "
-                     f"TPOT median {fmt_ms(_p50(summary.latency_ms.tpot))}" + reasoning_text(summary.reasoning))
+        lines.append(f"TTFT median {fmt_ms(p50(summary.latency_ms.ttft))}, "
+                     f"TPOT median {fmt_ms(p50(summary.latency_ms.tpot))}" + reasoning_text(summary.reasoning))
     lines += request_lines(kind)
     steady = steady_state_line(summary.steady_state, one_body=kind is not None and kind.inputs is not None)
     power = energy_line(summary.energy) if summary.energy.joules is not None else None
     found = summary.capacity
     return ([f"capacity: {found.sentence}"] if found is not None else []) + lines + [x for x in (steady, power) if x]
 
-
-def _p50(stats: Percentiles | None) -> float | None:
-    return stats.p50 if stats else None
 
 
 def outcome_line(summary: Summary) -> str:
@@ -258,8 +238,8 @@ def reasoning_text(reasoning: Reasoning | None) -> str:
     if reasoning is None:
         return ""
     share = reasoning.share_of_output
-    return (f", TTFO (first answer token) median {fmt_ms(_p50(reasoning.ttfo_ms))} after "
-            f"{fmt_num(_p50(reasoning.tokens_per_request), 0)} reasoning tokens (median; "
+    return (f", TTFO (first answer token) median {fmt_ms(p50(reasoning.ttfo_ms))} after "
+            f"{fmt_num(p50(reasoning.tokens_per_request), 0)} reasoning tokens (median; "
             f"{fmt_num(None if share is None else 100 * share, 0)} % of the output)")
 
 
@@ -273,37 +253,10 @@ def steady_state_line(block: SteadyState | None, one_body: bool = False) -> str 
         return f"steady state: none — {block.reason}{needed}"
     figures = (f"{fmt_num(block.requests_per_s, 2)} req/s" if one_body else
                f"decode {fmt_num(block.decode_tok_s)} tok/s, "
-               f"TTFT median {fmt_ms(_p50(block.ttft_ms))}, TPOT median {fmt_ms(_p50(block.tpot_ms))}")
+               f"TTFT median {fmt_ms(p50(block.ttft_ms))}, TPOT median {fmt_ms(p50(block.tpot_ms))}")
     return (f"steady state {block.start_s:.1f}–{block.end_s:.1f} s ({block.requests:,} requests, "
             f"{100 * (block.share_of_requests or 0):.0f} %): {figures}")
 
-
-def inputs_line(endpoint: str, inputs: Inputs, requests_per_s: float | None) -> str:
-    """"embeddings: 96 inputs (4 a request), 6.3 inputs/s, 262.2 tokens/s, 1.57 req/s"."""
-    return (f"{endpoint}: {inputs.total:,} {inputs.unit} ({fmt_num(inputs.per_request, 1)} a request), "
-            f"{fmt_num(inputs.per_s, 1)} {inputs.unit}/s, {fmt_num(inputs.tokens_per_s)} tokens/s, "
-            f"{fmt_num(requests_per_s, 2)} req/s")
-
-
-def request_lines(kind: Request | None) -> list[str]:
-    """A checked run's share of valid replies, and what images cost; none for plain text chat."""
-    lines = []
-    check = kind.validity if kind is not None else None
-    if check is not None:
-        why = ", ".join(f"{reason} {n}" for reason, n in check.by_reason.items())
-        lines.append(f"valid replies: {check.valid:,}/{check.checked:,} ({fmt_pct(check.share)})"
-                     + (f"; invalid: {why}" if why else "")
-                     + (f"; {check.with_tool_calls:,} made tool calls" if check.with_tool_calls else ""))
-    images = kind.images if kind is not None else None
-    if images is not None:
-        text = (f"images: {images.images:,} in {images.requests:,} requests, image tokens median "
-                f"{fmt_num(_p50(images.image_tokens), 0)} ({fmt_pct(images.image_share_of_prompt)} of their prompts), "
-                f"TTFT median {fmt_ms(_p50(images.ttft_ms_with_images))}")
-        if images.ttft_ms_text_only is not None:
-            text += (f" against {fmt_ms(_p50(images.ttft_ms_text_only))} text-only"
-                     + (f" (× {fmt_num(images.ttft_ratio, 2)})" if images.ttft_ratio is not None else ""))
-        lines.append(text)
-    return lines
 
 
 POWER_SOURCES = {"nvml": "NVML energy counter, all GPUs", "nvidia-smi": "nvidia-smi power.draw, all GPUs",

@@ -31,6 +31,8 @@ def parse_dataset(check: Checker, raw: dict[str, Any], at: Callable[..., tuple[A
         names = ", ".join(f"'{name}'" for name in PACKAGED)
         raise check.fail(at("dataset"), f"must be a file path, {names}, 'synthetic[:N]', "
                                         f"'synthetic-multiturn[:N]' (N >= 1), '{RANDOM_DATASET}' or '{TRACE_DATASET}', got {dataset!r}")
+    if dataset.endswith(".jsonl") and raw.get("mode", "single") != "single":
+        raise check.fail(at("mode"), "a JSONL of prompts holds single prompts; multi-turn replay needs a ShareGPT file")
     allow = raw.get("allow_truncated", False)
     if not isinstance(allow, bool):
         raise check.fail(at("allow_truncated"), f"must be true or false, got {allow!r}")

@@ -147,8 +147,10 @@ def parse_request(check: Checker, raw: dict[str, Any], at: Callable[..., tuple[A
     if choice is not None:
         if "tools" not in fields:
             raise check.fail(at("tool_choice"), "only means something with tools: FILE")
-        if not isinstance(choice, str) or not choice:
-            raise check.fail(at("tool_choice"), f"must be {', '.join(TOOL_CHOICES)} or a tool's name, got {choice!r}")
+        names = [tool["function"]["name"] for tool in _json_file(check, fields["tools"], at("tools"))]
+        if not isinstance(choice, str) or not (choice in TOOL_CHOICES or choice in names):
+            raise check.fail(at("tool_choice"), f"must be {', '.join(TOOL_CHOICES)} or a tool's name "
+                                                f"({', '.join(names)}), got {choice!r}")
         fields["tool_choice"] = choice
     images = _images(check, raw.get("images"), at("images"))
     if images is not None:
@@ -164,6 +166,8 @@ def parse_request(check: Checker, raw: dict[str, Any], at: Callable[..., tuple[A
 def _refuse_mismatches(check: Checker, raw: dict[str, Any], at: Callable[..., tuple[Any, ...]], endpoint: str,
                        fields: dict[str, Any]) -> None:
     """What an endpoint cannot carry, one line each."""
+    if "images" in fields and raw.get("mode", "single") != "single":
+        raise check.fail(at("images"), "images ride on single prompts; multi-turn replay sends text")
     if endpoint == CHAT:
         return
     for key, label in (("schema", "response_format"), ("grammar", "response_format"), ("tools", "tools"),
@@ -184,15 +188,20 @@ def request_fields(spec: RequestSpec) -> tuple[dict[str, Any], dict[str, Any] | 
     check: dict[str, Any] = {}
     if spec.schema is not None:
         schema = json.loads(Path(spec.schema).read_text(encoding="utf-8"))
-        extra["response_format"] = {"type": "json_schema", "json_schema": {"name": Path(spec.schema).stem,
-                                                                            "schema": schema}}
+        if spec.endpoint == COMPLETIONS:  # llama.cpp reads response_format on chat only; json_schema on both
+            extra["json_schema"] = schema
+        else:
+            extra["response_format"] = {"type": "json_schema", "json_schema": {"name": Path(spec.schema).stem,
+                                                                                "schema": schema}}
         check["schema"] = (schema if spec.check_schema is None
                            else json.loads(Path(spec.check_schema).read_text(encoding="utf-8")))
     if spec.grammar is not None:
         extra["grammar"] = Path(spec.grammar).read_text(encoding="utf-8")
     if spec.tools is not None:
         tools = json.loads(Path(spec.tools).read_text(encoding="utf-8"))
-        extra["tools"] = check["tools"] = tools
+        extra["tools"] = tools
+        if spec.tool_choice != "none":  # a request that forbids calls has none to judge
+            check["tools"] = tools
         if spec.tool_choice is not None:
             extra["tool_choice"] = (spec.tool_choice if spec.tool_choice in TOOL_CHOICES
                                     else {"type": "function", "function": {"name": spec.tool_choice}})

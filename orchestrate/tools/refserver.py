@@ -21,7 +21,9 @@ the first content. ``completion_tokens`` counts both; llama.cpp reports no reaso
 N``: a reply stops (``finish_reason`` ``stop``) after N tokens, unless the request says ``"ignore_eos":
 true`` (not honoured with ``--ignore-ignore-eos``): a client asking for a fixed length sees whether it got
 it. ``--cached-tokens N``: every request reports min(N, prompt - 1) prompt tokens cached, in
-``timings.cache_n`` (``timings.prompt_n`` the rest) or ``usage.prompt_tokens_details.cached_tokens``.
+``timings.cache_n`` (``timings.prompt_n`` the rest) or ``usage.prompt_tokens_details.cached_tokens``. A streamed
+request with ``tools`` gets one tool call instead of content, on the same timeline (its name first, then its
+arguments in pieces; ``finish_reason: tool_calls``), the required arguments filled by type.
 
 The truth file (``--truth-file``, CSV, buffered and flushed every 0.5 s and at exit) has one line
 per event the server wrote: ``request_id,index,kind,ts,scheduled_ts``, with ``kind`` ``arrive``
@@ -58,6 +60,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from orchestrate.tools.refserver_calls import tool_call, tool_call_deltas
 from orchestrate.tools.refserver_wire import (
     FLUSH_S,
     HttpConnection,
@@ -306,9 +309,14 @@ class RefServer:
             for text in reasonings:
                 events.append(("reasoning", chunked('{"choices":[{"finish_reason":null,"index":0,"delta":{"'
                                                      + reasoning_key + '":' + json.dumps(text) + "}}]" + tail)))
-        for text in contents:
-            events.append(("content", chunked('{"choices":[{"finish_reason":null,"index":0,"delta":{"content":'
-                                               + json.dumps(text) + "}}]" + tail)))
+        call = tool_call(req, rid)
+        deltas = (tool_call_deltas(call, len(contents)) if call else
+                  [{"content": text} for text in contents])
+        for delta in deltas:
+            events.append(("content", chunked('{"choices":[{"finish_reason":null,"index":0,"delta":'
+                                               + json.dumps(delta) + "}]" + tail)))
+        if call:
+            finish_reason = "tool_calls"
         finish: dict[str, Any] = {"choices": [{"finish_reason": finish_reason, "index": 0, "delta": {}}],
                                   "created": created, "id": cid, "model": MODEL_ID, "object": "chat.completion.chunk"}
         end = b""

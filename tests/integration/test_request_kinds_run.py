@@ -16,6 +16,7 @@ import pytest
 import yaml
 
 from orchestrate.standins.tinyvision import MMPROJS, image_tokens
+from tests.conftest import reference_server
 from tests.helpers import read_jsonl, tokenswarm_run, undocumented_keys
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
@@ -76,7 +77,7 @@ def test_a_json_schema_run_is_judged_and_compared_with_free_replies(
         llama_server_binary: Path, gemma_model: Path, tmp_path: Path) -> None:
     (tmp_path / "person.json").write_text(json.dumps(PERSON))
     (tmp_path / "city.json").write_text(json.dumps(CITY))
-    scenario = {"load": {**SHAREGPT, "num_prompts": 12, "max_tokens": 48},
+    scenario = {"load": {**SHAREGPT, "num_prompts": 12, "max_tokens": 64},
                 "matrix": {"response_format": {"free": None, "schema": "person.json",
                                                "mismatch": {"schema": "person.json", "check": "city.json"}}}}
     out, run_dir = run(tmp_path, llama_server_binary, scenario)
@@ -99,7 +100,7 @@ def test_tools_and_completions_on_the_real_server(llama_server_binary: Path, gem
     (tmp_path / "tools.json").write_text(json.dumps(TOOLS))
     scenario = {"load": {**SHAREGPT, "num_prompts": 8, "max_tokens": 32},
                 "variants": [{"name": "tools", "load": {"tools": "tools.json", "tool_choice": "auto"}},
-                             {"name": "completions", "load": {"endpoint": "completions"}}]}
+                             {"name": "completions", "load": {"endpoint": "completions", "ignore_eos": True}}]}
     _, run_dir = run(tmp_path, llama_server_binary, scenario)
     tools = summary_of(run_dir / "tools")
     judged = tools["request"]["validity"]
@@ -109,7 +110,9 @@ def test_tools_and_completions_on_the_real_server(llama_server_binary: Path, gem
     completions = summary_of(run_dir / "completions")
     records = read_jsonl(run_dir / "completions" / "requests.jsonl")
     assert completions["request"]["endpoint"] == "completions" and completions["requests"]["completed"] == 8
-    assert all(r["endpoint"] == "completions" and r["ttft_ms"] is not None and r["output_tokens"] > 0 for r in records)
+    # every reply runs to its max_tokens (ignore_eos): the model may end a text's continuation at once otherwise
+    assert all(r["endpoint"] == "completions" and r["ttft_ms"] is not None and r["output_tokens"] == r["max_tokens"]
+               for r in records)
     assert all(r["prompt_tokens"] < r["expected_prompt_tokens"] for r in records)  # its text alone: no chat template
     assert completions["crosscheck_agrees"] and completions["server_metrics"]["agrees_with_records"]
 
@@ -142,3 +145,44 @@ def test_rerank_on_a_generated_reranker(llama_server_binary: Path, tmp_path: Pat
     assert summary["requests"]["completed"] == 10 and summary["request"]["inputs"]["total"] == 50
     assert summary["request"]["inputs"]["unit"] == "documents"
     assert summary["server_metrics"]["counters"]["prompt_tokens"] == sum(r["prompt_tokens"] for r in records)
+
+
+def test_streamed_tool_calls_are_timed_like_tokens_and_judged(tmp_path: Path) -> None:
+    """The tool-call stream as llama.cpp sends it (the reference server: a call's name, then its arguments in
+    pieces on the token timeline): TTFT is the first delta, every call is judged against the tools sent."""
+    (tmp_path / "tools.json").write_text(json.dumps(TOOLS + [{"type": "function", "function": {
+        "name": "add", "parameters": {"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
+                                      "required": ["a", "b"]}}}]))
+    path = tmp_path / "scenario.yaml"
+    path.write_text(yaml.safe_dump({"name": "tools", "load": {
+        "dataset": "synthetic", "users": 4, "num_prompts": 16, "max_tokens": 6, "tools": "tools.json",
+        "tool_choice": "add"}}))
+    with reference_server(tmp_path / "server", "--ttft-ms", "40", "--itl-ms", "10") as url:
+        proc, run_dir = tokenswarm_run(tmp_path, path, "--url", url, timeout_s=300)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    summary = summary_of(run_dir / "default")
+    records = read_jsonl(run_dir / "default" / "requests.jsonl")
+    judged = summary["request"]["validity"]
+    assert (judged["checked"], judged["valid"], judged["with_tool_calls"]) == (16, 16, 16)
+    assert all(r["tool_calls"] == 1 and r["finish_reason"] == "tool_calls" and r["n_chunks"] == 6 for r in records)
+    assert all(39 <= r["ttft_ms"] < 60 and 45 <= r["e2e_ms"] - r["ttft_ms"] < 70 for r in records)  # 5 gaps of 10 ms
+
+
+def test_a_jsonl_of_prompts_with_their_images(llama_server_binary: Path, tiny_model: Path, tmp_path: Path) -> None:
+    from orchestrate.load.images import picture
+    sizes = [(64, 64), (256, 256), (512, 384), (100, 37)]
+    (tmp_path / "pics").mkdir()
+    for i, (w, h) in enumerate(sizes):
+        (tmp_path / "pics" / f"p{i}.png").write_bytes(picture(w, h, i))
+    rows = [{"prompt": "What is in this picture?", "images": ["pics/p0.png"]},
+            {"prompt": "Describe both.", "images": ["pics/p1.png", "pics/p2.png"], "max_tokens": 4},
+            {"prompt": "Just text."}, {"prompt": "And this one?", "images": ["pics/p3.png"]}]
+    (tmp_path / "rows.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    scenario = {"load": {"dataset": str(tmp_path / "rows.jsonl"), "users": 2, "num_prompts": 4, "max_tokens": 8}}
+    out, run_dir = run(tmp_path, llama_server_binary, scenario, model="tiny", flags={"mmproj": "tiny"})
+    records = {r["image_size"]: r for r in read_jsonl(run_dir / "default" / "requests.jsonl")}
+    spec = MMPROJS["tiny"]
+    assert records["256x256+512x384"]["image_tokens"] == image_tokens(spec, 256, 256) + image_tokens(spec, 512, 384)
+    assert records["256x256+512x384"]["max_tokens"] == records["256x256+512x384"]["output_tokens"] == 4
+    assert records["100x37"]["image_tokens"] == image_tokens(spec, 100, 37) and records[None]["images"] is None
+    assert "prompts: 4 of its 4 rows from rows.jsonl" in out

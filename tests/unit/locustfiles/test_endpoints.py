@@ -152,11 +152,16 @@ def test_a_body_that_is_not_the_shape_is_a_bad_reply(name: str, body: bytes, kin
     assert len(reply.error_detail) <= 200
 
 
-@pytest.mark.xfail(strict=True, raises=AttributeError,
-                   reason="source bug: usage that is not an object is read outside the try (endpoints.py:97)")
 def test_a_usage_that_is_not_an_object_is_a_bad_reply_too() -> None:
     reply = read_json_reply(ENDPOINTS[RERANK], b'{"results":[{"index":0}],"usage":[19]}', 1)
     assert reply.error_class == "bad_reply"
+
+
+@pytest.mark.parametrize("tokens", ["NaN", "-1", "1.5", '"19"', "true"])
+def test_a_prompt_token_count_that_is_not_a_count_is_left_out(tokens: str) -> None:
+    body = b'{"results":[{"index":0}],"usage":{"prompt_tokens":%s}}' % tokens.encode()
+    reply = read_json_reply(ENDPOINTS[RERANK], body, 1)
+    assert reply.error_class is None and reply.items == 1 and reply.prompt_tokens is None
 
 
 def test_a_plain_chat_shape_has_no_extra_and_no_check() -> None:

@@ -142,3 +142,11 @@ def test_a_piece_without_a_function_adds_a_call_with_nothing_in_it() -> None:
     assert calls == [ToolCall()]
     add_tool_calls(calls, [{"index": 0, "function": None}])
     assert calls == [ToolCall()]
+
+
+def test_a_delta_with_content_and_a_tool_call_keeps_both_and_is_timed_once() -> None:
+    both = delta_event({"content": "Let me look.", "tool_calls": [
+        {"index": 0, "id": "c1", "type": "function", "function": {"name": "get_weather", "arguments": "{}"}}]})
+    result = run([both, b"data: [DONE]\n"], collect_text=True)
+    assert len(result.content_times) == 1 and result.text == "Let me look."
+    assert [(c.name, "".join(c.arguments)) for c in result.tool_calls] == [("get_weather", "{}")]

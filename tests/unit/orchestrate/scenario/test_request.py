@@ -197,9 +197,15 @@ def test_tools_are_sent_and_checked_and_a_tool_s_name_is_a_forced_choice(folder:
                                                                            sent: Any) -> None:
     load = "  tools: tools.json\n" + ("" if choice is None else f"  tool_choice: {choice}\n")
     extra, check = request_fields(request(folder, load))
-    assert extra["tools"] == [WEATHER] and check == {"tools": [WEATHER]}
+    assert extra["tools"] == [WEATHER] and check == (None if choice == "none" else {"tools": [WEATHER]})
     assert extra.get("tool_choice") == sent
     assert ("tool_choice" in extra) == (choice is not None)
+
+
+def test_a_tool_choice_that_names_no_tool_is_refused(folder: Path) -> None:
+    with pytest.raises(ScenarioError, match=r"load.tool_choice: must be auto, required, none or a tool's name "
+                                            r"\(get_weather\), got 'get_wether'"):
+        request(folder, "  tools: tools.json\n  tool_choice: get_wether\n")
 
 
 def test_schema_and_tools_together(folder: Path) -> None:
@@ -277,3 +283,13 @@ def test_a_request_spec_reads_back_from_its_dict_and_from_the_run_s_yaml_copy(sp
     assert request_of(data) == spec
     assert request_of(yaml.safe_load(yaml.safe_dump(data))) == spec  # tuples written as lists
     assert request_of({}) == RequestSpec()
+
+
+def test_completions_get_the_schema_as_llama_cpp_s_json_schema(folder: Path) -> None:
+    extra, check = request_fields(request(folder, "  endpoint: completions\n  response_format: person.json\n"))
+    assert extra == {"json_schema": PERSON} and check == {"schema": PERSON}
+
+
+def test_images_with_multi_turn_replay_are_refused(folder: Path) -> None:
+    with pytest.raises(ScenarioError, match="load.images: images ride on single prompts"):
+        request(folder, "  mode: multi_turn\n  images: {count: 1}\n")

@@ -13,9 +13,10 @@ from locustfiles.records import CANCELLED, ERROR, OK, RequestRecord
 from orchestrate.report.aggregates.recordsfile import read_records
 from orchestrate.report.aggregates.request import request_block
 from orchestrate.report.compare_report import _request_lines
-from orchestrate.report.console import headline, inputs_line, request_lines, request_text
+from orchestrate.report.console import headline
 from orchestrate.report.formats import summary_numbers
 from orchestrate.report.jsontypes import to_json
+from orchestrate.report.requestlines import inputs_line, request_lines, request_text
 from orchestrate.report.schema.request import Inputs, Request
 from tests.unit.orchestrate.report.test_console import reference_summary, typed
 
