@@ -22,6 +22,8 @@ the records file and ``orchestrate/report/aggregates/``. The definitions match t
   tokens per chunk. Memory is bounded: "since start" percentiles are over the last ``KEEP_VALUES``
   values of each metric (ITL: gaps), and the window's ITL over its last ``KEEP_VALUES`` gaps.
 - Draft acceptance: Σ draft_accepted ÷ Σ draft_tokens (None without a drafter).
+- Embeddings and rerank: inputs (texts, documents) of completed requests ÷ seconds, and E2E percentiles, their one
+  latency; a checked run (a JSON schema, tools): valid replies ÷ judged replies.
 """
 
 from __future__ import annotations
@@ -82,6 +84,11 @@ class Finished(NamedTuple):
     send_ts: float
     target_users: int | None
     """The user count it was sent under (None on a worker)."""
+    e2e_ms: float | None = None
+    inputs: int = 0
+    """Embeddings' texts or rerank's documents (0 for chat and completions)."""
+    valid: bool | None = None
+    """A checked run's verdict on the reply (None: unchecked)."""
 
     @classmethod
     def of(cls, record: RequestRecord, t: float) -> Finished:
@@ -91,7 +98,8 @@ class Finished(NamedTuple):
                    record.ttfo_ms if ok else None, record.tpot_ms if ok else None,
                    itl_gaps_ms(record.chunk_offsets_ms) if ok else [], record.tokens_per_chunk or 1.0,
                    record.draft_tokens if ok else None, record.draft_accepted if ok else None,
-                   (record.reasoning_tokens or 0) if ok else 0, record.send_ts, record.target_users)
+                   (record.reasoning_tokens or 0) if ok else 0, record.send_ts, record.target_users,
+                   record.e2e_ms if ok else None, (record.inputs or 0) if ok else 0, record.valid if ok else None)
 
 
 @dataclass
@@ -109,6 +117,9 @@ class Tally:
     draft_tokens: int = 0
     draft_accepted: int = 0
     reasoning_tokens: int = 0
+    inputs: int = 0
+    checked: int = 0
+    valid: int = 0
     drafting: bool = False
     errors_by_class: Counter[str] = field(default_factory=Counter)
     ttft_ms: deque[float] = field(init=False)
@@ -117,9 +128,10 @@ class Tally:
     itl: deque[tuple[float, float]] = field(init=False)
     """(gap ms, tokens per chunk)."""
     tokens_per_request: deque[int] = field(init=False)
+    e2e_ms: deque[float] = field(init=False)
 
     def __post_init__(self) -> None:
-        self.ttft_ms, self.ttfo_ms, self.tpot_ms = (deque(maxlen=self.keep) for _ in range(3))
+        self.ttft_ms, self.ttfo_ms, self.tpot_ms, self.e2e_ms = (deque(maxlen=self.keep) for _ in range(4))
         self.itl, self.tokens_per_request = deque(maxlen=self.keep), deque(maxlen=self.keep)
 
     def add(self, f: Finished) -> None:
@@ -135,6 +147,12 @@ class Tally:
         self.output_tokens += f.output_tokens
         self.tokens_per_request.append(f.output_tokens)
         self.reasoning_tokens += f.reasoning_tokens
+        self.inputs += f.inputs
+        if f.valid is not None:
+            self.checked += 1
+            self.valid += f.valid
+        if f.e2e_ms is not None:
+            self.e2e_ms.append(f.e2e_ms)
         if f.ttft_ms is not None:
             self.ttft_ms.append(f.ttft_ms)
         if f.ttfo_ms is not None:
@@ -156,7 +174,9 @@ class Tally:
             "decode_tok_s": rate(self.output_tokens), "prefill_tok_s": rate(self.prompt_tokens),
             "requests_per_s": rate(self.completed),
             "ttft_ms": percentiles(self.ttft_ms), "ttfo_ms": percentiles(self.ttfo_ms),
-            "tpot_ms": percentiles(self.tpot_ms),
+            "tpot_ms": percentiles(self.tpot_ms), "e2e_ms": percentiles(self.e2e_ms),
+            "inputs_per_s": rate(self.inputs), "inputs": self.inputs,
+            "valid_share": self.valid / self.checked if self.checked else None, "checked": self.checked,
             "itl_ms": percentiles([g for g, _ in gaps], [w for _, w in gaps]),
             "output_tokens_mean": self.output_tokens / self.completed if self.completed else None,
             "output_tokens_p50": (percentiles(self.tokens_per_request) or {}).get("p50"),

@@ -71,6 +71,12 @@ def table_rows(snap: dict[str, Any], charts_url: str, budget: tuple[int, int, in
             "reasoning tokens ÷ output tokens (reasoning_content or reasoning; the server's count when it gives one)"),
         row("Draft acceptance", lambda f: _share(f["acceptance"]),
             "Σ accepted ÷ Σ drafted tokens" if drafting else "no draft model: speculative decoding is off"),
+        *([row("Inputs/s", lambda f: _num(f["inputs_per_s"], 1), "embeddings' texts or rerank's documents of "
+               "completed requests ÷ seconds"),
+           row("E2E p50 / p90 / p99 (ms)", lambda f: _pcts(f["e2e_ms"]), "send → the reply's last byte (one body: "
+               "no TTFT or TPOT)")] if run["inputs"] else []),
+        *([row("Valid replies", lambda f: _share(f["valid_share"]), "parsed and matched the JSON schema, or made "
+               "calls that match the tools sent")] if run["checked"] else []),
         row("Requests completed", lambda f: f"{f['completed']:,}", "ended with a complete stream"),
         only("Requests in flight", "—" if snap["in_flight"] is None else f"{snap['in_flight']:,}",
              "handed out, not answered yet"),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from locustfiles.livestats import LiveStats
 from locustfiles.livetable import figures_csv_rows, table_rows
+from locustfiles.records import OK, RequestRecord
 from tests.unit.locustfiles.test_livestats import Clock, add_at, four_requests, ok, under
 
 __all__ = ["four_requests"]  # the fixture, shared with test_livestats
@@ -43,6 +44,27 @@ def test_a_reasoning_reply_shows_its_ttfo_and_thinking_share() -> None:
     assert rows["TTFO p50 / p90 / p99 (ms)"]["run"] == "70.0 / 70.0 / 70.0"
     assert rows["TTFT p50 / p90 / p99 (ms)"]["run"] == "40.0 / 40.0 / 40.0"
     assert rows["Reasoning share of output"]["run"] == "75.0%"
+
+
+def test_embeddings_show_inputs_per_second_and_e2e_and_a_checked_run_its_valid_share() -> None:
+    clock = Clock(100.0)
+    stats = LiveStats(clock=clock, window_s=10.0, in_flight=lambda: 0)
+    for t, e2e in ((101.0, 300.0), (102.0, 500.0)):
+        embedded = RequestRecord(request_id=f"e{t}", prompt_index=0, worker="local", send_ts=100.0, status=OK,
+                                 e2e_ms=e2e, prompt_tokens=40, output_tokens=0, endpoint="embeddings", inputs=4)
+        add_at(stats, clock, t, embedded)
+    clock.t = 104.0
+    rows = {r["figure"]: r for r in table_rows(stats.snapshot(), "")}
+    assert rows["Inputs/s"]["run"] == "2.0" and rows["E2E p50 / p90 / p99 (ms)"]["run"] == "300.0 / 500.0 / 500.0"
+    assert "Valid replies" not in rows
+    checked = Clock(100.0)
+    judged = LiveStats(clock=checked, window_s=10.0, in_flight=lambda: 0)
+    for i, valid in enumerate((True, True, False, True)):
+        reply = ok(100.0, prompt=10, output=5, ttft=40.0, gap=2.0)
+        reply.valid = valid
+        add_at(judged, checked, 101.0 + i, reply)
+    rows = {r["figure"]: r for r in table_rows(judged.snapshot(), "")}
+    assert rows["Valid replies"]["run"] == "75.0%" and "Inputs/s" not in rows
 
 
 def test_figures_csv_rows(four_requests: tuple[LiveStats, Clock]) -> None:
