@@ -228,3 +228,29 @@ def test_the_real_llama_server_runs_in_a_container(
     assert summary["server"]["launcher"]["container"]["entrypoint"] == ["/app/llama-server"]
     assert "llama_server: listening on http://0.0.0.0:8080" in (run / "v" / "server.log").read_text()  # its own line
     assert ours(docker_engine, run / "v" / "server.log") == []
+
+
+def test_images_through_a_projector_mounted_into_the_container(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, podman_socket: str, docker_engine: docker.DockerClient,
+        docker_test_image: str, docker_test_mounts: list[str], llama_server_binary: Path) -> None:
+    """``flags: {mmproj: ...}`` is a host file: its folder is mounted and the flag names it inside (here beside
+    the tiny model, at ``/models``); the real ``llama-server`` in the container encodes the images."""
+    from orchestrate.standins.tinyvision import MMPROJS, image_tokens, tiny_mmproj_path
+    monkeypatch.setenv("DOCKER_HOST", podman_socket)
+    app = f"{llama_server_binary.resolve().parent}:/app:ro"
+    scenario = write_scenario(
+        tmp_path, server={"launcher": "docker", "image": docker_test_image, "model": "tiny",
+                          "docker": {"gpus": "none", "entrypoint": ["/app/llama-server"],
+                                     "volumes": [*docker_test_mounts, app]},
+                          "flags": {"parallel": 2, "ctx-size": 4096, "threads": 1, "mmproj": "tiny"},
+                          "ready_timeout_s": 120},
+        load={"dataset": "synthetic", "users": 2, "num_prompts": 6, "max_tokens": 8,
+              "images": {"width": 64, "height": 64}})
+    proc, run = tokenswarm_run(tmp_path, scenario, timeout_s=280)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    summary = json.loads((run / "v" / "summary.json").read_text())
+    command = summary["server"]["launcher"]["container"]["command"]
+    assert command[command.index("--mmproj") + 1] == f"/models/{tiny_mmproj_path().name}"
+    images = summary["request"]["images"]
+    assert images["requests"] == 6 and images["image_tokens"]["max"] == image_tokens(MMPROJS["tiny"], 64, 64)
+    assert ours(docker_engine, run / "v" / "server.log") == []

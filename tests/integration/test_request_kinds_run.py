@@ -186,3 +186,27 @@ def test_a_jsonl_of_prompts_with_their_images(llama_server_binary: Path, tiny_mo
     assert records["256x256+512x384"]["max_tokens"] == records["256x256+512x384"]["output_tokens"] == 4
     assert records["100x37"]["image_tokens"] == image_tokens(spec, 100, 37) and records[None]["images"] is None
     assert "prompts: 4 of its 4 rows from rows.jsonl" in out
+
+
+def test_the_embedded_server_serves_embeddings_rerank_and_images(gemma_model: Path, tmp_path: Path) -> None:
+    """The xllamacpp wheel takes the same flags: ``--embeddings --pooling``, ``--reranking``, ``--mmproj``."""
+    big = {"ubatch-size": 1024, "batch-size": 1024}
+    scenario = {"server": {"launcher": "embedded", "model": "gemma-3-270m",
+                           "flags": {"parallel": 2, "ctx-size": 4096, "threads": 2}},
+                "load": {**SHAREGPT, "users": 2, "num_prompts": 4, "max_tokens": 8},
+                "variants": [
+                    {"name": "embeddings", "server": {"flags": {"embeddings": True, "pooling": "mean", **big}},
+                     "load": {"endpoint": "embeddings", "inputs_per_request": 2}},
+                    {"name": "rerank", "server": {"flags": {"reranking": True, **big}},
+                     "load": {"endpoint": "rerank", "inputs_per_request": 2}},
+                    {"name": "images", "server": {"model": "tiny", "flags": {"mmproj": "tiny"}},
+                     "load": {"dataset": "synthetic", "images": {"width": 64, "height": 64}}}]}
+    path = tmp_path / "scenario.yaml"
+    path.write_text(yaml.safe_dump({"name": "embedded-kinds", **scenario}))
+    proc, run_dir = tokenswarm_run(tmp_path, path, timeout_s=400)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    embeddings, rerank, images = (summary_of(run_dir / name) for name in ("embeddings", "rerank", "images"))
+    assert embeddings["request"]["inputs"]["total"] == 8 and rerank["request"]["inputs"]["total"] == 8
+    assert embeddings["server_metrics"]["counters"]["prompt_tokens"] == embeddings["tokens"]["prompt"]
+    assert images["request"]["images"]["image_tokens"]["min"] == image_tokens(MMPROJS["tiny"], 64, 64) == 16
+    assert embeddings["server"]["launcher"]["config"]["embeddings"] is True

@@ -72,6 +72,18 @@ class EmbeddedConfig:
     """llama.cpp's log level (3: startup and about 8 lines a request; 2: warnings and errors)."""
     swa_full: bool = omitted(False)
     """``--swa-full``: the whole cache of sliding-window layers kept (prefix reuse on Gemma 3); absent when off."""
+    batch_size: int = omitted(0)
+    """``-b``; absent: llama.cpp's default."""
+    ubatch_size: int = omitted(0)
+    """``-ub``; absent: llama.cpp's default."""
+    embeddings: bool = omitted(False)
+    """``--embeddings``: ``/v1/embeddings`` served; absent when off."""
+    pooling: str | None = omitted()
+    """``--pooling``; absent: the model's."""
+    reranking: bool = omitted(False)
+    """``--reranking``: ``/v1/rerank`` served; absent when off."""
+    mmproj_path: str | None = omitted()
+    """The multimodal projector (``--mmproj``); absent without one."""
 
 
 @dataclass(frozen=True)

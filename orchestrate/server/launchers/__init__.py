@@ -53,6 +53,7 @@ def embedded_config(spec: ServerSpec, model: str, draft_model: str | None) -> An
 
 def embedded_launcher(spec: ServerSpec, log_path: Path) -> Launcher:
     from orchestrate.server.launchers.embedded import EmbeddedLauncher
+    spec = with_generated_mmproj(spec)
     return EmbeddedLauncher(embedded_config(spec, *models(spec)), log_path, start_timeout_s=spec.ready_timeout_s)
 
 
@@ -82,6 +83,7 @@ def process_launcher(spec: ServerSpec, log_path: Path) -> Launcher:
 
 def docker_launcher(spec: ServerSpec, log_path: Path) -> Launcher:
     from orchestrate.server.launchers.docker import DockerLauncher
+    spec = with_generated_mmproj(spec)
     return _flag_errors_as_scenario_errors(lambda: DockerLauncher(spec, *models(spec), log_path))
 
 

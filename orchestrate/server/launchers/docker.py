@@ -17,6 +17,7 @@ import socket
 import sys
 import threading
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +34,8 @@ from orchestrate.server.launchers.base import LOCAL_HOSTS, Launcher, free_port
 CONTAINER_PORT = 8080
 MODELS_DIR = "/models"
 DRAFT_MODELS_DIR = "/models-draft"
+MMPROJ_DIR = "/mmproj"
+"""Where a multimodal projector (``flags: {mmproj: FILE}``) in another folder than the model is mounted."""
 DOCKER_OPTIONS = ("gpus", "volumes", "entrypoint", "env", "user")
 """Keys of ``server.docker``; anything else is refused by name."""
 LABEL = "tokenswarm"
@@ -103,6 +106,13 @@ def mounts_and_command(spec: ServerSpec, model: str, draft_model: str | None) ->
         if target == DRAFT_MODELS_DIR:
             volumes.append(f"{folder}:{DRAFT_MODELS_DIR}:ro")
         container_draft = f"{target}/{Path(draft_model).name}"
+    mmproj = spec.flags.get("mmproj")
+    if isinstance(mmproj, str) and mmproj:  # the projector's folder mounted too, the flag its path inside
+        folder = str(Path(mmproj).resolve().parent)
+        target = MODELS_DIR if folder == model_folder else MMPROJ_DIR
+        if target == MMPROJ_DIR:
+            volumes.append(f"{folder}:{MMPROJ_DIR}:ro")
+        spec = replace(spec, flags={**spec.flags, "mmproj": f"{target}/{Path(mmproj).name}"})
     command = llama_server_argv(spec, f"{MODELS_DIR}/{Path(model).name}", container_draft, "0.0.0.0",
                                 CONTAINER_PORT)
     return volumes + docker_options(spec.docker)["volumes"], command

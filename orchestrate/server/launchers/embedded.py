@@ -27,6 +27,7 @@ from orchestrate.server.diagnose import diagnose
 from orchestrate.server.launchers.base import SERVER_STOP_GRACE_S, Launcher
 
 FLASH_ATTN_CHOICES = ("on", "off", "auto")
+OPTIONAL_KEYS = ("swa_full", "batch_size", "ubatch_size", "embeddings", "pooling", "reranking", "mmproj_path")
 
 
 @dataclass(frozen=True)
@@ -53,6 +54,18 @@ class EmbeddedConfig:
     verbosity: int = 3
     swa_full: bool = False
     """``--swa-full``: keep the whole cache of sliding-window layers (Gemma 3), so a shared prefix can be reused."""
+    batch_size: int = 0
+    """``-b``; 0: llama.cpp's default (2,048)."""
+    ubatch_size: int = 0
+    """``-ub``; 0: llama.cpp's default (512). An embeddings input must fit in one."""
+    embeddings: bool = False
+    """``--embeddings``: serve ``/v1/embeddings``."""
+    pooling: str | None = None
+    """``--pooling``: none, mean, cls, last or rank; None: the model's."""
+    reranking: bool = False
+    """``--reranking``: serve ``/v1/rerank`` (rank pooling)."""
+    mmproj_path: str | None = None
+    """``--mmproj``: the multimodal projector, so the server takes images."""
 
     def __post_init__(self) -> None:
         if self.flash_attn not in FLASH_ATTN_CHOICES:
@@ -61,11 +74,12 @@ class EmbeddedConfig:
             raise ValueError(f"parallel, threads and draft_n_max must be >= 1 and ctx_size >= 0: {self}")
 
     def to_dict(self) -> dict[str, object]:
-        """As ``server.json`` and the child take it; ``swa_full`` only when on (the summary omits it off)."""
+        """As ``server.json`` and the child take it; the ``OPTIONAL_KEYS`` only when set (the summary omits them off)."""
         data = dataclasses.asdict(self)
         data["api_keys"] = list(self.api_keys)
-        if not self.swa_full:
-            del data["swa_full"]
+        for key in OPTIONAL_KEYS:  # written only when set, so a plain server's server.json is as it was
+            if not data[key]:
+                del data[key]
         return data
 
 

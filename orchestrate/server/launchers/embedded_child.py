@@ -41,6 +41,17 @@ def build_params(config: dict[str, Any]) -> Any:
         params.model_alias = {config["alias"]}
     params.api_keys = list(config["api_keys"])
     params.swa_full = bool(config.get("swa_full", False))
+    if config.get("batch_size"):
+        params.n_batch = config["batch_size"]
+    if config.get("ubatch_size"):
+        params.n_ubatch = config["ubatch_size"]
+    if config.get("embeddings") or config.get("reranking"):
+        params.embedding = True
+    pooling = "rank" if config.get("reranking") else config.get("pooling")
+    if pooling:
+        params.pooling_type = getattr(xl.llama_pooling_type, f"LLAMA_POOLING_TYPE_{pooling.upper()}")
+    if config.get("mmproj_path"):
+        params.mmproj.path = config["mmproj_path"]
     if config["draft_model_path"]:
         spec = params.speculative
         spec.types = [xl.common_speculative_type.COMMON_SPECULATIVE_TYPE_DRAFT_SIMPLE]

@@ -17,8 +17,9 @@ import time
 from typing import NoReturn
 
 IGNORED_WITH_VALUE = ("-ngl", "--n-gpu-layers", "--gpu-layers", "--spec-type", "-ngld", "--n-gpu-layers-draft",
-                      "-b", "--batch-size", "-ub", "--ubatch-size", "--main-gpu", "-mg")
-"""GPU placement and batching flags: meaningful to llama-server, not to a CPU stand-in."""
+                      "--main-gpu", "-mg")
+"""GPU placement flags: meaningful to llama-server, not to a CPU stand-in."""
+POOLING = ("none", "mean", "cls", "last", "rank")
 IGNORED_SWITCHES = ("-cb", "--cont-batching", "--no-warmup", "--jinja", "--no-webui")
 
 
@@ -52,6 +53,12 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--api-key", action="append", default=[])
     parser.add_argument("-v", "--verbosity", type=int, default=3)
     parser.add_argument("--swa-full", action="store_true")
+    parser.add_argument("-b", "--batch-size", type=int, default=0)
+    parser.add_argument("-ub", "--ubatch-size", type=int, default=0)
+    parser.add_argument("--embedding", "--embeddings", dest="embeddings", action="store_true")
+    parser.add_argument("--pooling", choices=POOLING, default=None)
+    parser.add_argument("--reranking", "--rerank", dest="reranking", action="store_true")
+    parser.add_argument("--mmproj", default=None)
     for flag in IGNORED_WITH_VALUE:
         parser.add_argument(flag, dest=f"ignored_{flag.lstrip('-')}", default=None)
     for flag in IGNORED_SWITCHES:
@@ -65,7 +72,9 @@ def config_of(args: argparse.Namespace) -> dict[str, object]:
             "flash_attn": args.flash_attn, "draft_model_path": args.model_draft, "draft_n_max": args.draft_n_max,
             "threads": args.threads, "host": args.host, "port": args.port, "metrics": args.metrics,
             "alias": args.alias, "api_keys": tuple(args.api_key), "verbosity": args.verbosity,
-            "swa_full": args.swa_full}
+            "swa_full": args.swa_full, "batch_size": args.batch_size, "ubatch_size": args.ubatch_size,
+            "embeddings": args.embeddings, "pooling": args.pooling, "reranking": args.reranking,
+            "mmproj_path": args.mmproj}
 
 
 def main(argv: list[str] | None = None) -> int:

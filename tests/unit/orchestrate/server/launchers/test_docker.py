@@ -85,6 +85,13 @@ def test_a_draft_beside_the_model_shares_its_mount(tmp_path: Path) -> None:
     assert command[command.index("--model-draft") + 1] == "/models-draft/b.gguf"
 
 
+def test_a_projector_is_mounted_and_named_inside() -> None:
+    volumes, command = mounts_and_command(spec(flags={"mmproj": "/m/p.gguf"}), "/m/a.gguf", None)
+    assert volumes == ["/m:/models:ro"] and command[command.index("--mmproj") + 1] == "/models/p.gguf"
+    volumes, command = mounts_and_command(spec(flags={"mmproj": "/v/p.gguf"}), "/m/a.gguf", None)
+    assert volumes == ["/m:/models:ro", "/v:/mmproj:ro"] and command[command.index("--mmproj") + 1] == "/mmproj/p.gguf"
+
+
 def test_a_relative_model_path_is_mounted_by_its_absolute_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
     volumes, _ = mounts_and_command(spec(), "models/a.gguf", None)

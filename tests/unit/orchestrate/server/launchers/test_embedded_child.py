@@ -58,3 +58,19 @@ def test_a_draft_model_turns_on_speculative_decoding() -> None:
 
 def test_no_alias_keeps_the_server_default() -> None:
     assert params().model_alias == set() and params().api_keys == []
+
+
+def test_embeddings_reranking_pooling_batches_and_a_projector_reach_the_parameters() -> None:
+    plain = params()
+    assert (plain.embedding, plain.pooling_type, plain.mmproj.path) == (False, -1, "")
+    got = params(embeddings=True, pooling="mean", batch_size=1024, ubatch_size=1024, mmproj_path="/p.gguf")
+    assert (got.embedding, got.n_batch, got.n_ubatch, got.mmproj.path) == (True, 1024, 1024, "/p.gguf")
+    assert got.pooling_type == xl.llama_pooling_type.LLAMA_POOLING_TYPE_MEAN
+    ranked = params(reranking=True)
+    assert ranked.embedding and ranked.pooling_type == xl.llama_pooling_type.LLAMA_POOLING_TYPE_RANK
+
+
+def test_the_optional_settings_are_written_only_when_set() -> None:
+    assert set(EmbeddedConfig(model_path="/m.gguf").to_dict()).isdisjoint(
+        {"swa_full", "batch_size", "ubatch_size", "embeddings", "pooling", "reranking", "mmproj_path"})
+    assert EmbeddedConfig(model_path="/m.gguf", embeddings=True, pooling="mean").to_dict()["pooling"] == "mean"

@@ -31,17 +31,22 @@ def test_defaults_match_the_embedded_config_and_its_fields() -> None:
     assert defaults == {"model_path": "/m.gguf", "parallel": 1, "ctx_size": 0, "flash_attn": "auto",
                         "draft_model_path": None, "draft_n_max": 4, "threads": 1, "host": "127.0.0.1",
                         "port": 8080, "metrics": False, "alias": None, "api_keys": (), "verbosity": 3,
-                        "swa_full": False}
+                        "swa_full": False, "batch_size": 0, "ubatch_size": 0, "embeddings": False, "pooling": None,
+                        "reranking": False, "mmproj_path": None}
     EmbeddedConfig(**defaults)  # type: ignore[arg-type]
 
 
 def test_long_names_map_to_their_fields() -> None:
     got = config("--model-draft", "/d.gguf", "--ctx-size", "8192", "--parallel", "8", "--flash-attn", "off",
                  "--threads", "3", "--host", "0.0.0.0", "--port", "9001", "--metrics", "--spec-draft-n-max",
-                 "6", "--alias", "tiny", "--api-key", "k1", "--api-key", "k2", "--verbosity", "2", "--swa-full")
+                 "6", "--alias", "tiny", "--api-key", "k1", "--api-key", "k2", "--verbosity", "2", "--swa-full",
+                 "--batch-size", "1024", "--ubatch-size", "512", "--embeddings", "--pooling", "mean", "--reranking",
+                 "--mmproj", "/p.gguf")
     assert got == {"model_path": "/m.gguf", "draft_model_path": "/d.gguf", "ctx_size": 8192, "parallel": 8,
                    "flash_attn": "off", "threads": 3, "host": "0.0.0.0", "port": 9001, "metrics": True,
-                   "draft_n_max": 6, "alias": "tiny", "api_keys": ("k1", "k2"), "verbosity": 2, "swa_full": True}
+                   "draft_n_max": 6, "alias": "tiny", "api_keys": ("k1", "k2"), "verbosity": 2, "swa_full": True,
+                   "batch_size": 1024, "ubatch_size": 512, "embeddings": True, "pooling": "mean", "reranking": True,
+                   "mmproj_path": "/p.gguf"}
 
 
 def test_short_names_are_the_same_flags() -> None:
@@ -58,13 +63,14 @@ def test_the_draft_length_under_each_name(flag: str) -> None:
     assert config(flag, "7")["draft_n_max"] == 7
 
 
-def test_gpu_and_batching_flags_are_accepted_and_change_nothing() -> None:
+def test_gpu_flags_are_accepted_and_change_nothing() -> None:
     """A scenario written for a GPU llama-server runs on the CPU stand-in unchanged."""
     with_value = [arg for flag in IGNORED_WITH_VALUE for arg in (flag, "99")]
     assert config(*with_value, *IGNORED_SWITCHES) == config()
     # the ones the process and docker launchers' scenarios use most, spelled out
-    assert config("-ngl", "99", "--n-gpu-layers-draft", "99", "-b", "2048", "-ub", "512", "-cb", "--cont-batching", "--no-warmup",
+    assert config("-ngl", "99", "--n-gpu-layers-draft", "99", "-cb", "--cont-batching", "--no-warmup",
                   "--jinja") == config()
+    assert config("-b", "2048", "-ub", "512") == config("--batch-size", "2048", "--ubatch-size", "512")  # real here
 
 
 @pytest.mark.parametrize("argv, words", [
