@@ -63,7 +63,7 @@ test: $(STAMP) engine browser llama-server
 	unit=0; integration=0; \
 	$(BIN)/python -m pytest -q -n 2 --durations=15 tests/unit || unit=$$?; \
 	[ $$unit != 2 ] || exit 2; \
-	$(BIN)/python -m pytest -q -n 0 --durations=15 tests/integration || integration=$$?; \
+	$(BIN)/python -m pytest -q -n 0 --durations=40 tests/integration || integration=$$?; \
 	if [ $$unit != 0 ] || [ $$integration != 0 ]; then \
 	  echo "make test: unit tests exit $$unit, integration tests exit $$integration"; exit 1; \
 	fi

@@ -166,8 +166,8 @@ def parse_request(check: Checker, raw: dict[str, Any], at: Callable[..., tuple[A
 def _refuse_mismatches(check: Checker, raw: dict[str, Any], at: Callable[..., tuple[Any, ...]], endpoint: str,
                        fields: dict[str, Any]) -> None:
     """What an endpoint cannot carry, one line each."""
-    if "images" in fields and raw.get("mode", "single") != "single":
-        raise check.fail(at("images"), "images ride on single prompts; multi-turn replay sends text")
+    if "images" in fields and (raw.get("mode", "single") != "single" or raw.get("dataset") == "trace"):
+        raise check.fail(at("images"), "images ride on single prompts; multi-turn replay and traces send text")
     if endpoint == CHAT:
         return
     for key, label in (("schema", "response_format"), ("grammar", "response_format"), ("tools", "tools"),

@@ -310,11 +310,11 @@ class RefServer:
                 events.append(("reasoning", chunked('{"choices":[{"finish_reason":null,"index":0,"delta":{"'
                                                      + reasoning_key + '":' + json.dumps(text) + "}}]" + tail)))
         call = tool_call(req, rid)
-        deltas = (tool_call_deltas(call, len(contents)) if call else
-                  [{"content": text} for text in contents])
+        deltas = ([json.dumps(delta, separators=(",", ":")) for delta in tool_call_deltas(call, len(contents))]
+                  if call else ['{"content":' + json.dumps(text) + "}" for text in contents])
         for delta in deltas:
             events.append(("content", chunked('{"choices":[{"finish_reason":null,"index":0,"delta":'
-                                               + json.dumps(delta) + "}]" + tail)))
+                                               + delta + "}]" + tail)))
         if call:
             finish_reason = "tool_calls"
         finish: dict[str, Any] = {"choices": [{"finish_reason": finish_reason, "index": 0, "delta": {}}],

@@ -16,6 +16,7 @@ import pytest
 import yaml
 
 from orchestrate.standins.tinyvision import MMPROJS, image_tokens
+from tests.browser import open_report
 from tests.conftest import reference_server
 from tests.helpers import read_jsonl, tokenswarm_run, undocumented_keys
 
@@ -52,22 +53,22 @@ SHAREGPT = {"dataset": "sharegpt-v3", "allow_truncated": True, "users": 4, "samp
 
 def test_embeddings_count_as_the_server_counts_and_a_server_without_them_is_one_line(
         llama_server_binary: Path, gemma_model: Path, tmp_path: Path) -> None:
-    scenario = {"load": {**SHAREGPT, "endpoint": "embeddings", "inputs_per_request": 4, "num_prompts": 12},
+    scenario = {"load": {**SHAREGPT, "endpoint": "embeddings", "inputs_per_request": 4, "num_prompts": 8},
                 "variants": [{"name": "mean", "server": {"flags": {"embeddings": True, "pooling": "mean",
                                                                    "ubatch-size": 1024, "batch-size": 1024}}},
                              {"name": "no-flag"}]}
     out, run_dir = run(tmp_path, llama_server_binary, scenario, ok=False)
     summary = summary_of(run_dir / "mean")
     records = read_jsonl(run_dir / "mean" / "requests.jsonl")
-    assert summary["status"] == "completed" and summary["requests"]["completed"] == 12
+    assert summary["status"] == "completed" and summary["requests"]["completed"] == 8
     assert all(r["endpoint"] == "embeddings" and r["inputs"] == 4 and r["ttft_ms"] is None for r in records)
     counters = summary["server_metrics"]["counters"]
     assert counters["prompt_tokens"] == sum(r["prompt_tokens"] for r in records) == summary["tokens"]["prompt"]
     assert counters["decode_calls"] == len(records)  # one batch each: the server's own request count
     assert summary["server_metrics"]["agrees_with_records"] and summary["crosscheck_agrees"]
     inputs = summary["request"]["inputs"]
-    assert inputs["total"] == 48 and inputs["per_s"] == pytest.approx(48 / summary["duration_s"])
-    assert "embeddings: 48 inputs (4.0 a request)" in out and "TTFT median" not in out
+    assert inputs["total"] == 32 and inputs["per_s"] == pytest.approx(32 / summary["duration_s"])
+    assert "embeddings: 32 inputs (4.0 a request)" in out and "TTFT median" not in out
     refused = summary_of(run_dir / "no-flag")
     assert refused["status"] == "error" and refused["requests"]["sent"] == 0
     assert "does not serve embeddings" in refused["error"] and "start llama-server with --embeddings" in refused["error"]
@@ -77,14 +78,14 @@ def test_a_json_schema_run_is_judged_and_compared_with_free_replies(
         llama_server_binary: Path, gemma_model: Path, tmp_path: Path) -> None:
     (tmp_path / "person.json").write_text(json.dumps(PERSON))
     (tmp_path / "city.json").write_text(json.dumps(CITY))
-    scenario = {"load": {**SHAREGPT, "num_prompts": 12, "max_tokens": 64},
+    scenario = {"load": {**SHAREGPT, "num_prompts": 8, "max_tokens": 48},
                 "matrix": {"response_format": {"free": None, "schema": "person.json",
                                                "mismatch": {"schema": "person.json", "check": "city.json"}}}}
     out, run_dir = run(tmp_path, llama_server_binary, scenario)
     free, schema, mismatch = (summary_of(run_dir / f"response_format-{name}") for name in ("free", "schema", "mismatch"))
     assert "request" not in free  # plain chat: as it was
     judged = schema["request"]["validity"]
-    assert judged["checked"] == schema["requests"]["completed"] == 12
+    assert judged["checked"] == schema["requests"]["completed"] == 8
     replies = read_jsonl(run_dir / "response_format-schema" / "requests.jsonl")
     assert judged["valid"] == sum(r["valid"] for r in replies) > 0  # measured: most replies are the person
     assert all(r["invalid_reason"] == "cut_short" for r in replies if not r["valid"] and r["finish_reason"] == "length")
@@ -133,7 +134,11 @@ def test_images_on_a_generated_projector_cost_the_tokens_the_server_counts(
         assert block["image_tokens"]["min"] == block["image_tokens"]["max"] == want, size
     assert images["ttft_ratio"] == pytest.approx(images["ttft_ms_with_images"]["p50"] / images["ttft_ms_text_only"]["p50"])
     assert "| 512x384 |" in (run_dir / "default" / "summary.md").read_text() and "images:" in out
-    assert "Images: default" in (run_dir / "report.html").read_text()
+    page = open_report(run_dir / "report.html")  # offline in Chromium: every chart drawn, the images' too
+    assert "images-default" in page.sections and page.errors == [] and page.network == []
+    assert page.charts and all(layers > 0 for layers in page.charts.values())
+    drawn = page.figures["TTFT by image size"]
+    assert drawn[0]["x"] == ["256x256", "512x384", "64x64", "text only"]
 
 
 def test_rerank_on_a_generated_reranker(llama_server_binary: Path, tmp_path: Path) -> None:
@@ -188,8 +193,9 @@ def test_a_jsonl_of_prompts_with_their_images(llama_server_binary: Path, tiny_mo
     assert "prompts: 4 of its 4 rows from rows.jsonl" in out
 
 
-def test_the_embedded_server_serves_embeddings_rerank_and_images(gemma_model: Path, tmp_path: Path) -> None:
-    """The xllamacpp wheel takes the same flags: ``--embeddings --pooling``, ``--reranking``, ``--mmproj``."""
+def test_the_embedded_server_serves_embeddings_and_images(gemma_model: Path, tmp_path: Path) -> None:
+    """The xllamacpp wheel takes the same flags: ``--embeddings --pooling``, ``--mmproj`` (``--reranking`` too:
+    ``tests/unit/orchestrate/server/launchers/test_embedded_child.py``)."""
     big = {"ubatch-size": 1024, "batch-size": 1024}
     scenario = {"server": {"launcher": "embedded", "model": "gemma-3-270m",
                            "flags": {"parallel": 2, "ctx-size": 4096, "threads": 2}},
@@ -197,16 +203,14 @@ def test_the_embedded_server_serves_embeddings_rerank_and_images(gemma_model: Pa
                 "variants": [
                     {"name": "embeddings", "server": {"flags": {"embeddings": True, "pooling": "mean", **big}},
                      "load": {"endpoint": "embeddings", "inputs_per_request": 2}},
-                    {"name": "rerank", "server": {"flags": {"reranking": True, **big}},
-                     "load": {"endpoint": "rerank", "inputs_per_request": 2}},
                     {"name": "images", "server": {"model": "tiny", "flags": {"mmproj": "tiny"}},
                      "load": {"dataset": "synthetic", "images": {"width": 64, "height": 64}}}]}
     path = tmp_path / "scenario.yaml"
     path.write_text(yaml.safe_dump({"name": "embedded-kinds", **scenario}))
     proc, run_dir = tokenswarm_run(tmp_path, path, timeout_s=400)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    embeddings, rerank, images = (summary_of(run_dir / name) for name in ("embeddings", "rerank", "images"))
-    assert embeddings["request"]["inputs"]["total"] == 8 and rerank["request"]["inputs"]["total"] == 8
+    embeddings, images = (summary_of(run_dir / name) for name in ("embeddings", "images"))
+    assert embeddings["request"]["inputs"]["total"] == 8
     assert embeddings["server_metrics"]["counters"]["prompt_tokens"] == embeddings["tokens"]["prompt"]
     assert images["request"]["images"]["image_tokens"]["min"] == image_tokens(MMPROJS["tiny"], 64, 64) == 16
     assert embeddings["server"]["launcher"]["config"]["embeddings"] is True

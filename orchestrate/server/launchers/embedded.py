@@ -73,6 +73,12 @@ class EmbeddedConfig:
         if self.parallel < 1 or self.threads < 1 or self.ctx_size < 0 or self.draft_n_max < 1:
             raise ValueError(f"parallel, threads and draft_n_max must be >= 1 and ctx_size >= 0: {self}")
 
+    def __repr__(self) -> str:
+        """As ``tokenswarm plan`` prints it: the ``OPTIONAL_KEYS`` only when set."""
+        shown = [f"{f.name}={getattr(self, f.name)!r}" for f in dataclasses.fields(self)
+                 if f.name not in OPTIONAL_KEYS or getattr(self, f.name)]
+        return f"EmbeddedConfig({', '.join(shown)})"
+
     def to_dict(self) -> dict[str, object]:
         """As ``server.json`` and the child take it; the ``OPTIONAL_KEYS`` only when set (the summary omits them off)."""
         data = dataclasses.asdict(self)

@@ -183,7 +183,7 @@ def test_plan_process_embedded_and_external(tmp_path: Path, capsys):
                       "cache_prompt false")
     assert out[7] == ("   server (embedded): EmbeddedConfig(model_path='/m/a.gguf', parallel=2, ctx_size=0, "
                       "flash_attn='off', draft_model_path=None, draft_n_max=4, threads=1, host='127.0.0.1', port=0, "
-                      "metrics=True, alias=None, api_keys=(), verbosity=3, swa_full=False)")
+                      "metrics=True, alias=None, api_keys=(), verbosity=3)")
     assert out[11] == "   server (external): http://10.0.0.2:8080 (already running; health checks and pre-flight only)"
 
 

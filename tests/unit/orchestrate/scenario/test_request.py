@@ -293,3 +293,5 @@ def test_completions_get_the_schema_as_llama_cpp_s_json_schema(folder: Path) -> 
 def test_images_with_multi_turn_replay_are_refused(folder: Path) -> None:
     with pytest.raises(ScenarioError, match="load.images: images ride on single prompts"):
         request(folder, "  mode: multi_turn\n  images: {count: 1}\n")
+    with pytest.raises(ScenarioError, match="load.images: images ride on single prompts"):
+        request(folder, "  dataset: trace\n  trace: {path: mooncake-sample}\n  images: {count: 1}\n")
