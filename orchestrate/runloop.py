@@ -78,7 +78,8 @@ def run_scenario(scenario: Scenario, results_root: Path, swarm: Swarm = Swarm(),
         if folder != run and not scenario_copy(folder).exists():  # each repeat a full run folder
             folder.mkdir(exist_ok=True)
             scenario_copy(folder).write_text(as_run)
-        context = Context(scenario.name, Repeat(index, k, order) if k > 1 else None, scenario.host_limits)
+        context = Context(scenario.name, Repeat(index, k, order) if k > 1 else None, scenario.host_limits,
+                          cost=scenario.cost)
         earlier = folder / variant.name if resume is not None and (folder / variant.name).exists() else None
         if earlier is not None and (status := finished(earlier)) is not None:
             print(f"[{variant.name}] {status} before: kept ({earlier})", flush=True)
@@ -297,5 +298,6 @@ def variant_facts(result: VariantRun) -> RunFacts:
         if context.resumed.set_aside else None,
         warmup=Warmup(warmup, "steps/warmup") if warmup else None,
         slo=variant.slo.as_dict() if variant.slo is not None else {},  # `tokenswarm report` judges goodput again
+        cost_rates=context.cost,
         planned_prompts=plan.planned_prompts(result.done),
         sampling=Sampling(**prepared.sampling_block()) if prepared else None, **plan.run_facts(result.paths))

@@ -18,6 +18,7 @@ from orchestrate.plans.base import StepDone, StepPlan
 from orchestrate.report.schema.runfacts import Repeat
 from orchestrate.report.schema.summary import Summary
 from orchestrate.results import VariantPaths
+from orchestrate.scenario.cost import CostRates
 from orchestrate.scenario.host_limits import HostLimits
 from orchestrate.scenario.spec import Variant
 from orchestrate.server.launchers.base import Launcher
@@ -44,6 +45,8 @@ class Context:
     repeat: Repeat | None = None
     host_limits: HostLimits = HostLimits()
     resumed: Carried = Carried()
+    cost: CostRates | None = None
+    """The scenario's prices (``cost:``), kept in each variant's ``run.json``."""
 
 
 @dataclass(frozen=True)

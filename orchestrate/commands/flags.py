@@ -12,6 +12,10 @@ import math
 import re
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from orchestrate.scenario.gates import Gate
 
 from orchestrate.results import DEFAULT_ROOT
 
@@ -76,6 +80,13 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
                       help="other processes' CPU (p50, %% of a core) past which the host was busy (default 10)")
     fair.add_argument("--steal-limit", type=_non_negative, metavar="PCT",
                       help="steal time (p50, %% of all CPU) past which the host was busy (default 5)")
+    fair.add_argument("--fail-if", dest="fail_if", action="append", type=gate, metavar="GATE", default=[],
+                      help="fail the run (exit 3) when this holds for any variant, e.g. 'ttft_ms.p99 > 2000', "
+                      "'error_share > 0.01', 'slo_attainment < 0.99' (repeatable; added to the scenario's fail_if)")
+    price = p.add_argument_group("cost", "prices that turn the measured seconds and joules into dollars per million "
+                                 "tokens (scenario: cost:)")
+    price.add_argument("--usd-per-hour", type=_non_negative, metavar="USD", help="what the serving machine costs an hour")
+    price.add_argument("--usd-per-kwh", type=_non_negative, metavar="USD", help="what its energy costs a kWh")
     p.add_argument("--results-dir", "--result-dir", dest="results_dir", type=Path, default=DEFAULT_ROOT,
                    help="where results/<run>/ goes (vLLM's --result-dir)")
     p.add_argument("--resume", type=Path, metavar="RUN_DIR",
@@ -157,6 +168,15 @@ def add_load_arguments(p: argparse.ArgumentParser) -> None:
 
 def add_join_token_file(p: argparse._ActionsContainer, help_text: str) -> None:
     p.add_argument("--join-token-file", type=Path, metavar="FILE", help=help_text)
+
+
+def gate(text: str) -> "Gate":
+    """``'ttft_ms.p99 > 2000'`` → a ``Gate`` (``scenario.gates``); argparse reports a bad one in one line."""
+    from orchestrate.scenario.gates import parse_gate
+    try:
+        return parse_gate(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def slo_limits(text: str) -> dict[str, float]:

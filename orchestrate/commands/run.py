@@ -18,6 +18,7 @@ from orchestrate.commands.generator_options import api_key_of, swarm_of, web_ui_
 from orchestrate.commands.scenario_options import scenario_of, with_search
 from orchestrate.errors import ScenarioError
 from orchestrate.results import variant_dirs
+from orchestrate.scenario.gates import Gate
 
 
 def export_api_key(key: str | None) -> None:
@@ -34,14 +35,25 @@ def run_main(args: argparse.Namespace) -> int:
     scenario, api_key = scenario_of(args), api_key_of(args)
     swarm, ui = swarm_of(args), web_ui_of(args)
     export_api_key(api_key)
-    return exit_code(run_scenario(scenario, args.results_dir, swarm, ui=ui, resume=args.resume))
+    return exit_code(run_scenario(scenario, args.results_dir, swarm, ui=ui, resume=args.resume), scenario.gates)
 
 
-def exit_code(run: Path) -> int:
-    """0 when every variant of the run completed, else 1 (a variant without a readable summary did not)."""
+def exit_code(run: Path, gates: tuple[Gate, ...] = ()) -> int:
+    """1 when a variant did not complete (one without a readable summary did not); else 3 when a gate failed
+    (each verdict printed, one line, and kept in ``gates.json``); else 0."""
+    from orchestrate.report.gates import GATE_FAILED, judge, write_gates
     from orchestrate.report.summary import read_summary
-    summaries = [read_summary(p) for p in variant_dirs(run)]
-    return 0 if summaries and all(s is not None and s.status == "completed" for s in summaries) else 1
+    summaries = {str(p.dir.relative_to(run)): read_summary(p) for p in variant_dirs(run)}
+    completed = bool(summaries) and all(s is not None and s.status == "completed" for s in summaries.values())
+    if not gates:
+        return 0 if completed else 1
+    verdicts = judge(gates, summaries)
+    for verdict in verdicts:
+        print(f"tokenswarm: {verdict.line()}", flush=True)
+    print(f"gates: {write_gates(run, verdicts)}", flush=True)
+    if not completed:
+        return 1
+    return GATE_FAILED if any(v.failed for v in verdicts) else 0
 
 
 def add_capacity_arguments(p: argparse.ArgumentParser) -> None:
@@ -70,7 +82,7 @@ def capacity_main(args: argparse.Namespace) -> int:
     scenario, api_key = scenario_of(args), api_key_of(args)
     scenario, swarm = with_search(scenario, args), swarm_of(args)
     export_api_key(api_key)
-    return exit_code(run_scenario(scenario, args.results_dir, swarm, resume=args.resume))
+    return exit_code(run_scenario(scenario, args.results_dir, swarm, resume=args.resume), scenario.gates)
 
 
 def add_noise_floor_arguments(p: argparse.ArgumentParser) -> None:

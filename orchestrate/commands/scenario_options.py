@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from orchestrate.errors import ScenarioError
+from orchestrate.scenario.cost import CostRates
 from orchestrate.scenario.settings import variant_settings
 from orchestrate.scenario.spec import RANDOM_DATASET, TRACE_DATASET, Scenario, TraceSpec
 
@@ -53,6 +54,11 @@ def scenario_of(args: argparse.Namespace) -> Scenario:
               if v is not None}
     if limits:
         top["host_limits"] = replace(scenario.host_limits, **limits)
+    if getattr(args, "fail_if", None):
+        top["gates"] = scenario.gates + tuple(args.fail_if)
+    prices = {k: v for k in ("usd_per_hour", "usd_per_kwh") if (v := getattr(args, k, None)) is not None}
+    if prices:
+        top["cost"] = replace(scenario.cost or CostRates(), **prices)
     return with_load(with_trace(scenario.with_overrides(server=server, load=load, **top), args), load)
 
 

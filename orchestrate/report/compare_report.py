@@ -193,6 +193,19 @@ def _request_lines(rows: list[dict[str, Any]]) -> list[str]:
     return out
 
 
+def _cost_lines(rows: list[dict[str, Any]]) -> list[str]:
+    """A line per priced variant: dollars per million output and input tokens (the run's seconds and joules)."""
+    priced = [r for r in rows if r.get("usd_per_mtok_output") is not None or r.get("usd_per_mtok_input") is not None]
+    if not priced:
+        return []
+    out = ["", "## Cost (the run's seconds and joules at the scenario's prices)", ""]
+    for r in priced:
+        parts = [f"${r[k]:,.2f} per million {what} tokens" for k, what in
+                 (("usd_per_mtok_output", "output"), ("usd_per_mtok_input", "input")) if r.get(k) is not None]
+        out.append(f"- {r['label']}: " + ", ".join(parts))
+    return out
+
+
 def _capacity_lines(rows: list[dict[str, Any]]) -> list[str]:
     """A line per variant that searched its capacity: the answer (ratios only under the same SLO)."""
     found = [r for r in rows if r.get("capacity_sentence")]
@@ -218,6 +231,7 @@ def markdown(data: dict[str, Any], plot_name: str | None = None, sweep_plot: str
                    + f" | {acc} | {_memory(r)} |")
     out += _goodput_lines(rows)
     out += _request_lines(rows)
+    out += _cost_lines(rows)
     out += _capacity_lines(rows)
     if data["baseline"]:
         out += ["", f"## Deltas against {data['baseline']}", "",

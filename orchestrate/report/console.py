@@ -19,6 +19,7 @@ from orchestrate.report.formats import fmt_bytes, fmt_ms, fmt_num
 from orchestrate.report.requestlines import inputs_line, p50, request_lines, request_text
 from orchestrate.report.schema import Summary
 from orchestrate.report.schema.common import MedianMeanMax
+from orchestrate.report.schema.cost import Cost
 from orchestrate.report.schema.headline import Reasoning
 from orchestrate.report.schema.machine import Energy, Host
 from orchestrate.report.schema.runfacts import ModelFile
@@ -200,7 +201,24 @@ def headline(summary: Summary) -> list[str]:
     steady = steady_state_line(summary.steady_state, one_body=kind is not None and kind.inputs is not None)
     power = energy_line(summary.energy) if summary.energy.joules is not None else None
     found = summary.capacity
-    return ([f"capacity: {found.sentence}"] if found is not None else []) + lines + [x for x in (steady, power) if x]
+    return ([f"capacity: {found.sentence}"] if found is not None else []) + lines + [
+        x for x in (steady, power, cost_line(summary.cost)) if x]
+
+
+def cost_line(block: Cost | None) -> str | None:
+    """"cost: $0.0123 for the run (time $0.0100 + energy $0.0023), $1.95 per million output tokens, ..."."""
+    if block is None or block.usd is None:
+        return None if block is None else f"cost: not priced — {block.energy_unpriced or 'no price given'}"
+    parts = [f"time ${block.usd_time:.4f}" if block.usd_time is not None else "",
+             f"energy ${block.usd_energy:.4f}" if block.usd_energy is not None else ""]
+    text = f"cost: ${block.usd:.4f} for the run ({' + '.join(p for p in parts if p)})"
+    if block.usd_per_mtok_output is not None:
+        text += f", ${block.usd_per_mtok_output:,.2f} per million output tokens"
+    if block.usd_per_mtok_input is not None:
+        text += f", ${block.usd_per_mtok_input:,.2f} per million input tokens"
+    if block.energy_unpriced:
+        text += f" (energy not priced: {block.energy_unpriced})"
+    return text
 
 
 

@@ -83,6 +83,9 @@ def summary_numbers(summary: Summary) -> dict[str, Any]:
     per_joule = power.steady_state.output_tokens_per_joule if power.steady_state else None
     if steady and per_joule:
         out["steady_joules_per_output_token"] = 1 / per_joule
+    if summary.cost is not None:  # priced: dollars per million tokens, under these prices
+        out.update({"usd_per_mtok_output": summary.cost.usd_per_mtok_output,
+                    "usd_per_mtok_input": summary.cost.usd_per_mtok_input})
     kind = summary.request  # what each request was: only when not plain text chat
     if kind is not None:
         out.update({"valid_share": kind.validity.share if kind.validity else None,

@@ -62,9 +62,10 @@ def summary_md(summary: Summary, images: Sequence[str] = ()) -> str:
     out += goodput_section(summary.goodput)
     out += tokens_section(summary)
     out += turns_section(summary)  # multi-turn replay: the per-turn table
-    errors = summary.requests.errors_by_class
+    errors, said = summary.requests.errors_by_class, summary.requests.first_error
     if errors:
-        out += ["| error class | count |", "|---|---|"] + [f"| {k} | {v} |" for k, v in errors.items()] + [""]
+        out += ["| error class | count | first message |", "|---|---|---|"] + [
+            f"| {k} | {v} | {_cell(said.get(k, ''))} |" for k, v in errors.items()] + [""]
     out += diagnostics(summary)
     out += server_table(summary)
     if summary.sweep is not None:
@@ -251,6 +252,11 @@ def pacing_section(summary: Summary) -> list[str]:
                        f"{fmt_ms(s.ttft_p50_ms)} | {fmt_ms(s.ttft_p99_ms)} | {fmt_ms(s.tpot_p50_ms)} |")
         out.append("")
     return out
+
+
+def _cell(text: str) -> str:
+    """Text as one markdown table cell: no pipes, no line breaks."""
+    return " ".join(text.replace("|", "\\|").split()) or "–"
 
 
 def trace_section(block: Trace | None) -> list[str]:

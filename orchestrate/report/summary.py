@@ -18,6 +18,7 @@ import pandas as pd
 from orchestrate.report.aggregates.accounting import connections, server_down, unsent
 from orchestrate.report.aggregates.capacity import capacity_block
 from orchestrate.report.aggregates.client import crosscheck_agrees, locust_crosscheck, summarize_client
+from orchestrate.report.aggregates.cost import cost
 from orchestrate.report.aggregates.energy import energy
 from orchestrate.report.aggregates.goodput import goodput
 from orchestrate.report.aggregates.headline import summarize_records
@@ -88,6 +89,7 @@ def build_summary(paths: VariantPaths, scenario: str, variant: str, facts: RunFa
         steady_state=steady, energy=energy(metrics_frame, first, None if first is None else first + head.duration_s,
                                            head.tokens, steady),
         capacity=found)
+    summary = replace(summary, cost=cost(facts.cost_rates, summary.duration_s, summary.energy, summary.tokens))
     summary = replace(summary, notes=tuple(notes(summary)))
     write_reports(summary, paths, records, load)
     return summary

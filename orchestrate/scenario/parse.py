@@ -18,7 +18,9 @@ from typing import Any
 
 from locustfiles.serverwatch import DEFAULT_LOST_AFTER_S
 from orchestrate.errors import ScenarioError
+from orchestrate.scenario.cost import parse_cost
 from orchestrate.scenario.datasets import DATASET_KEYS, parse_dataset
+from orchestrate.scenario.gates import Gate, parse_gate
 from orchestrate.scenario.host_limits import parse_host_limits
 from orchestrate.scenario.keypaths import Origin, merge_sections, put_path
 from orchestrate.scenario.lengths import LENGTH_KEYS, parse_lengths
@@ -48,7 +50,7 @@ LOAD_KEYS = {*DATASET_KEYS, "users", "spawn_rate", "num_prompts", "max_seconds",
              *REPLAY_KEYS, *LENGTH_KEYS, "trace", *REQUEST_KEYS}
 
 TOP_KEYS = {"name", "description", "server", "load", "variants", "matrix", "on_load_failure", "slo", "search",
-            "repeats", "host_limits"}
+            "repeats", "host_limits", "fail_if", "cost"}
 VARIANT_KEYS = {"name", "server", "load", "on_load_failure", "slo", "search"}
 FAILURE_KEYS = {"retry_with"}
 _FLAG_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9-]*$")
@@ -190,7 +192,23 @@ def parse_scenario(text: str, path: Path) -> Scenario:
             variants.append(_variant(check, full, top, item, at, combo, rule, rule_at))
     return Scenario(name=name, path=path, description=str(top.get("description", "")),
                     variants=tuple(variants), repeats=check.number(top.get("repeats", 1), ("repeats",), int, 1),
-                    host_limits=parse_host_limits(check, top.get("host_limits")))
+                    host_limits=parse_host_limits(check, top.get("host_limits")), gates=_gates(check, top.get("fail_if")),
+                    cost=parse_cost(check, top.get("cost")))
+
+
+def _gates(check: Checker, raw: Any) -> tuple[Gate, ...]:
+    """``fail_if:`` → its gates, each checked (``scenario.gates``)."""
+    if raw is None:
+        return ()
+    if not isinstance(raw, list):
+        raise check.fail(("fail_if",), f"must be a list of gates such as 'ttft_ms.p99 > 2000', got {raw!r}")
+    gates = []
+    for i, text in enumerate(raw):
+        try:
+            gates.append(parse_gate(text))
+        except ValueError as exc:
+            raise check.fail(("fail_if", i), str(exc)) from None
+    return tuple(gates)
 
 
 def _variant(check: Checker, name: str, top: dict[str, Any], item: dict[str, Any], at: tuple[Any, ...],

@@ -14,6 +14,8 @@ from typing import Any
 
 from locustfiles.pacing_params import Stage
 from locustfiles.serverwatch import DEFAULT_LOST_AFTER_S
+from orchestrate.scenario.cost import CostRates
+from orchestrate.scenario.gates import Gate
 from orchestrate.scenario.host_limits import HostLimits
 from orchestrate.scenario.keypaths import merge_sections
 from orchestrate.scenario.slo import Slo
@@ -341,6 +343,10 @@ class Scenario:
     """Every variant runs this many times, in interleaved order (A B C A B C), each a result folder."""
     host_limits: HostLimits = HostLimits()
     """Past these the host was busy while a variant ran (``orchestrate.load.host_probe``)."""
+    gates: tuple[Gate, ...] = ()
+    """``fail_if:`` (and ``--fail-if``): conditions that fail the run with exit code 3 (``scenario.gates``)."""
+    cost: CostRates | None = None
+    """``cost:`` (and ``--usd-per-hour``, ``--usd-per-kwh``): prices that make dollars per million tokens."""
 
     def as_run(self) -> dict[str, Any]:
         """Every variant's settings after merging and overrides: ``scenario.yaml`` of a run."""

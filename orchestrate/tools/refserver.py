@@ -120,6 +120,8 @@ class Timing:
     """A request's ``"ignore_eos": true`` runs it to its length limit (False: a server that ignores the field)."""
     cached_tokens: int = 0
     """Prompt tokens every request reports as served from the cache (at most the prompt's length - 1)."""
+    fail_status: int | None = None
+    """Answer every chat completion with this HTTP status and llama.cpp's error body (a misbehaving server)."""
 
     def __post_init__(self) -> None:
         if self.ttft_ms < 0 or self.itl_ms < 0 or self.jitter_ms < 0:
@@ -134,6 +136,8 @@ class Timing:
             raise ValueError("reasoning_tokens and cached_tokens must be >= 0")
         if self.eos_after is not None and self.eos_after < 1:
             raise ValueError("eos_after must be >= 1")
+        if self.fail_status is not None and not 400 <= self.fail_status <= 599:
+            raise ValueError("fail_status must be an HTTP error status, 400 to 599")
 
 
 class RefServer:
@@ -253,6 +257,11 @@ class RefServer:
             conn.transport.write(http_error(400, "invalid_request_error", "bad request body", keep_alive))
             return
         self.requests += 1
+        if self.timing.fail_status is not None:
+            status = self.timing.fail_status
+            conn.transport.write(http_error(status, "server_error", f"synthetic failure: every request gets {status}",
+                                            keep_alive))
+            return
         rid_bytes = headers.get(b"x-request-id")
         if rid_bytes is None:
             m = MARKER_RE.search(body)

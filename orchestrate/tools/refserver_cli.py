@@ -51,6 +51,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--ignore-ignore-eos", action="store_true",
                    help="with --eos-after: stop at N tokens even when the request says ignore_eos, as a server "
                         "that ignores the field")
+    p.add_argument("--fail-status", type=int, metavar="CODE",
+                   help="answer every chat completion with this HTTP error status and llama.cpp's error body")
     p.add_argument("--cached-tokens", type=int, default=0, metavar="N",
                    help="report N prompt tokens (at most the prompt's length - 1) as cached, where the dialect "
                         "does (timings.cache_n, usage.prompt_tokens_details.cached_tokens)")
@@ -63,7 +65,8 @@ def serve_main(args: argparse.Namespace) -> int:
                     tokens_per_chunk=args.tokens_per_chunk, output_tokens=args.output_tokens, seed=args.seed,
                     slots=args.slots, n_ctx=args.n_ctx, close_after=args.close_after, queue=args.queue,
                     dialect=args.dialect, reasoning_tokens=args.reasoning_tokens, eos_after=args.eos_after,
-                    honour_ignore_eos=not args.ignore_ignore_eos, cached_tokens=args.cached_tokens)
+                    honour_ignore_eos=not args.ignore_ignore_eos, cached_tokens=args.cached_tokens,
+                    fail_status=args.fail_status)
     loop = new_event_loop()
     asyncio.set_event_loop(loop)
     server = RefServer(timing, args.host, args.port, args.truth_file)

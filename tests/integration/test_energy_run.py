@@ -36,6 +36,7 @@ def run(tmp_path: Path, itls: dict[str, str], monkeypatch: pytest.MonkeyPatch, *
         path = tmp_path / "scenario.yaml"
         path.write_text(yaml.safe_dump({
             "name": "energy", "host_limits": {"foreign_cpu_pct": 10000, "steal_pct": 100},  # a busy CI host: no confound
+            "cost": {"usd_per_hour": 3.5, "usd_per_kwh": 0.15},
             "load": {"dataset": "synthetic:200", "users": 2, "num_prompts": 8, "max_tokens": 20,
                                        "sampling": {"fixed_output_tokens": 20}},
             "variants": [{"name": name, "server": {"launcher": "external", "url": url}} for name, url in urls.items()]}))
@@ -59,13 +60,20 @@ def test_a_fixed_power_gives_power_times_the_window_and_compare_states_the_energ
         assert block["idle_watts"] == pytest.approx(250.0)
         assert block["output_tokens_per_joule"] == pytest.approx(8 * 20 / block["joules"])
         assert "energy " in (run_dir / name / "summary.md").read_text()
+        usd = summary["duration_s"] / 3600 * 3.5 + block["joules"] / 3.6e6 * 0.15  # by hand, from the summary
+        assert summary["cost"]["usd"] == pytest.approx(usd, rel=1e-12)
+        assert summary["cost"]["usd_per_mtok_output"] == pytest.approx(usd / summary["tokens"]["output"] * 1e6, rel=1e-12)
+        assert summary["cost"]["usd_per_mtok_input"] == pytest.approx(usd / summary["tokens"]["prompt"] * 1e6, rel=1e-12)
+        assert f"- {name}: ${summary['cost']['usd_per_mtok_output']:,.2f} per million output tokens" in \
+            (run_dir / "compare.md").read_text()
     ratio = blocks["slow"]["joules_per_output_token"] / blocks["fast"]["joules_per_output_token"]
     assert 1.6 < ratio < 3.0
     (effect,) = json.loads((run_dir / "compare.json").read_text())["effects"]
     read = effect["ratios"]["joules_per_output_token"]  # over the steady-state windows when both have one
     assert 1.6 < read < 3.0 and f"J per output token ×{read:.2f}" in (run_dir / "compare.md").read_text()
     subprocess.run([sys.executable, "-m", "orchestrate.cli", "report", str(run_dir)], check=True, capture_output=True)
-    assert json.loads((run_dir / "fast" / "summary.json").read_text())["energy"] == blocks["fast"]
+    rebuilt = json.loads((run_dir / "fast" / "summary.json").read_text())
+    assert rebuilt["energy"] == blocks["fast"] and rebuilt["cost_rates"] == {"usd_per_hour": 3.5, "usd_per_kwh": 0.15}
 
 
 def test_power_readings_that_stop_half_way_give_no_joules_and_say_why(
@@ -75,6 +83,8 @@ def test_power_readings_that_stop_half_way_give_no_joules_and_say_why(
     assert block["joules"] is None and 0 < block["coverage"] < 0.95, block
     assert "nvidia-smi stopped answering (CalledProcessError" in block["unavailable"], block
     assert "energy: not measured — power readings cover" in (run_dir / "v" / "summary.md").read_text()
+    cost = json.loads((run_dir / "v" / "summary.json").read_text())["cost"]
+    assert cost["usd_energy"] is None and cost["usd"] == cost["usd_time"] and cost["energy_unpriced"] == block["unavailable"]
 
 
 def test_a_server_given_one_gpu_is_charged_that_gpus_power_alone(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -50,7 +50,7 @@ def summarize_records(df: pd.DataFrame) -> Headline:
     if df.empty:
         return Headline()
     ok = df.loc[df["status"] == OK, [c for c in df if c in _COMPLETED_FIELDS]]
-    errors = df.loc[df["status"] == ERROR, ["error_class"]]
+    errors = df.loc[df["status"] == ERROR, [c for c in ("error_class", "error_detail") if c in df]]
     duration = float(request_ends(df).max() - df["send_ts"].min())
     tokens = Tokens(prompt=column_sum(ok, "prompt_tokens") or 0, cached=column_sum(ok, "cached_tokens") or 0,
                     output=column_sum(ok, "output_tokens") or 0)
@@ -61,7 +61,8 @@ def summarize_records(df: pd.DataFrame) -> Headline:
                           no_content=no_content(ok),
                           short_replies=short_replies(ok),
                           errors_by_class={str(k): int(v) for k, v in
-                                           errors["error_class"].value_counts().sort_index().items()}),
+                                           errors["error_class"].value_counts().sort_index().items()},
+                          first_error=first_error(errors)),
         duration_s=duration,
         tokens=tokens,
         throughput=Throughput(prefill_tok_s=per_second(tokens.prompt, duration),
@@ -77,6 +78,14 @@ def summarize_records(df: pd.DataFrame) -> Headline:
         speculative=speculative(ok),
         completed_prompts=tuple(sorted({int(i) for i in numeric_column(ok, "prompt_index").dropna()})),
     )
+
+
+def first_error(errors: pd.DataFrame) -> dict[str, str]:
+    """Per error class, the first message a request of it got (in the records' order), sorted by class."""
+    if "error_detail" not in errors:
+        return {}
+    firsts = errors.dropna(subset=["error_detail"]).drop_duplicates("error_class")
+    return {str(k): str(v) for k, v in sorted(zip(firsts["error_class"], firsts["error_detail"]))}
 
 
 def no_content(ok: pd.DataFrame) -> int:

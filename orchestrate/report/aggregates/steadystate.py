@@ -60,6 +60,10 @@ def steady_state(records: pd.DataFrame, load: LoadSpec | None, slo: dict[str, fl
     """
     if records.empty or "send_ts" not in records:
         return None
+    open_loop_run = load is not None and (load.rate is not None or load.trace is not None)
+    if not (records["status"] == OK).any():  # its figures would be zeros that look like a measurement
+        return _none(OPEN_RULE if open_loop_run else CLOSED_RULE, "no request completed: every one failed or "
+                                                                  "was cut off")
     if ui:
         return _none(CLOSED_RULE, "a person set the users in the web UI: each level held is a step of its own "
                                   "(ui_steps)")
@@ -68,7 +72,7 @@ def steady_state(records: pd.DataFrame, load: LoadSpec | None, slo: dict[str, fl
     if load is not None and load.stages:
         return _none(CLOSED_RULE, "a staged ramp changes the users on purpose: each stage's figures are its own "
                                   "(stages)")
-    if load is not None and (load.rate is not None or load.trace is not None):
+    if open_loop_run:
         return open_loop(records, schedule_ts or [], slo)
     if load is None or load.users < 1:
         return _none(CLOSED_RULE, "the number of users is not known")

@@ -36,6 +36,8 @@ class Requests:
     ``timeout``, ``stream_cut``, ``bad_chunk``, ``client_error``), sorted by class."""
     unsent: int = 0
     """Requests planned and never sent (server lost, time cap, web UI stop); a lost worker's count as sent."""
+    first_error: dict[str, str] = mapping("class", omit=True, doc="An error class and the first message a request of it got (the server's error message, or the client's exception), cut to 200 characters.")
+    """Per error class, the first message a request of it got: what the server said; absent without errors."""
 
 
 @dataclass(frozen=True)

@@ -14,6 +14,7 @@ from typing import Any
 from orchestrate.report.jsontypes import mapping, omitted, run_json_only
 from orchestrate.report.schema.capacity import Capacity
 from orchestrate.report.schema.common import LIMIT_DOC, SETTING_DOC
+from orchestrate.report.schema.cost import Cost
 from orchestrate.report.schema.headline import (
     Connections,
     Headline,
@@ -38,6 +39,7 @@ from orchestrate.report.schema.sweep import Sweep
 from orchestrate.report.schema.trace import Trace
 from orchestrate.report.schema.turns import Conversations, TurnRow
 from orchestrate.report.schema.ui import UiSteps, UsersOverTime
+from orchestrate.scenario.cost import CostRates
 from orchestrate.scenario.spec import Factor, LoadSpec
 
 
@@ -63,8 +65,9 @@ class RunFacts:
     """
 
     status: str | None = None
-    """``completed``, ``failed_to_load``, ``crashed``, ``server_lost``, ``error`` or ``interrupted``; None for a
-    folder no run loop wrote (a plain Locust run's, rebuilt by ``tokenswarm report``)."""
+    """``completed``, ``failed`` (every request failed: ``error`` says how and quotes the server), ``failed_to_load``,
+    ``crashed``, ``server_lost``, ``error`` or ``interrupted``; None for a folder no run loop wrote (a plain Locust
+    run's, rebuilt by ``tokenswarm report``)."""
     error: str | None = None
     """What went wrong, in one line; None when nothing did."""
     stopped_by: str | None = omitted()
@@ -90,6 +93,8 @@ class RunFacts:
     """The failed load before the retry; absent without one."""
     slo: dict[str, float] = mapping("limit", omit=True, doc=LIMIT_DOC)
     """The ``slo:`` limits, ms (``ttft_ms``, ``tpot_ms``, ``e2e_ms``: those set); absent without an SLO."""
+    cost_rates: CostRates | None = omitted()
+    """The prices the run was given (``cost:``, ``--usd-per-hour``, ``--usd-per-kwh``); absent without prices."""
     repeat: Repeat | None = omitted()
     """Which repeat this is; absent without repeats."""
     warmup: Warmup | None = omitted()
@@ -163,5 +168,7 @@ class Summary(Headline, RunFacts, Names):
     """The serving machine's energy over ``duration_s``."""
     capacity: Capacity | None = omitted()
     """A capacity search's answer; absent without a search."""
+    cost: Cost | None = omitted()
+    """Dollars per million tokens from the run's seconds and joules at ``cost_rates``; absent without prices."""
     notes: tuple[str, ...] = ()
     """Plain-language caveats a reader must see next to the numbers."""

@@ -93,6 +93,10 @@ class StepFigures:
     """``request.inputs.unit``."""
     image_ttft_ratio: float | None = omitted()
     """``request.images.ttft_ratio``."""
+    usd_per_mtok_output: float | None = omitted()
+    """``cost.usd_per_mtok_output``; absent without prices."""
+    usd_per_mtok_input: float | None = omitted()
+    """``cost.usd_per_mtok_input``; absent without prices."""
 
 
 @dataclass(frozen=True)

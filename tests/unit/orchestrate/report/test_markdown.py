@@ -53,8 +53,8 @@ def test_markdown_has_headline_latency_table_and_error_classes():
     assert "| ITL (inter-chunk) | 98 ms | 130 ms | 400 ms | 104 ms | 30.0 s |" in lines
     assert "| E2E | 27.0 s | 40.0 s | 52.0 s | 28.0 s | 61.0 s |" in lines
     assert "| total | 185,253 | 1,024 | 244,238 | 1.00 |" in lines
-    assert "| error class | count |" in lines
-    assert f"| {CONTEXT_ERROR} | 20 |" in lines
+    assert "| error class | count | first message |" in lines
+    assert f"| {CONTEXT_ERROR} | 20 | – |" in lines  # a summary from before first messages were kept
     assert "llama.cpp timings (per slot): prefill 1,416.7 tok/s, decode 9.3 tok/s  " in lines
     assert "speculative decoding: 625/1,000 draft tokens accepted (62.5 %)  " in lines
     assert ("Locust's own stats: 1000 requests, 20 failures, 185,253 prompt / 244,238 output tokens — "

@@ -260,3 +260,12 @@ def test_reasoning_replies_give_ttfo_the_answers_tpot_and_the_thinking_share() -
     assert summary.requests.short_replies == 1  # r1: 4 of 8; the error and the cancelled one do not count
     assert summary.token_sources == TokenSources(output=("usage",), cached=(), reasoning=("chunks", "usage"))
     assert summarize_records(frame(study_records())).reasoning is None
+
+
+def test_each_error_class_keeps_the_first_message_its_requests_got() -> None:
+    errors = [RequestRecord(f"e{i}", i, "w", 1.0 + i, status=ERROR, error_class=kind, error_detail=detail)
+              for i, (kind, detail) in enumerate([("http_500:server_error", "first 500"), ("timeout", "slow"),
+                                                  ("http_500:server_error", "second 500")])]
+    head = summarize_records(pd.DataFrame([vars(r) for r in errors]))
+    assert head.requests.first_error == {"http_500:server_error": "first 500", "timeout": "slow"}
+    assert summarize_records(pd.DataFrame([vars(r) for r in study_records()])).requests.first_error == {}

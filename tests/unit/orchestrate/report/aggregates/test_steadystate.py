@@ -267,3 +267,12 @@ def test_open_loop_a_brief_lag_that_catches_up_does_not_end_the_window() -> None
     block = steady_state(frame(records), LoadSpec(rate=2.0), None, schedule(30))
     assert block is not None and block.found is True
     assert block.requests == 30 and block.end_s == 14.5
+
+
+@pytest.mark.parametrize("load", [LoadSpec(users=4), LoadSpec(users=4, rate=2.0)])
+def test_a_run_where_no_request_completed_has_no_window(load: LoadSpec) -> None:
+    failed = frame([rec(i * 0.1, status=ERROR, ttft=None, tpot=None, prompt=None, out=None) for i in range(40)])
+    found = steady_state(failed, load, schedule_ts=[T0 + i * 0.1 for i in range(40)])
+    assert found is not None and found.found is False
+    assert found.reason == "no request completed: every one failed or was cut off"
+    assert found.rule == (OPEN_RULE if load.rate else CLOSED_RULE)
