@@ -9,7 +9,7 @@ table, the plots, the notes.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from orchestrate.report.aggregates.pacing_figures import LATENCY_KEYS
@@ -30,6 +30,7 @@ from orchestrate.report.notes import cap_warning
 from orchestrate.report.schema import Summary
 from orchestrate.report.schema.capacity import Capacity
 from orchestrate.report.schema.common import Percentiles
+from orchestrate.report.schema.intervals import Interval, PercentileIntervals
 from orchestrate.report.schema.request import Images
 from orchestrate.report.schema.steady import Goodput
 from orchestrate.report.schema.sweep import Sweep
@@ -191,19 +192,27 @@ def steady_state_section(summary: Summary) -> list[str]:
         return out + [f"No steady-state window ({block.rule}): {block.reason}."
                       + (f" About {block.prompts_needed:,} prompts would give one." if block.prompts_needed
                          else ""), ""]
-    thr, lat, req = summary.throughput, summary.latency_ms, summary.requests
+    thr, lat, req, ci = summary.throughput, summary.latency_ms, summary.requests, block.intervals
     good, ss_good = summary.goodput, block.goodput
     rows = [("span", f"0–{summary.duration_s:.1f} s, {req.sent:,} requests",
              f"{block.start_s:.1f}–{block.end_s:.1f} s, {block.requests:,} requests "
              f"({100 * (block.share_of_requests or 0):.0f} %)"),
-            ("prefill tok/s", fmt_num(thr.prefill_tok_s), fmt_num(block.prefill_tok_s)),
-            ("decode tok/s", fmt_num(thr.decode_tok_s), fmt_num(block.decode_tok_s)),
-            ("req/s", fmt_num(thr.requests_per_s, 2), fmt_num(block.requests_per_s, 2)),
-            ("TTFT p50 / p90 / p99", _triple(lat.ttft), _triple(block.ttft_ms)),
-            ("TPOT p50 / p90 / p99", _triple(lat.tpot), _triple(block.tpot_ms))]
+            ("prefill tok/s", fmt_num(thr.prefill_tok_s), fmt_num(block.prefill_tok_s) + _within(
+                ci.prefill_tok_s if ci else None, fmt_num)),
+            ("decode tok/s", fmt_num(thr.decode_tok_s), fmt_num(block.decode_tok_s) + _within(
+                ci.decode_tok_s if ci else None, fmt_num)),
+            ("req/s", fmt_num(thr.requests_per_s, 2), fmt_num(block.requests_per_s, 2) + _within(
+                ci.requests_per_s if ci else None, lambda x: fmt_num(x, 2))),
+            ("TTFT p50 / p90 / p99", _triple(lat.ttft) + _ends(summary.intervals.ttft_ms if summary.intervals else None),
+             _triple(block.ttft_ms) + _ends(ci.ttft_ms if ci else None)),
+            ("TPOT p50 / p90 / p99", _triple(lat.tpot) + _ends(summary.intervals.tpot_ms if summary.intervals else None),
+             _triple(block.tpot_ms) + _ends(ci.tpot_ms if ci else None))]
     if good is not None and ss_good is not None and good.share is not None and ss_good.share is not None:
         rows.append(("requests meeting the SLO", f"{100 * good.share:.1f} %", f"{100 * ss_good.share:.1f} %"))
     out += ["| | whole run | steady state |", "|---|---|---|"] + [f"| {a} | {b} | {c} |" for a, b, c in rows]
+    out += ["", "In brackets: 95 % intervals from this run alone, rates by batch means over "
+                f"{ci.batches if ci else 0} slices of the window, percentiles by order statistics (docs/metrics.md); "
+                "`?`: too few requests to bound that side."]
     flight = block.in_flight
     if flight is not None and flight.mean is not None:
         out += ["", f"The window: {block.rule} ({flight.threshold} of {flight.users}); in flight "
@@ -214,6 +223,21 @@ def steady_state_section(summary: Summary) -> list[str]:
         out += ["", f"The window: {block.rule}"
                     + ("" if block.kept_up else "; after it the sends fell behind the schedule") + "."]
     return out + [""]
+
+
+def _within(interval: Interval | None, fmt: Callable[[float], str]) -> str:
+    """" [92.1–101.7]": an interval after its figure, ``?`` for a side it cannot bound; "" without one."""
+    if interval is None:
+        return ""
+    ends = ["?" if x is None else fmt(x) for x in (interval.low, interval.high)]
+    return f" [{ends[0]}–{ends[1]}]"
+
+
+def _ends(block: PercentileIntervals | None) -> str:
+    """" (p50 [1.1 s–1.3 s], p99 [2.0 s–?])": the p50 and p99 intervals of a latency."""
+    if block is None:
+        return ""
+    return f" (p50{_within(block.p50, fmt_ms)}, p99{_within(block.p99, fmt_ms)})"
 
 
 def pacing_section(summary: Summary) -> list[str]:

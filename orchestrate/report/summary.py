@@ -23,6 +23,7 @@ from orchestrate.report.aggregates.energy import energy
 from orchestrate.report.aggregates.goodput import goodput
 from orchestrate.report.aggregates.headline import summarize_records
 from orchestrate.report.aggregates.host import summarize_host
+from orchestrate.report.aggregates.intervals import latency_intervals
 from orchestrate.report.aggregates.pacing_figures import load_mode_summary
 from orchestrate.report.aggregates.recordsfile import read_records
 from orchestrate.report.aggregates.request import request_block
@@ -89,7 +90,8 @@ def build_summary(paths: VariantPaths, scenario: str, variant: str, facts: RunFa
         steady_state=steady, energy=energy(metrics_frame, first, None if first is None else first + head.duration_s,
                                            head.tokens, steady),
         capacity=found)
-    summary = replace(summary, cost=cost(facts.cost_rates, summary.duration_s, summary.energy, summary.tokens))
+    summary = replace(summary, cost=cost(facts.cost_rates, summary.duration_s, summary.energy, summary.tokens),
+                      intervals=latency_intervals(records))
     summary = replace(summary, notes=tuple(notes(summary)))
     write_reports(summary, paths, records, load)
     return summary

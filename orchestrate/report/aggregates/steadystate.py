@@ -33,8 +33,10 @@ from locustfiles.records import CANCELLED, OK
 from orchestrate.report.aggregates.chunks import tokens_received
 from orchestrate.report.aggregates.concurrency import in_flight, request_ends
 from orchestrate.report.aggregates.goodput import goodput
+from orchestrate.report.aggregates.intervals import batch_means, percentile_intervals, slices
 from orchestrate.report.aggregates.stats import numeric_column, per_second, value_stats
 from orchestrate.report.schema.common import Percentiles
+from orchestrate.report.schema.intervals import SteadyIntervals
 from orchestrate.report.schema.steady import InFlight, SteadyState
 from orchestrate.scenario.spec import LoadSpec
 
@@ -167,7 +169,22 @@ def _figures(records: pd.DataFrame, inside: np.ndarray, start: float, end: float
             "requests_per_s": per_second(int(((ends >= start) & (ends < end)).sum()), duration),
             "ttft_ms": _percentiles(numeric_column(mine_ok, "ttft_ms")),
             "tpot_ms": _percentiles(numeric_column(mine_ok, "tpot_ms")),
-            "goodput": goodput(mine, slo, duration)}
+            "goodput": goodput(mine, slo, duration), "intervals": _intervals(ok, mine_ok, ends, start, end)}
+
+
+def _intervals(ok: pd.DataFrame, mine_ok: pd.DataFrame, ends: np.ndarray, start: float, end: float) -> SteadyIntervals:
+    """The window's 95 % intervals: its rates by batch means over ``BATCHES`` slices, its latencies by order
+    statistics (``aggregates/intervals.py``)."""
+    windows = slices(start, end)
+    width = (end - start) / len(windows)
+    decode = tokens_received(ok, windows) if len(ok) else [0.0] * len(windows)
+    prefill = prompt_tokens_within(ok, windows)
+    done = [float(((ends >= a) & (ends < b)).sum()) for a, b in windows]
+    return SteadyIntervals(batches=len(windows), decode_tok_s=batch_means([x / width for x in decode]),
+                           prefill_tok_s=batch_means([x / width for x in prefill]),
+                           requests_per_s=batch_means([x / width for x in done]),
+                           ttft_ms=percentile_intervals(numeric_column(mine_ok, "ttft_ms").to_numpy(dtype=float)),
+                           tpot_ms=percentile_intervals(numeric_column(mine_ok, "tpot_ms").to_numpy(dtype=float)))
 
 
 def prompt_tokens_within(ok: pd.DataFrame, windows: list[tuple[float, float]]) -> list[float]:

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 from orchestrate.report.jsontypes import mapping, omitted
 from orchestrate.report.schema.common import LIMIT_DOC, Percentiles
+from orchestrate.report.schema.intervals import SteadyIntervals
 
 
 @dataclass(frozen=True)
@@ -104,6 +105,8 @@ class SteadyState:
     """TPOT of the completed requests sent inside the window, ms."""
     goodput: Goodput | None = omitted()
     """Goodput of the requests sent inside the window, over ``duration_s``; None without an SLO."""
+    intervals: SteadyIntervals | None = omitted()
+    """95 % intervals of the window's rates (batch means) and latencies (order statistics); absent without a window."""
     in_flight: InFlight | None = omitted()
     """Closed loop only: requests in flight inside the window."""
     kept_up: bool | None = omitted()

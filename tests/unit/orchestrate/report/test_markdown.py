@@ -102,11 +102,14 @@ def test_steady_state_beside_the_whole_run() -> None:
     assert md[:2] == ["## Steady state", ""]
     assert "| | whole run | steady state |" in md
     assert "| span | 0–7.5 s, 12 requests | 1.5–6.0 s, 9 requests (75 %) |" in md
-    assert "| prefill tok/s | 160.0 | 200.0 |" in md
-    assert "| decode tok/s | 4.8 | 5.8 |" in md
-    assert "| req/s | 1.60 | 1.78 |" in md
-    assert "| TTFT p50 / p90 / p99 | 1.0 s / 1.0 s / 1.0 s | 1.0 s / 1.0 s / 1.0 s |" in md
-    assert "| TPOT p50 / p90 / p99 | – | 500 ms / 500 ms / 500 ms |" in md
+    # in brackets the 95 % intervals: the prefill is the same in every slice of the window (no width), 9 latencies
+    # bound a median on both sides and a p99 from below only
+    assert "| prefill tok/s | 160.0 | 200.0 [200.0–200.0] |" in md
+    assert "| decode tok/s | 4.8 | 5.8 [4.2–7.3] |" in md
+    assert "| req/s | 1.60 | 1.78 [1.11–2.45] |" in md
+    assert ("| TTFT p50 / p90 / p99 | 1.0 s / 1.0 s / 1.0 s | 1.0 s / 1.0 s / 1.0 s (p50 [1.0 s–1.0 s], "
+            "p99 [1.0 s–?]) |") in md
+    assert "| TPOT p50 / p90 / p99 | – | 500 ms / 500 ms / 500 ms (p50 [500 ms–500 ms], p99 [500 ms–?]) |" in md
     assert "| requests meeting the SLO | 50.0 % | 100.0 % |" in md
     assert any(line.startswith("The window: requests in flight >= 95 % of the users (4 of 4); in flight 4.0 on "
                                "average, below 4 for 0.0 % of its time") for line in md)

@@ -1,0 +1,129 @@
+"""95 % intervals from one run: percentiles by order statistics, rates by batch means over the steady window.
+
+Stage: records → report. Methods (``docs/metrics.md``):
+
+- **A percentile** (p50, p90, p99 of TTFT, TPOT, E2E): the distribution-free interval between two order statistics.
+  With n values, the count below the true q-quantile is Binomial(n, q); ranks l and u around its 2.5 % and
+  97.5 % quantiles make [x₍ₗ₎, x₍ᵤ₎] cover the true percentile in about 95 % of runs (the pair nearest 95 % by the
+  binomial's exact coverage), whatever the distribution. Exact binomial up to ``EXACT_UP_TO`` values, the normal
+  approximation above. A bound whose rank
+  falls outside 1..n is None: too few requests to bound that side (p99 needs a few hundred).
+- **A rate over the steady window** (decode and prefill tok/s, req/s): neighbouring requests share the server,
+  so they are not independent and an i.i.d. bootstrap would be too narrow. The window is cut into ``BATCHES``
+  equal slices; the rate of each is one value, and the interval is their mean ± t₀.₉₇₅,ₖ₋₁ · s/√k.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+
+import numpy as np
+import pandas as pd
+
+from locustfiles.records import OK
+from orchestrate.report.aggregates.stats import numeric_column
+from orchestrate.report.schema.intervals import Interval, LatencyIntervals, PercentileIntervals
+
+CONFIDENCE = 0.95
+Z = 1.959963984540054
+"""The standard normal's 97.5 % quantile."""
+EXACT_UP_TO = 2000
+MIN_COVERAGE = 0.94
+"""A narrower pair of ranks is taken only when it still covers at least this."""
+BATCHES = 10
+T_975 = {4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306, 9: 2.262, 10: 2.228, 11: 2.201, 12: 2.179, 13: 2.160,
+         14: 2.145, 15: 2.131, 16: 2.120, 17: 2.110, 18: 2.101, 19: 2.093}
+"""Student's t, 97.5 % quantile, by degrees of freedom (batches - 1)."""
+
+
+def _binomial_cdf(n: int, q: float) -> Callable[[int], float]:
+    """k → P(Binomial(n, q) <= k): exact up to ``EXACT_UP_TO``, the normal approximation (continuity-corrected)
+    above."""
+    if n > EXACT_UP_TO:
+        mean, sd = n * q, math.sqrt(n * q * (1 - q))
+        return lambda k: 0.5 * math.erfc(-((k + 0.5 - mean) / sd) / math.sqrt(2))
+    log_q, log_r, top = math.log(q), math.log1p(-q), math.lgamma(n + 1)
+    cum = np.cumsum([math.exp(top - math.lgamma(k + 1) - math.lgamma(n - k + 1) + k * log_q + (n - k) * log_r)
+                     for k in range(n + 1)])
+    return lambda k: 0.0 if k < 0 else 1.0 if k >= n else float(cum[k])
+
+
+def _binomial_quantile(cdf: Callable[[int], float], n: int, p: float) -> int:
+    """The smallest k with cdf(k) >= p (bisection)."""
+    low, high = 0, n
+    while low < high:
+        mid = (low + high) // 2
+        if cdf(mid) >= p - 1e-12:
+            high = mid
+        else:
+            low = mid + 1
+    return low
+
+
+def order_statistic_ranks(n: int, q: float) -> tuple[int | None, int | None]:
+    """1-based ranks (l, u) of the 95 % interval of the q-quantile of n values; None where outside 1..n.
+
+    The equal-tailed ranks (l = the 2.5 % quantile of Binomial(n, q), u = its 97.5 % quantile + 1) cover at least
+    95 %, by up to a few points more where the binomial's steps are coarse (a p99). Bounded on both sides, of them
+    and the ranks one step inside, the pair whose exact coverage P(l <= B <= u - 1) is nearest 95 % (and at least
+    ``MIN_COVERAGE``) is taken, so the interval is as wide as 95 % needs, not wider."""
+    if n < 1:
+        return None, None
+    cdf = _binomial_cdf(n, q)
+    low = _binomial_quantile(cdf, n, (1 - CONFIDENCE) / 2)
+    high = _binomial_quantile(cdf, n, 1 - (1 - CONFIDENCE) / 2) + 1
+    if 1 <= low and high <= n:  # bounded on both sides: the pair nearest 95 %, never below 94 %
+        def covers(pair: tuple[int, int]) -> float:
+            return cdf(pair[1] - 1) - cdf(pair[0] - 1)
+        pairs = [(lo, hi) for lo in (low, low + 1) for hi in (high, high - 1) if lo < hi]
+        low, high = min((p for p in pairs if covers(p) >= MIN_COVERAGE), key=lambda p: abs(covers(p) - CONFIDENCE))
+    return (low if low >= 1 else None), (high if high <= n else None)
+
+
+def percentile_interval(values: np.ndarray, q: float) -> Interval | None:
+    """The order-statistic 95 % interval of the q-quantile of ``values``; None without values."""
+    values = np.sort(np.asarray(values, dtype=float))
+    if values.size == 0:
+        return None
+    low, high = order_statistic_ranks(int(values.size), q)
+    return Interval(low=None if low is None else float(values[low - 1]),
+                    high=None if high is None else float(values[high - 1]))
+
+
+def percentile_intervals(values: np.ndarray) -> PercentileIntervals | None:
+    """p50, p90 and p99 intervals of one metric; None without values."""
+    values = np.asarray(values, dtype=float)
+    values = values[~np.isnan(values)]
+    if values.size == 0:
+        return None
+    return PercentileIntervals(p50=percentile_interval(values, 0.50), p90=percentile_interval(values, 0.90),
+                               p99=percentile_interval(values, 0.99))
+
+
+def batch_means(per_batch: Sequence[float]) -> Interval | None:
+    """mean ± t · s/√k of k batch rates (k in ``T_975``' range + 1), not below 0; None for too few batches."""
+    k = len(per_batch)
+    if k - 1 not in T_975:
+        return None
+    values = np.asarray(per_batch, dtype=float)
+    mean, half = float(values.mean()), T_975[k - 1] * float(values.std(ddof=1)) / math.sqrt(k)
+    return Interval(low=max(0.0, mean - half), high=mean + half)  # a rate: never below 0
+
+
+def slices(start: float, end: float, k: int = BATCHES) -> list[tuple[float, float]]:
+    """``k`` equal windows covering [start, end)."""
+    edges = np.linspace(start, end, k + 1)
+    return [(float(a), float(b)) for a, b in zip(edges, edges[1:])]
+
+
+def latency_intervals(records: pd.DataFrame) -> LatencyIntervals | None:
+    """``intervals``: TTFT, TPOT and E2E percentiles of every completed request; None when none completed."""
+    if records.empty or "status" not in records:
+        return None
+    ok = records[records["status"] == OK]
+    if ok.empty:
+        return None
+    found = {metric: percentile_intervals(numeric_column(ok, metric).to_numpy(dtype=float))
+             for metric in ("ttft_ms", "tpot_ms", "e2e_ms")}
+    return LatencyIntervals(**found)
