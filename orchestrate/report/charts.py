@@ -100,7 +100,7 @@ def timeline_figures(runs: list[RunCurves]) -> list[Figure]:
 
 def step_figures(blocks: Sequence[tuple[str, Sweep | UiSteps]], what: str) -> list[Figure]:
     """Decode tok/s, TTFT and TPOT against the stepped value (a sweep's, or the web UI's user levels), one
-    line per variant.
+    line per variant, a sweep's knee marked on it.
 
     :param blocks: (label, a summary's ``sweep`` or ``ui_steps`` block).
     """
@@ -115,7 +115,7 @@ def step_figures(blocks: Sequence[tuple[str, Sweep | UiSteps]], what: str) -> li
         axis.update(type="log", tickvals=sorted(values))
     out: list[Figure] = []
     for metric, title in CURVES:
-        traces = []
+        traces: list[dict[str, Any]] = []
         for i, (label, block) in enumerate(blocks):
             points = [(s.value, getattr(s, metric)) for s in block.steps if getattr(s, metric) is not None]
             if points:
@@ -123,6 +123,13 @@ def step_figures(blocks: Sequence[tuple[str, Sweep | UiSteps]], what: str) -> li
                                "x": [p[0] for p in points], "y": [p[1] for p in points],
                                "line": {"color": COLORS[i % len(COLORS)]},
                                "hovertemplate": f"{key} %{{x}}: %{{y:,.1f}}<extra>%{{fullData.name}}</extra>"})
+                knee = getattr(block, "knee", None)  # a sweep's knee: marked on each of its curves
+                at = next((p for p in points if knee is not None and p[0] == knee.value), None)
+                if at is not None:
+                    traces.append({"type": "scatter", "mode": "markers", "name": f"{label}: knee",
+                                   "x": [at[0]], "y": [at[1]], "showlegend": False,
+                                   "marker": {"symbol": "diamond-open", "size": 14, "color": COLORS[i % len(COLORS)]},
+                                   "hovertemplate": f"the knee: {key} %{{x}}<extra>{label}</extra>"})
         if traces:
             out.append({"title": f"{what}: {title}", "data": traces,
                         "layout": {**_layout(f"{title} against {key}", key, title), "xaxis": axis}})

@@ -6,8 +6,10 @@ Stage: report. Shared by the renderers (``console.py``, ``markdown.py``, ``plots
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
+from orchestrate.report.schema.intervals import Interval, PercentileIntervals
 from orchestrate.report.schema.summary import Summary
 from orchestrate.scenario.slo import SLO_KEYS
 
@@ -97,3 +99,18 @@ def summary_numbers(summary: Summary) -> dict[str, Any]:
                 "goodput_share": good.share if good else None, "goodput_rps": good.requests_per_s if good else None,
                 "goodput_tok_s": good.output_tokens_per_s if good else None})
     return out
+
+
+def fmt_interval(interval: Interval | None, fmt: Callable[[float], str]) -> str:
+    """" [92.1–101.7]": an interval after its figure, ``?`` for a side it cannot bound; "" without one."""
+    if interval is None:
+        return ""
+    ends = ["?" if x is None else fmt(x) for x in (interval.low, interval.high)]
+    return f" [{ends[0]}–{ends[1]}]"
+
+
+def fmt_percentile_intervals(block: PercentileIntervals | None) -> str:
+    """" (p50 [1.1 s–1.3 s], p99 [2.0 s–?])": the p50 and p99 intervals of a latency."""
+    if block is None:
+        return ""
+    return f" (p50{fmt_interval(block.p50, fmt_ms)}, p99{fmt_interval(block.p99, fmt_ms)})"

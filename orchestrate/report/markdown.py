@@ -9,7 +9,7 @@ table, the plots, the notes.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 from orchestrate.report.aggregates.pacing_figures import LATENCY_KEYS
@@ -24,14 +24,21 @@ from orchestrate.report.console import (
     server_metrics_line,
     trace_changes,
 )
-from orchestrate.report.formats import SLO_LABELS, fmt_ms, fmt_num, fmt_pct, slo_text
+from orchestrate.report.formats import (
+    SLO_LABELS,
+    fmt_interval,
+    fmt_ms,
+    fmt_num,
+    fmt_pct,
+    fmt_percentile_intervals,
+    slo_text,
+)
 from orchestrate.report.jsontypes import to_json
 from orchestrate.report.notes import cap_warning
+from orchestrate.report.requestlines import images_section
 from orchestrate.report.schema import Summary
 from orchestrate.report.schema.capacity import Capacity
 from orchestrate.report.schema.common import Percentiles
-from orchestrate.report.schema.intervals import Interval, PercentileIntervals
-from orchestrate.report.schema.request import Images
 from orchestrate.report.schema.steady import Goodput
 from orchestrate.report.schema.sweep import Sweep
 from orchestrate.report.schema.trace import Trace
@@ -192,21 +199,22 @@ def steady_state_section(summary: Summary) -> list[str]:
         return out + [f"No steady-state window ({block.rule}): {block.reason}."
                       + (f" About {block.prompts_needed:,} prompts would give one." if block.prompts_needed
                          else ""), ""]
-    thr, lat, req, ci = summary.throughput, summary.latency_ms, summary.requests, block.intervals
+    thr, lat, req, ci, whole = (summary.throughput, summary.latency_ms, summary.requests, block.intervals,
+                                summary.intervals)
     good, ss_good = summary.goodput, block.goodput
     rows = [("span", f"0–{summary.duration_s:.1f} s, {req.sent:,} requests",
              f"{block.start_s:.1f}–{block.end_s:.1f} s, {block.requests:,} requests "
              f"({100 * (block.share_of_requests or 0):.0f} %)"),
-            ("prefill tok/s", fmt_num(thr.prefill_tok_s), fmt_num(block.prefill_tok_s) + _within(
+            ("prefill tok/s", fmt_num(thr.prefill_tok_s), fmt_num(block.prefill_tok_s) + fmt_interval(
                 ci.prefill_tok_s if ci else None, fmt_num)),
-            ("decode tok/s", fmt_num(thr.decode_tok_s), fmt_num(block.decode_tok_s) + _within(
+            ("decode tok/s", fmt_num(thr.decode_tok_s), fmt_num(block.decode_tok_s) + fmt_interval(
                 ci.decode_tok_s if ci else None, fmt_num)),
-            ("req/s", fmt_num(thr.requests_per_s, 2), fmt_num(block.requests_per_s, 2) + _within(
+            ("req/s", fmt_num(thr.requests_per_s, 2), fmt_num(block.requests_per_s, 2) + fmt_interval(
                 ci.requests_per_s if ci else None, lambda x: fmt_num(x, 2))),
-            ("TTFT p50 / p90 / p99", _triple(lat.ttft) + _ends(summary.intervals.ttft_ms if summary.intervals else None),
-             _triple(block.ttft_ms) + _ends(ci.ttft_ms if ci else None)),
-            ("TPOT p50 / p90 / p99", _triple(lat.tpot) + _ends(summary.intervals.tpot_ms if summary.intervals else None),
-             _triple(block.tpot_ms) + _ends(ci.tpot_ms if ci else None))]
+            ("TTFT p50 / p90 / p99", _triple(lat.ttft) + fmt_percentile_intervals(whole.ttft_ms if whole else None),
+             _triple(block.ttft_ms) + fmt_percentile_intervals(ci.ttft_ms if ci else None)),
+            ("TPOT p50 / p90 / p99", _triple(lat.tpot) + fmt_percentile_intervals(whole.tpot_ms if whole else None),
+             _triple(block.tpot_ms) + fmt_percentile_intervals(ci.tpot_ms if ci else None))]
     if good is not None and ss_good is not None and good.share is not None and ss_good.share is not None:
         rows.append(("requests meeting the SLO", f"{100 * good.share:.1f} %", f"{100 * ss_good.share:.1f} %"))
     out += ["| | whole run | steady state |", "|---|---|---|"] + [f"| {a} | {b} | {c} |" for a, b, c in rows]
@@ -223,21 +231,6 @@ def steady_state_section(summary: Summary) -> list[str]:
         out += ["", f"The window: {block.rule}"
                     + ("" if block.kept_up else "; after it the sends fell behind the schedule") + "."]
     return out + [""]
-
-
-def _within(interval: Interval | None, fmt: Callable[[float], str]) -> str:
-    """" [92.1–101.7]": an interval after its figure, ``?`` for a side it cannot bound; "" without one."""
-    if interval is None:
-        return ""
-    ends = ["?" if x is None else fmt(x) for x in (interval.low, interval.high)]
-    return f" [{ends[0]}–{ends[1]}]"
-
-
-def _ends(block: PercentileIntervals | None) -> str:
-    """" (p50 [1.1 s–1.3 s], p99 [2.0 s–?])": the p50 and p99 intervals of a latency."""
-    if block is None:
-        return ""
-    return f" (p50{_within(block.p50, fmt_ms)}, p99{_within(block.p99, fmt_ms)})"
 
 
 def pacing_section(summary: Summary) -> list[str]:
@@ -303,20 +296,6 @@ def trace_section(block: Trace | None) -> list[str]:
     return out + [""]
 
 
-def images_section(block: Images | None) -> list[str]:
-    """Image tokens (the server's count) and TTFT by image size, with the text-only requests for reference."""
-    if block is None:
-        return []
-    out = ["| images | requests | image tokens p50 | TTFT p50 | TTFT p99 |", "|---|---|---|---|---|"]
-    for b in block.by_size:
-        out.append(f"| {b.size} | {b.requests} | {fmt_num(_at(b.image_tokens, 'p50'), 0)} | "
-                   f"{fmt_ms(_at(b.ttft_ms, 'p50'))} | {fmt_ms(_at(b.ttft_ms, 'p99'))} |")
-    if block.ttft_ms_text_only is not None:
-        out.append(f"| text only | {block.text_only} | – | {fmt_ms(_at(block.ttft_ms_text_only, 'p50'))} | "
-                   f"{fmt_ms(_at(block.ttft_ms_text_only, 'p99'))} |")
-    return out + [""]
-
-
 def goodput_section(block: Goodput | None) -> list[str]:
     """The goodput lines of ``summary.md``; none without an SLO."""
     if block is None:
@@ -362,7 +341,20 @@ def sweep_section(block: Sweep) -> list[str]:
     return [f"## Sweep over `{block.key}`", "",
             f"Each step ran against the same server start after a warm-up of {block.warmup_prompts} "
             f"prompts (not counted), {block.settle_s:g} s apart; each has its own folder under `steps/`.", "",
-            *step_table(block)]
+            *step_table(block), *knee_lines(block)]
+
+
+def knee_lines(block: Sweep) -> list[str]:
+    """"The knee: 4 users ..." under a sweep's table (Kneedle on the steps' throughput), or nothing."""
+    knee = block.knee
+    if knee is None:
+        return []
+    unit = "decode tok/s" if knee.figure == "decode_tok_s" else "prefill tok/s"
+    after = (f"; one step further, TTFT p50 ×{fmt_num(knee.ttft_p50_after, 2)}" if knee.ttft_p50_after is not None
+             else "")
+    return ["", f"The knee: `{block.key}` {knee.value:g}, where throughput stops growing with the load: "
+                f"{fmt_num(knee.throughput)} {unit}, {fmt_pct(knee.share_of_best)} of the best step{after} "
+                "(Kneedle: the step farthest above the line from the first step to the last, both scaled to 0..1)."]
 
 
 def ui_steps_intro(block: UiSteps) -> list[str]:

@@ -1,5 +1,6 @@
 """The lines of a run whose requests were more than text chat: embeddings' and rerank's inputs, a checked run's
-valid replies, what images cost, and what each request was (``console.py`` prints them; ``summary.md`` too).
+valid replies, what images cost (and ``summary.md``'s table by image size), and what each request was
+(``console.py`` prints them; ``summary.md`` too).
 
 Stage: report.
 """
@@ -11,7 +12,7 @@ from typing import Any
 
 from orchestrate.report.formats import fmt_ms, fmt_num, fmt_pct
 from orchestrate.report.schema.common import Percentiles
-from orchestrate.report.schema.request import Inputs, Request
+from orchestrate.report.schema.request import Images, Inputs, Request
 
 
 def p50(stats: Percentiles | None) -> float | None:
@@ -66,3 +67,17 @@ def request_lines(kind: Request | None) -> list[str]:
                      + (f" (× {fmt_num(images.ttft_ratio, 2)})" if images.ttft_ratio is not None else ""))
         lines.append(text)
     return lines
+
+
+def images_section(block: Images | None) -> list[str]:
+    """Image tokens (the server's count) and TTFT by image size, with the text-only requests for reference."""
+    if block is None:
+        return []
+    out = ["| images | requests | image tokens p50 | TTFT p50 | TTFT p99 |", "|---|---|---|---|---|"]
+    for b in block.by_size:
+        out.append(f"| {b.size} | {b.requests} | {fmt_num(p50(b.image_tokens), 0)} | "
+                   f"{fmt_ms(p50(b.ttft_ms))} | {fmt_ms((b.ttft_ms.p99 if b.ttft_ms else None))} |")
+    if block.ttft_ms_text_only is not None:
+        out.append(f"| text only | {block.text_only} | – | {fmt_ms(p50(block.ttft_ms_text_only))} | "
+                   f"{fmt_ms((block.ttft_ms_text_only.p99 if block.ttft_ms_text_only else None))} |")
+    return out + [""]

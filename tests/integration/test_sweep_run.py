@@ -72,3 +72,19 @@ def test_users_sweep_with_and_without_a_drafter(tmp_path, tiny_model, tiny_draft
         assert after["sweep"] == before[name]["sweep"]
         assert after["requests"] == before[name]["requests"]
         assert "## Sweep over `users`" in (run / name / "summary.md").read_text()
+
+
+def test_a_sweep_against_four_slots_puts_its_knee_at_four_users(tmp_path: Path) -> None:
+    """The reference server with 4 slots and a queue: decode grows with the users up to 4 and is flat past them,
+    where TTFT climbs (a request waits for a slot). Kneedle on the steps' decode tok/s names 4."""
+    from tests.conftest import reference_server
+    scenario = write_scenario(tmp_path, load={"dataset": "synthetic:3000", "max_tokens": 16, "users": [1, 2, 4, 8, 16],
+                                              "num_prompts": 32, "warmup_prompts": 0, "settle_s": 0})
+    with reference_server(tmp_path / "server", "--ttft-ms", "10", "--itl-ms", "5", "--slots", "4", "--queue") as url:
+        proc, run_dir = tokenswarm_run(tmp_path, scenario, "--url", url, timeout_s=300)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    summary = json.loads((run_dir / "v" / "summary.json").read_text())
+    knee = summary["sweep"]["knee"]
+    assert knee["value"] == 4 and knee["figure"] == "decode_tok_s" and knee["share_of_best"] > 0.9
+    assert knee["ttft_p50_after"] > 1.5  # past the slots, a request waits
+    assert "The knee: `users` 4, where throughput stops growing with the load" in (run_dir / "v" / "summary.md").read_text()

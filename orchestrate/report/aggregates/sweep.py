@@ -13,7 +13,7 @@ from typing import Any
 from orchestrate.report.formats import summary_numbers
 from orchestrate.report.jsontypes import from_json
 from orchestrate.report.schema.summary import Summary
-from orchestrate.report.schema.sweep import Sweep, SweepStep
+from orchestrate.report.schema.sweep import Knee, Sweep, SweepStep
 from orchestrate.results import VariantPaths, read_json
 from orchestrate.scenario.spec import Sweep as SweepSpec
 
@@ -39,7 +39,37 @@ def sweep_block(paths: VariantPaths, sweep: SweepSpec) -> Sweep:
         row: dict[str, Any] = {"value": value, "label": label, "status": "not_run"} if summary is None else \
             {"value": value, "label": label, "status": summary.status or "completed", **summary_numbers(summary)}
         rows.append(from_json(SweepStep, row, str(paths.dir / "steps" / label)))
-    return Sweep(sweep.key, tuple(sweep.values), sweep.warmup_prompts, sweep.settle_s, tuple(rows))
+    return Sweep(sweep.key, tuple(sweep.values), sweep.warmup_prompts, sweep.settle_s, tuple(rows), knee(rows))
+
+
+KNEE_MIN_BEND = 0.1
+"""A sweep whose normalized throughput curve never rises this far above the straight line from its first step to
+its last has no knee: its throughput grows about in proportion to the load."""
+
+
+def knee(steps: list[SweepStep] | tuple[SweepStep, ...]) -> Knee | None:
+    """The knee of the throughput curve by Kneedle (Satopää et al., 2011): the load and the throughput each scaled
+    to 0..1 over the completed steps, the knee is the step farthest above the straight line between the first and
+    the last. Throughput is decode tok/s (prefill tok/s where nothing was decoded: embeddings); None for fewer than three
+    completed numeric steps, or a curve that bends less than ``KNEE_MIN_BEND``."""
+    done = sorted((s for s in steps if s.status == "completed" and isinstance(s.value, (int, float))),
+                  key=lambda s: s.value)
+    figure = "decode_tok_s" if any(s.decode_tok_s for s in done) else "prefill_tok_s"
+    points = [(float(s.value), getattr(s, figure)) for s in done if getattr(s, figure) is not None]
+    if len(points) < 3:
+        return None
+    xs, ys = [x for x, _ in points], [y for _, y in points]
+    x_span, y_span = xs[-1] - xs[0], max(ys) - min(ys)
+    if x_span <= 0 or y_span <= 0:
+        return None
+    bend = [(y - min(ys)) / y_span - (x - xs[0]) / x_span for x, y in points]
+    best = max(range(len(points)), key=lambda i: bend[i])
+    if bend[best] < KNEE_MIN_BEND:
+        return None
+    at = next(s for s in done if float(s.value) == xs[best])
+    after = next((s for s in done if float(s.value) > xs[best]), None)
+    return Knee(value=at.value, figure=figure, throughput=ys[best], share_of_best=ys[best] / max(ys),
+                ttft_p50_after=_ratio(at.ttft_p50_ms, after.ttft_p50_ms) if after is not None else None)
 
 
 def speedups(a: Sweep, b: Sweep) -> dict[str, Any] | None:

@@ -117,6 +117,23 @@ class SweepStep(StepFigures, StepHead):
 
 
 @dataclass(frozen=True)
+class Knee:
+    """``sweep.knee``: the swept value past which more load buys little throughput (Kneedle, on the steps' own
+    throughput), and what latency does beyond it."""
+
+    value: int | float = 0
+    """The swept value at the knee."""
+    figure: str = "decode_tok_s"
+    """The throughput it was read on: ``decode_tok_s``, or ``prefill_tok_s`` where nothing was decoded."""
+    throughput: float | None = None
+    """That figure at the knee."""
+    share_of_best: float | None = None
+    """It ÷ the best step's: how much of the most the knee already has."""
+    ttft_p50_after: float | None = None
+    """TTFT p50 at the next step ÷ at the knee: the latency paid for going past it; None at the last step."""
+
+
+@dataclass(frozen=True)
 class Sweep:
     """``sweep`` (a sweep only): the swept key, its values, the warm-up, and every step's figures."""
 
@@ -130,3 +147,6 @@ class Sweep:
     """Pause after the warm-up and between steps, s."""
     steps: tuple[SweepStep, ...] = ()
     """One row per value, in the order run."""
+    knee: Knee | None = omitted()
+    """Where throughput stops growing (``aggregates/sweep.py:knee``); absent for a sweep of fewer than three
+    completed numeric steps, or one whose throughput never levels off."""

@@ -3,9 +3,11 @@
 
 from __future__ import annotations
 
-from orchestrate.report.aggregates.sweep import speedups
+import pytest
+
+from orchestrate.report.aggregates.sweep import knee, speedups
 from orchestrate.report.jsontypes import from_json
-from orchestrate.report.schema.sweep import Sweep
+from orchestrate.report.schema.sweep import Sweep, SweepStep
 
 
 def block(decode: list[float | None], key: str = "users", values: list[int] | None = None) -> dict:
@@ -43,3 +45,23 @@ def test_sweeps_over_different_values_are_not_compared_step_by_step():
 def test_a_step_without_figures_is_skipped_not_fatal():
     result = speedups(sweep([100, None, 300]), sweep([150, 200, 250]))
     assert result is not None and result["steps"][1]["speedup"] is None and result["crossover"] == 16
+
+
+def _steps(points: list[tuple[int, float, float]]) -> list[SweepStep]:
+    return [SweepStep(value=v, label=f"users-{v}", status="completed", decode_tok_s=d, ttft_p50_ms=t)
+            for v, d, t in points]
+
+
+def test_the_knee_is_where_throughput_stops_growing() -> None:
+    found = knee(_steps([(1, 100.0, 50.0), (2, 200.0, 50.0), (4, 400.0, 52.0), (8, 410.0, 120.0), (16, 405.0, 300.0)]))
+    assert found is not None and found.value == 4 and found.figure == "decode_tok_s"
+    assert found.throughput == 400.0 and found.share_of_best == pytest.approx(400 / 410)
+    assert found.ttft_p50_after == pytest.approx(120 / 52)
+
+
+def test_no_knee_while_throughput_grows_in_proportion_or_with_too_few_steps() -> None:
+    assert knee(_steps([(1, 100.0, 50.0), (2, 200.0, 50.0), (4, 400.0, 50.0), (8, 800.0, 50.0)])) is None
+    assert knee(_steps([(1, 100.0, 50.0), (2, 200.0, 50.0)])) is None
+    failed = _steps([(1, 100.0, 50.0), (2, 200.0, 50.0), (4, 400.0, 52.0), (8, 410.0, 120.0)])
+    failed[2] = SweepStep(value=4, label="users-4", status="crashed")
+    assert knee(failed) is not None and knee(failed).value == 2  # type: ignore[union-attr]
