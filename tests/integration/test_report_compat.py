@@ -20,11 +20,18 @@ KEPT = Path(__file__).resolve().parents[1] / "fixtures" / "runs-be12832"
 RUNS = sorted(p.name for p in KEPT.iterdir() if p.is_dir())
 
 
+ADDED_SINCE = {".intervals", ".steady_state.intervals"}
+"""Figures a later main derives from the same files (95 % intervals): a rebuild adds them; every value the old run
+wrote must still come out the same."""
+
+
 def differences(before: Any, after: Any, at: str = "") -> list[str]:
     """Every path whose value differs; a key one side lacks differs unless the other side's value is null (a
-    reader's ``.get`` sees None either way: the typed summary writes some keys the old files left out)."""
+    reader's ``.get`` sees None either way: the typed summary writes some keys the old files left out) or it is a
+    figure added since (``ADDED_SINCE``)."""
     if isinstance(before, dict) and isinstance(after, dict):
         return [d for key in sorted(set(before) | set(after), key=str)
+                if not (key not in before and f"{at}.{key}" in ADDED_SINCE)
                 for d in differences(before.get(key), after.get(key), f"{at}.{key}")
                 if key in before and key in after or before.get(key, after.get(key)) is not None]
     if isinstance(before, list) and isinstance(after, list) and len(before) == len(after):
