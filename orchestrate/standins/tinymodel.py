@@ -20,8 +20,10 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import gguf
 import numpy as np
@@ -167,16 +169,22 @@ def build_tiny_model(path: Path, spec: TinyModelSpec = TinyModelSpec()) -> Path:
     return path
 
 
-def spec_hash(spec: TinyModelSpec) -> str:
-    """A short, stable hash of ``spec`` and the generator version."""
-    blob = json.dumps({"v": FORMAT_VERSION, **dataclasses.asdict(spec)}, sort_keys=True)
+def spec_hash(spec: Any, version: int = FORMAT_VERSION) -> str:
+    """A short, stable hash of a generator's ``spec`` (a dataclass) and its ``version``."""
+    blob = json.dumps({"v": version, **dataclasses.asdict(spec)}, sort_keys=True)
     return hashlib.sha256(blob.encode()).hexdigest()[:12]
+
+
+def generated_gguf(prefix: str, spec: Any, version: int, make: Callable[[Path, Any], Path],
+                   cache_dir: Path | None = None, build: bool = True) -> Path:
+    """``PREFIX-HASH.gguf`` in ``$TOKENSWARM_CACHE/models`` (or ``cache_dir``), written by ``make(tmp, spec)`` on first
+    use unless ``build`` is False (``tokenswarm plan`` only shows where it will be): every generated model's cache."""
+    directory = cache_dir if cache_dir is not None else cache.cache_dir("models")
+    path = directory / f"{prefix}-{spec_hash(spec, version)}.gguf"
+    return cache.cached(path, lambda tmp: make(tmp, spec)) if build else path
 
 
 def tiny_model_path(spec: TinyModelSpec = TinyModelSpec(), cache_dir: Path | None = None,
                     build: bool = True) -> Path:
-    """The cached GGUF for ``spec`` (``$TOKENSWARM_CACHE/models``), built on first use unless
-    ``build`` is False (``tokenswarm plan`` only shows where it will be)."""
-    directory = cache_dir if cache_dir is not None else cache.cache_dir("models")
-    path = directory / f"tiny-{spec_hash(spec)}.gguf"
-    return cache.cached(path, lambda tmp: build_tiny_model(tmp, spec)) if build else path
+    """The cached GGUF for ``spec`` (``generated_gguf``)."""
+    return generated_gguf("tiny", spec, FORMAT_VERSION, build_tiny_model, cache_dir, build)

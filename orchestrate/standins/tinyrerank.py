@@ -30,17 +30,13 @@ the embeddings (no ``output.weight``); the model is for ranking, not generation.
 
 from __future__ import annotations
 
-import dataclasses
-import hashlib
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
 import gguf
 import numpy as np
 
-from orchestrate import cache
-from orchestrate.standins.tinymodel import BOS_ID, EOS_ID, UNK_ID, build_vocab
+from orchestrate.standins.tinymodel import BOS_ID, EOS_ID, UNK_ID, build_vocab, generated_gguf
 
 FORMAT_VERSION = 1
 """Bump when the generator changes, so cached files are rebuilt."""
@@ -126,16 +122,7 @@ def build_tiny_reranker(path: Path, spec: TinyRerankSpec = TinyRerankSpec()) -> 
     return path
 
 
-def spec_hash(spec: TinyRerankSpec) -> str:
-    """A short, stable hash of ``spec`` and the generator version."""
-    blob = json.dumps({"v": FORMAT_VERSION, **dataclasses.asdict(spec)}, sort_keys=True)
-    return hashlib.sha256(blob.encode()).hexdigest()[:12]
-
-
 def tiny_reranker_path(spec: TinyRerankSpec = TinyRerankSpec(), cache_dir: Path | None = None,
                        build: bool = True) -> Path:
-    """The cached GGUF for ``spec`` (``$TOKENSWARM_CACHE/models``), built on first use unless
-    ``build`` is False (only names where it will be)."""
-    directory = cache_dir if cache_dir is not None else cache.cache_dir("models")
-    path = directory / f"tiny-reranker-{spec_hash(spec)}.gguf"
-    return cache.cached(path, lambda tmp: build_tiny_reranker(tmp, spec)) if build else path
+    """The cached GGUF for ``spec`` (``tinymodel.generated_gguf``)."""
+    return generated_gguf("tiny-reranker", spec, FORMAT_VERSION, build_tiny_reranker, cache_dir, build)

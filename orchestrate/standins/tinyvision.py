@@ -24,9 +24,6 @@ The server counts these tokens in ``usage.prompt_tokens``; the ChatML template n
 
 from __future__ import annotations
 
-import dataclasses
-import hashlib
-import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,7 +31,7 @@ from pathlib import Path
 import gguf
 import numpy as np
 
-from orchestrate import cache
+from orchestrate.standins.tinymodel import generated_gguf
 
 FORMAT_VERSION = 1
 """Bump when the generator changes, so cached files are rebuilt."""
@@ -179,16 +176,7 @@ def build_tiny_mmproj(path: Path, spec: TinyVisionSpec = TinyVisionSpec()) -> Pa
     return path
 
 
-def spec_hash(spec: TinyVisionSpec) -> str:
-    """A short, stable hash of ``spec`` and the generator version."""
-    blob = json.dumps({"v": FORMAT_VERSION, **dataclasses.asdict(spec)}, sort_keys=True)
-    return hashlib.sha256(blob.encode()).hexdigest()[:12]
-
-
 def tiny_mmproj_path(spec: TinyVisionSpec = TinyVisionSpec(), cache_dir: Path | None = None,
                      build: bool = True) -> Path:
-    """The cached mmproj GGUF for ``spec`` (``$TOKENSWARM_CACHE/models``), built on first use unless
-    ``build`` is False (``tokenswarm plan`` only shows where it will be)."""
-    directory = cache_dir if cache_dir is not None else cache.cache_dir("models")
-    path = directory / f"tiny-mmproj-{spec_hash(spec)}.gguf"
-    return cache.cached(path, lambda tmp: build_tiny_mmproj(tmp, spec)) if build else path
+    """The cached GGUF for ``spec`` (``tinymodel.generated_gguf``)."""
+    return generated_gguf("tiny-mmproj", spec, FORMAT_VERSION, build_tiny_mmproj, cache_dir, build)
