@@ -82,7 +82,11 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
                       help="steal time (p50, %% of all CPU) past which the host was busy (default 5)")
     fair.add_argument("--fail-if", dest="fail_if", action="append", type=gate, metavar="GATE", default=[],
                       help="fail the run (exit 3) when this holds for any variant, e.g. 'ttft_ms.p99 > 2000', "
-                      "'error_share > 0.01', 'slo_attainment < 0.99' (repeatable; added to the scenario's fail_if)")
+                      "'error_share > 0.01', 'slo_attainment < 0.99', 'decode_tok_s < 0.95 x baseline' (repeatable; "
+                      "added to the scenario's fail_if)")
+    fair.add_argument("--baseline", type=Path, metavar="RUN", help="an earlier run's folder that gates 'FIGURE OP "
+                      "FACTOR x baseline' compare with, same variant (or its only one), judged with both runs' 95 %% "
+                      "intervals so noise does not fail a build")
     price = p.add_argument_group("cost", "prices that turn the measured seconds and joules into dollars per million "
                                  "tokens (scenario: cost:)")
     price.add_argument("--usd-per-hour", type=_non_negative, metavar="USD", help="what the serving machine costs an hour")

@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from orchestrate.commands.flags import add_run_arguments, positive, search_range, slo_limits
 from orchestrate.commands.generator_options import api_key_of, swarm_of, web_ui_of
@@ -19,6 +20,9 @@ from orchestrate.commands.scenario_options import scenario_of, with_search
 from orchestrate.errors import ScenarioError
 from orchestrate.results import variant_dirs
 from orchestrate.scenario.gates import Gate
+
+if TYPE_CHECKING:
+    from orchestrate.report.schema import Summary
 
 
 def export_api_key(key: str | None) -> None:
@@ -34,20 +38,47 @@ def run_main(args: argparse.Namespace) -> int:
     from orchestrate.runloop import run_scenario
     scenario, api_key = scenario_of(args), api_key_of(args)
     swarm, ui = swarm_of(args), web_ui_of(args)
+    baseline = baseline_of(args, scenario.gates)
     export_api_key(api_key)
-    return exit_code(run_scenario(scenario, args.results_dir, swarm, ui=ui, resume=args.resume), scenario.gates)
+    return exit_code(run_scenario(scenario, args.results_dir, swarm, ui=ui, resume=args.resume), scenario.gates,
+                     baseline)
 
 
-def exit_code(run: Path, gates: tuple[Gate, ...] = ()) -> int:
-    """1 when a variant did not complete (one without a readable summary did not); else 3 when a gate failed
-    (each verdict printed, one line, and kept in ``gates.json``); else 0."""
-    from orchestrate.report.gates import GATE_FAILED, judge, write_gates
+def summaries_of(run: Path) -> dict[str, Summary | None]:
+    """Each variant folder of a run (``repeat-1/name`` with repeats) → its summary, None where it has none."""
     from orchestrate.report.summary import read_summary
-    summaries = {str(p.dir.relative_to(run)): read_summary(p) for p in variant_dirs(run)}
+    return {str(p.dir.relative_to(run)): read_summary(p) for p in variant_dirs(run)}
+
+
+def baseline_of(args: argparse.Namespace, gates: tuple[Gate, ...]) -> dict[str, Summary | None] | None:
+    """``--baseline RUN``'s summaries, read before anything starts; a gate against a baseline without one, or a
+    folder without summaries, is one line."""
+    path = getattr(args, "baseline", None)
+    relative = [str(g) for g in gates if g.relative]
+    if path is None:
+        if relative:
+            raise ScenarioError(f"fail_if: {relative[0]!r} compares with a baseline run: give --baseline RUN")
+        return None
+    found = summaries_of(path) if path.is_dir() else {}
+    if not any(found.values()):
+        raise ScenarioError(f"--baseline: {path} is not a run folder with a summary.json (a run's folder under "
+                            "results/)")
+    if not relative:
+        raise ScenarioError("--baseline: no gate compares with it; add one, e.g. --fail-if 'decode_tok_s < 0.95 x "
+                            "baseline'")
+    return found
+
+
+def exit_code(run: Path, gates: tuple[Gate, ...] = (), baseline: dict[str, Summary | None] | None = None) -> int:
+    """1 when a variant did not complete (one without a readable summary did not); else 3 when a gate failed
+    (each verdict printed, one line, and kept in ``gates.json``); else 0. ``baseline``: the summaries a relative
+    gate compares with."""
+    from orchestrate.report.gates import GATE_FAILED, judge, write_gates
+    summaries = summaries_of(run)
     completed = bool(summaries) and all(s is not None and s.status == "completed" for s in summaries.values())
     if not gates:
         return 0 if completed else 1
-    verdicts = judge(gates, summaries)
+    verdicts = judge(gates, summaries, baseline)
     for verdict in verdicts:
         print(f"tokenswarm: {verdict.line()}", flush=True)
     print(f"gates: {write_gates(run, verdicts)}", flush=True)
@@ -81,8 +112,9 @@ def capacity_main(args: argparse.Namespace) -> int:
         raise ScenarioError("capacity runs headless, probe by probe: --ui does not apply")
     scenario, api_key = scenario_of(args), api_key_of(args)
     scenario, swarm = with_search(scenario, args), swarm_of(args)
+    baseline = baseline_of(args, scenario.gates)
     export_api_key(api_key)
-    return exit_code(run_scenario(scenario, args.results_dir, swarm, resume=args.resume), scenario.gates)
+    return exit_code(run_scenario(scenario, args.results_dir, swarm, resume=args.resume), scenario.gates, baseline)
 
 
 def add_noise_floor_arguments(p: argparse.ArgumentParser) -> None:

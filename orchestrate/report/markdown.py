@@ -33,6 +33,7 @@ from orchestrate.report.formats import (
     fmt_percentile_intervals,
     slo_text,
 )
+from orchestrate.report.intervallines import intervals_section
 from orchestrate.report.jsontypes import to_json
 from orchestrate.report.notes import cap_warning
 from orchestrate.report.requestlines import images_section
@@ -63,6 +64,7 @@ def summary_md(summary: Summary, images: Sequence[str] = ()) -> str:
     out += capacity_section(summary.capacity)
     table = latency_table(summary)
     out += table + ([""] if table else [])
+    out += intervals_section(summary)
     out += steady_state_section(summary)
     out += pacing_section(summary)  # open-loop arrivals, per-stage table
     out += trace_section(summary.trace)  # a trace replay: what was replayed, prefix reuse, latency by length

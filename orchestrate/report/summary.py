@@ -23,12 +23,11 @@ from orchestrate.report.aggregates.energy import energy
 from orchestrate.report.aggregates.goodput import goodput
 from orchestrate.report.aggregates.headline import summarize_records
 from orchestrate.report.aggregates.host import summarize_host
-from orchestrate.report.aggregates.intervals import latency_intervals
 from orchestrate.report.aggregates.pacing_figures import load_mode_summary
 from orchestrate.report.aggregates.recordsfile import read_records
 from orchestrate.report.aggregates.request import request_block
 from orchestrate.report.aggregates.servermetrics import jsonl_rows, load_metrics, server_metrics, summarize_metrics
-from orchestrate.report.aggregates.steadystate import steady_state
+from orchestrate.report.aggregates.steadystate import steady_state, window_intervals
 from orchestrate.report.aggregates.sweep import sweep_block
 from orchestrate.report.aggregates.trace import trace_block
 from orchestrate.report.aggregates.turns import summarize_turns
@@ -91,7 +90,9 @@ def build_summary(paths: VariantPaths, scenario: str, variant: str, facts: RunFa
                                            head.tokens, steady),
         capacity=found)
     summary = replace(summary, cost=cost(facts.cost_rates, summary.duration_s, summary.energy, summary.tokens),
-                      intervals=latency_intervals(records))
+                      intervals=window_intervals(records, records, first, first + head.duration_s, facts.slo,
+                                                 asdict(summary.throughput), whole=True)
+                      if first is not None and summary.requests.completed else None)
     summary = replace(summary, notes=tuple(notes(summary)))
     write_reports(summary, paths, records, load)
     return summary

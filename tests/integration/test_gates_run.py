@@ -67,3 +67,24 @@ def test_a_gate_whose_figure_was_never_measured_fails(tmp_path: Path) -> None:
         proc, _ = tokenswarm_run(tmp_path, scenario(tmp_path, fail_if=["valid_share < 0.9"]), "--url", url)
     assert proc.returncode == GATE_FAILED
     assert "gate failed: valid_share < 0.9 (default: no valid_share in its summary, so it cannot hold)" in proc.stdout
+
+
+def test_a_baseline_gate_passes_a_rerun_and_fails_a_slower_server(tmp_path: Path) -> None:
+    """The same reference server run twice, then one whose tokens come 4 times slower (``--itl-ms`` 5 → 20)."""
+    plan = {"users": 4, "num_prompts": 60, "max_tokens": 16}
+    path = scenario(tmp_path)
+    path.write_text(yaml.safe_dump({"name": "gates", "load": {"dataset": "synthetic", **plan}}))
+    gate = ("--fail-if", "decode_tok_s < 0.95 x baseline")
+    with reference_server(tmp_path / "server", "--ttft-ms", "5", "--itl-ms", "5") as url:
+        proc, baseline = tokenswarm_run(tmp_path / "baseline", path, "--url", url)
+        assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+        proc, run_dir = tokenswarm_run(tmp_path / "rerun", path, "--url", url, *gate, "--baseline", str(baseline))
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    held, = json.loads((run_dir / "gates.json").read_text())["verdicts"]
+    assert held["failed"] is False and held["noise"] > 0
+    with reference_server(tmp_path / "slow", "--ttft-ms", "5", "--itl-ms", "20") as url:
+        proc, run_dir = tokenswarm_run(tmp_path / "slower", path, "--url", url, *gate, "--baseline", str(baseline))
+    assert proc.returncode == GATE_FAILED, proc.stdout[-2000:] + proc.stderr[-2000:]
+    failed, = json.loads((run_dir / "gates.json").read_text())["verdicts"]
+    assert failed["value"] < failed["limit"] - failed["noise"]  # beyond the noise, not by a hair
+    assert "tokenswarm: gate failed: decode_tok_s < 0.95 × baseline (default: decode_tok_s = " in proc.stdout

@@ -25,6 +25,7 @@ throughput uses, through the same ``per_second``.
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 
 from locustfiles.records import CANCELLED, ERROR, OK
@@ -44,20 +45,38 @@ def goodput(records: pd.DataFrame, slo: dict[str, float] | None, duration_s: flo
     """
     if not slo:
         return None
-    limits = {key: float(slo[key]) for key in SLO_KEYS if slo.get(key) is not None}
+    limits = limits_of(slo)
     status = records["status"] if "status" in records else pd.Series(dtype=object)
     completed = status == OK
-    good = completed.copy()
-    missed: dict[str, int] = {}
-    for key, limit in limits.items():
-        values = numeric_column(records, key)
-        # NaN compares False: a missing TPOT (one output token) is not over its limit, a missing TTFT is
-        over = values > limit if key == "tpot_ms" else ~(values <= limit)
-        missed[key] = int((completed & over).sum())
-        good &= ~over
+    missed = {key: int((completed & over).sum()) for key, over in _over(records, limits).items()}
+    good = good_requests(records, slo)
     missed["error"], missed["cancelled"] = int((status == ERROR).sum()), int((status == CANCELLED).sum())
     n_good = int(good.sum())
     tokens = int(numeric_column(records, "output_tokens")[good].fillna(0).sum())
     return Goodput(slo=limits, requests_meeting=n_good, share=n_good / len(records) if len(records) else None,
                    requests_per_s=per_second(n_good, duration_s), output_tokens_per_s=per_second(tokens, duration_s),
                    missed_by=MissedBy(**missed))
+
+
+def limits_of(slo: dict[str, float]) -> dict[str, float]:
+    """The SLO's limits that are set."""
+    return {key: float(slo[key]) for key in SLO_KEYS if slo.get(key) is not None}
+
+
+def _over(records: pd.DataFrame, limits: dict[str, float]) -> dict[str, pd.Series]:
+    """Per limit, which records are over it."""
+    found = {}
+    for key, limit in limits.items():
+        values = numeric_column(records, key)
+        # NaN compares False: a missing TPOT (one output token) is not over its limit, a missing TTFT is
+        found[key] = values > limit if key == "tpot_ms" else ~(values <= limit)
+    return found
+
+
+def good_requests(records: pd.DataFrame, slo: dict[str, float]) -> np.ndarray:
+    """Per record, whether it met the SLO (completed, within every limit): ``goodput``'s rule, for the share's
+    interval."""
+    good = (records["status"] == OK) if "status" in records else pd.Series(False, index=records.index)
+    for over in _over(records, limits_of(slo)).values():
+        good &= ~over
+    return good.to_numpy(dtype=bool)

@@ -8,9 +8,16 @@ Stage: records → report. Methods (``docs/metrics.md``):
   binomial's exact coverage), whatever the distribution. Exact binomial up to ``EXACT_UP_TO`` values, the normal
   approximation above. A bound whose rank
   falls outside 1..n is None: too few requests to bound that side (p99 needs a few hundred).
-- **A rate over the steady window** (decode and prefill tok/s, req/s): neighbouring requests share the server,
-  so they are not independent and an i.i.d. bootstrap would be too narrow. The window is cut into ``BATCHES``
-  equal slices; the rate of each is one value, and the interval is their mean ± t₀.₉₇₅,ₖ₋₁ · s/√k.
+- **A rate** (decode and prefill tok/s, req/s; over the steady window, or the whole run for the headline):
+  neighbouring requests share the server, so they are not independent and an i.i.d. bootstrap would be too
+  narrow. The window is cut into ``BATCHES`` equal slices; the rate of each is one value, and the interval is
+  their mean ± t₀.₉₇₅,ₖ₋₁ · s/√k.
+- **A mean** (TTFT, TPOT, E2E) and **the ITL's percentiles**: batch means over the requests in send order, cut
+  into ``BATCHES`` batches; each batch's mean (or pooled ITL percentile) is one value, and the interval is the
+  run's figure ± t₀.₉₇₅,ₖ₋₁ · s/√k (an ITL's gaps within one request are far from independent, so its
+  percentiles cannot take the order-statistic interval).
+- **A share** (goodput's SLO attainment): the same batch means, widened to at least the Wilson score interval of
+  the count (which assumes independence): a run whose batches all passed is still only as sure as its count.
 """
 
 from __future__ import annotations
@@ -21,9 +28,9 @@ from collections.abc import Callable, Sequence
 import numpy as np
 import pandas as pd
 
-from locustfiles.records import OK
+from orchestrate.report.aggregates.chunks import itl_stats
 from orchestrate.report.aggregates.stats import numeric_column
-from orchestrate.report.schema.intervals import Interval, LatencyIntervals, PercentileIntervals
+from orchestrate.report.schema.intervals import Interval, PercentileIntervals
 
 CONFIDENCE = 0.95
 Z = 1.959963984540054
@@ -32,6 +39,8 @@ EXACT_UP_TO = 2000
 MIN_COVERAGE = 0.94
 """A narrower pair of ranks is taken only when it still covers at least this."""
 BATCHES = 10
+MIN_PER_BATCH = 2
+"""A mean's batch needs at least this many requests (so ``BATCHES`` × this in all)."""
 T_975 = {4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306, 9: 2.262, 10: 2.228, 11: 2.201, 12: 2.179, 13: 2.160,
          14: 2.145, 15: 2.131, 16: 2.120, 17: 2.110, 18: 2.101, 19: 2.093}
 """Student's t, 97.5 % quantile, by degrees of freedom (batches - 1)."""
@@ -92,38 +101,75 @@ def percentile_interval(values: np.ndarray, q: float) -> Interval | None:
 
 
 def percentile_intervals(values: np.ndarray) -> PercentileIntervals | None:
-    """p50, p90 and p99 intervals of one metric; None without values."""
+    """p50, p90 and p99 intervals of one metric (order statistics) and its mean's (batch means); None without
+    values. ``values`` in send order: the mean's batches are neighbours."""
     values = np.asarray(values, dtype=float)
     values = values[~np.isnan(values)]
     if values.size == 0:
         return None
     return PercentileIntervals(p50=percentile_interval(values, 0.50), p90=percentile_interval(values, 0.90),
-                               p99=percentile_interval(values, 0.99))
+                               p99=percentile_interval(values, 0.99), mean=mean_interval(values))
+
+
+def around(figure: float, per_batch: Sequence[float], floor: float | None = 0.0) -> Interval | None:
+    """``figure`` ± t · s/√k of k batch values; None for too few batches. Not below ``floor`` (a rate, a time)."""
+    k = len(per_batch)
+    if k - 1 not in T_975:
+        return None
+    half = T_975[k - 1] * float(np.std(np.asarray(per_batch, dtype=float), ddof=1)) / math.sqrt(k)
+    return Interval(low=figure - half if floor is None else max(floor, figure - half), high=figure + half)
+
+
+def _batches(n: int) -> list[np.ndarray]:
+    """``BATCHES`` runs of neighbouring positions 0..n-1 (sizes differ by at most 1); none below
+    ``MIN_PER_BATCH`` each."""
+    return [] if n < BATCHES * MIN_PER_BATCH else np.array_split(np.arange(n), BATCHES)
+
+
+def mean_interval(values: np.ndarray) -> Interval | None:
+    """The mean of ``values`` (in send order) ± batch means; None below ``BATCHES`` × ``MIN_PER_BATCH``."""
+    values = np.asarray(values, dtype=float)
+    parts = _batches(values.size)
+    return around(float(values.mean()), [float(values[part].mean()) for part in parts]) if parts else None
+
+
+def share_interval(passed: np.ndarray) -> Interval | None:
+    """A share of requests (in send order) that passed: batch means, widened to the Wilson score interval of the
+    count; None without requests."""
+    passed = np.asarray(passed, dtype=float)
+    n = passed.size
+    if n == 0:
+        return None
+    share = float(passed.mean())
+    centre = (share + Z * Z / (2 * n)) / (1 + Z * Z / n)
+    half = Z * math.sqrt(share * (1 - share) / n + Z * Z / (4 * n * n)) / (1 + Z * Z / n)
+    low, high = centre - half, centre + half
+    batched = around(share, [float(passed[part].mean()) for part in _batches(n)]) if _batches(n) else None
+    if batched is not None:
+        low, high = min(low, batched.low or 0.0), max(high, batched.high or 1.0)
+    return Interval(low=max(0.0, low), high=min(1.0, high))
+
+
+def itl_intervals(ok: pd.DataFrame, pooled: dict[str, float] | None) -> PercentileIntervals | None:
+    """The ITL's p50/p90/p99 and mean: the run's pooled figure ± batch means of each batch's pooled figure (the
+    completed requests in send order, ``BATCHES`` batches); None without gaps or batches."""
+    parts = _batches(len(ok))
+    if pooled is None or not parts:
+        return None
+    ordered = ok.iloc[np.argsort(numeric_column(ok, "send_ts").to_numpy(dtype=float), kind="stable")]
+    found = [itl_stats(ordered.iloc[part]) for part in parts]
+    if any(stats is None for stats in found):
+        return None
+    return PercentileIntervals(**{key: around(pooled[key], [stats[key] for stats in found if stats])
+                                  for key in ("p50", "p90", "p99", "mean")})
 
 
 def batch_means(per_batch: Sequence[float]) -> Interval | None:
     """mean ± t · s/√k of k batch rates (k in ``T_975``' range + 1), not below 0; None for too few batches."""
-    k = len(per_batch)
-    if k - 1 not in T_975:
-        return None
-    values = np.asarray(per_batch, dtype=float)
-    mean, half = float(values.mean()), T_975[k - 1] * float(values.std(ddof=1)) / math.sqrt(k)
-    return Interval(low=max(0.0, mean - half), high=mean + half)  # a rate: never below 0
+    return around(float(np.mean(per_batch)), per_batch) if len(per_batch) else None
 
 
 def slices(start: float, end: float, k: int = BATCHES) -> list[tuple[float, float]]:
     """``k`` equal windows covering [start, end)."""
     edges = np.linspace(start, end, k + 1)
     return [(float(a), float(b)) for a, b in zip(edges, edges[1:])]
-
-
-def latency_intervals(records: pd.DataFrame) -> LatencyIntervals | None:
-    """``intervals``: TTFT, TPOT and E2E percentiles of every completed request; None when none completed."""
-    if records.empty or "status" not in records:
-        return None
-    ok = records[records["status"] == OK]
-    if ok.empty:
-        return None
-    found = {metric: percentile_intervals(numeric_column(ok, metric).to_numpy(dtype=float))
-             for metric in ("ttft_ms", "tpot_ms", "e2e_ms")}
-    return LatencyIntervals(**found)

@@ -30,13 +30,20 @@ import numpy as np
 import pandas as pd
 
 from locustfiles.records import CANCELLED, OK
-from orchestrate.report.aggregates.chunks import tokens_received
+from orchestrate.report.aggregates.chunks import itl_stats, tokens_received
 from orchestrate.report.aggregates.concurrency import in_flight, request_ends
-from orchestrate.report.aggregates.goodput import goodput
-from orchestrate.report.aggregates.intervals import batch_means, percentile_intervals, slices
+from orchestrate.report.aggregates.goodput import good_requests, goodput
+from orchestrate.report.aggregates.intervals import (
+    around,
+    batch_means,
+    itl_intervals,
+    percentile_intervals,
+    share_interval,
+    slices,
+)
 from orchestrate.report.aggregates.stats import numeric_column, per_second, value_stats
 from orchestrate.report.schema.common import Percentiles
-from orchestrate.report.schema.intervals import SteadyIntervals
+from orchestrate.report.schema.intervals import Interval, Intervals, PercentileIntervals
 from orchestrate.report.schema.steady import InFlight, SteadyState
 from orchestrate.scenario.spec import LoadSpec
 
@@ -161,30 +168,47 @@ def _figures(records: pd.DataFrame, inside: np.ndarray, start: float, end: float
     mine_ok = records[inside & ok_mask]
     output = tokens_received(ok, [(start, end)])[0] if len(ok) else 0.0
     ends = request_ends(ok).to_numpy(dtype=float)
+    rates = {"prefill_tok_s": per_second(prompt_tokens_within(ok, [(start, end)])[0], duration),
+             "decode_tok_s": per_second(output, duration),
+             "requests_per_s": per_second(int(((ends >= start) & (ends < end)).sum()), duration)}
     return {"start_s": start - first, "end_s": end - first, "duration_s": duration,
             "requests": int(inside.sum()), "completed": int(len(mine_ok)),
-            "share_of_requests": float(inside.sum() / len(records)),
-            "prefill_tok_s": per_second(prompt_tokens_within(ok, [(start, end)])[0], duration),
-            "decode_tok_s": per_second(output, duration),
-            "requests_per_s": per_second(int(((ends >= start) & (ends < end)).sum()), duration),
+            "share_of_requests": float(inside.sum() / len(records)), **rates,
             "ttft_ms": _percentiles(numeric_column(mine_ok, "ttft_ms")),
             "tpot_ms": _percentiles(numeric_column(mine_ok, "tpot_ms")),
-            "goodput": goodput(mine, slo, duration), "intervals": _intervals(ok, mine_ok, ends, start, end)}
+            "goodput": goodput(mine, slo, duration),
+            "intervals": window_intervals(records, mine, start, end, slo, rates)}
 
 
-def _intervals(ok: pd.DataFrame, mine_ok: pd.DataFrame, ends: np.ndarray, start: float, end: float) -> SteadyIntervals:
-    """The window's 95 % intervals: its rates by batch means over ``BATCHES`` slices, its latencies by order
-    statistics (``aggregates/intervals.py``)."""
+def window_intervals(records: pd.DataFrame, mine: pd.DataFrame, start: float, end: float,
+                     slo: dict[str, float] | None, rates: dict[str, float | None], whole: bool = False) -> Intervals:
+    """95 % intervals of the figures of [start, end) (wall clock): its ``rates`` (decode_tok_s, prefill_tok_s,
+    requests_per_s, as the block states them) ± batch means over ``BATCHES`` slices (tokens of every completed
+    request that fall inside), its latencies (of ``mine``, the requests sent in it) by order statistics and batch
+    means, its SLO attainment by batch means and Wilson (``aggregates/intervals.py``). ``whole``: the run's
+    headline, which also has E2E and ITL."""
+    ok = records[records["status"] == OK] if len(records) else records
     windows = slices(start, end)
     width = (end - start) / len(windows)
+    ends = request_ends(ok).to_numpy(dtype=float)
     decode = tokens_received(ok, windows) if len(ok) else [0.0] * len(windows)
-    prefill = prompt_tokens_within(ok, windows)
     done = [float(((ends >= a) & (ends < b)).sum()) for a, b in windows]
-    return SteadyIntervals(batches=len(windows), decode_tok_s=batch_means([x / width for x in decode]),
-                           prefill_tok_s=batch_means([x / width for x in prefill]),
-                           requests_per_s=batch_means([x / width for x in done]),
-                           ttft_ms=percentile_intervals(numeric_column(mine_ok, "ttft_ms").to_numpy(dtype=float)),
-                           tpot_ms=percentile_intervals(numeric_column(mine_ok, "tpot_ms").to_numpy(dtype=float)))
+    mine = mine.iloc[np.argsort(numeric_column(mine, "send_ts").to_numpy(dtype=float), kind="stable")]
+    mine_ok = mine[mine["status"] == OK]
+    def rate(key: str, per_slice: list[float]) -> Interval | None:  # ± around the figure the block states
+        values = [x / width for x in per_slice]
+        return batch_means(values) if rates.get(key) is None else around(float(rates[key] or 0.0), values)
+
+    def latency(metric: str) -> PercentileIntervals | None:
+        return percentile_intervals(numeric_column(mine_ok, metric).to_numpy(dtype=float))
+
+    return Intervals(batches=len(windows), decode_tok_s=rate("decode_tok_s", decode),
+                     prefill_tok_s=rate("prefill_tok_s", prompt_tokens_within(ok, windows)),
+                     requests_per_s=rate("requests_per_s", done),
+                     goodput_share=share_interval(good_requests(mine, slo)) if slo else None,
+                     ttft_ms=latency("ttft_ms"), tpot_ms=latency("tpot_ms"),
+                     e2e_ms=latency("e2e_ms") if whole else None,
+                     itl_ms=itl_intervals(mine_ok, itl_stats(mine_ok)) if whole else None)
 
 
 def prompt_tokens_within(ok: pd.DataFrame, windows: list[tuple[float, float]]) -> list[float]:

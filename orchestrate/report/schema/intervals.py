@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from orchestrate.report.jsontypes import omitted
+
 
 @dataclass(frozen=True)
 class Interval:
@@ -21,7 +23,7 @@ class Interval:
 
 @dataclass(frozen=True)
 class PercentileIntervals:
-    """Order-statistic intervals of a metric's percentiles (distribution-free)."""
+    """Order-statistic intervals of a metric's percentiles (distribution-free), batch means of its mean."""
 
     p50: Interval | None = None
     """Of the median."""
@@ -29,33 +31,31 @@ class PercentileIntervals:
     """Of the 90th percentile."""
     p99: Interval | None = None
     """Of the 99th percentile (None sides below a few hundred values)."""
+    mean: Interval | None = omitted()
+    """Of the mean (batch means; absent below 20 values)."""
 
 
 @dataclass(frozen=True)
-class LatencyIntervals:
-    """``intervals``: the headline latencies' percentiles over every completed request, 95 %."""
-
-    ttft_ms: PercentileIntervals | None = None
-    """TTFT, ms."""
-    tpot_ms: PercentileIntervals | None = None
-    """TPOT, ms."""
-    e2e_ms: PercentileIntervals | None = None
-    """E2E, ms."""
-
-
-@dataclass(frozen=True)
-class SteadyIntervals:
-    """``steady_state.intervals``: the window's rates by batch means, its latencies by order statistics, 95 %."""
+class Intervals:
+    """``intervals`` (the whole run: from the first send to the last reply) and ``steady_state.intervals`` (its
+    window), 95 %: rates and means by batch means, percentiles by order statistics (the ITL's by batch means).
+    A figure the block has no point value for (the window's E2E and ITL) is absent."""
 
     batches: int = 0
-    """Equal slices of the window; each one's rate is one value of the batch means."""
-    decode_tok_s: Interval | None = None
+    """Equal slices of the window (a rate's batches) and of its requests in send order (a mean's, a share's)."""
+    decode_tok_s: Interval | None = omitted()
     """Decode tok/s."""
-    prefill_tok_s: Interval | None = None
+    prefill_tok_s: Interval | None = omitted()
     """Prefill tok/s."""
-    requests_per_s: Interval | None = None
+    requests_per_s: Interval | None = omitted()
     """Completed requests per second."""
-    ttft_ms: PercentileIntervals | None = None
-    """TTFT of the window's completed requests, ms."""
-    tpot_ms: PercentileIntervals | None = None
-    """TPOT of the window's completed requests, ms."""
+    goodput_share: Interval | None = omitted()
+    """The share of requests that met the SLO (with an SLO)."""
+    ttft_ms: PercentileIntervals | None = omitted()
+    """TTFT of the completed requests, ms."""
+    tpot_ms: PercentileIntervals | None = omitted()
+    """TPOT of the completed requests, ms."""
+    e2e_ms: PercentileIntervals | None = omitted()
+    """E2E of the completed requests, ms (the whole run)."""
+    itl_ms: PercentileIntervals | None = omitted()
+    """ITL, ms (the whole run): batch means of each batch's pooled percentiles."""

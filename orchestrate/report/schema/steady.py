@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 from orchestrate.report.jsontypes import mapping, omitted
 from orchestrate.report.schema.common import LIMIT_DOC, Percentiles
-from orchestrate.report.schema.intervals import SteadyIntervals
+from orchestrate.report.schema.intervals import Intervals
 
 
 @dataclass(frozen=True)
@@ -105,7 +105,7 @@ class SteadyState:
     """TPOT of the completed requests sent inside the window, ms."""
     goodput: Goodput | None = omitted()
     """Goodput of the requests sent inside the window, over ``duration_s``; None without an SLO."""
-    intervals: SteadyIntervals | None = omitted()
+    intervals: Intervals | None = omitted()
     """95 % intervals of the window's rates (batch means) and latencies (order statistics); absent without a window."""
     in_flight: InFlight | None = omitted()
     """Closed loop only: requests in flight inside the window."""

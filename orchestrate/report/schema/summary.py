@@ -20,7 +20,7 @@ from orchestrate.report.schema.headline import (
     Headline,
     ServerDown,
 )
-from orchestrate.report.schema.intervals import LatencyIntervals
+from orchestrate.report.schema.intervals import Intervals
 from orchestrate.report.schema.machine import Client, Energy, Host, LocustCrosscheck, Workers
 from orchestrate.report.schema.pacing import Arrivals, Stage
 from orchestrate.report.schema.request import Request
@@ -169,9 +169,9 @@ class Summary(Headline, RunFacts, Names):
     """The serving machine's energy over ``duration_s``."""
     capacity: Capacity | None = omitted()
     """A capacity search's answer; absent without a search."""
-    intervals: LatencyIntervals | None = omitted()
-    """95 % intervals of the headline latencies' percentiles, from this run alone (order statistics); absent when no
-    request completed."""
+    intervals: Intervals | None = omitted()
+    """95 % intervals of the headline figures over the whole run, from this run alone (``Intervals``); absent when
+    no request completed."""
     cost: Cost | None = omitted()
     """Dollars per million tokens from the run's seconds and joules at ``cost_rates``; absent without prices."""
     notes: tuple[str, ...] = ()

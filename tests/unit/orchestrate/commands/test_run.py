@@ -74,6 +74,18 @@ def test_the_exit_code_reads_every_variants_status(tmp_path: Path):
     assert exit_code(tmp_path / "empty") == 1  # no variant at all
 
 
+def test_a_baseline_gate_needs_a_baseline_run_with_summaries(tmp_path: Path, no_run: FakeRunLoop,
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    gate = ["--fail-if", "decode_tok_s < 0.95 x baseline", "--results-dir", str(tmp_path / "results")]
+    assert main(["run", str(DEMO), *gate]) == 2
+    assert one_error_line(capsys) == ("tokenswarm: error: fail_if: 'decode_tok_s < 0.95 × baseline' compares with a "
+                                      "baseline run: give --baseline RUN")
+    assert main(["run", str(DEMO), *gate, "--baseline", str(tmp_path)]) == 2
+    assert one_error_line(capsys) == (f"tokenswarm: error: --baseline: {tmp_path} is not a run folder with a "
+                                      "summary.json (a run's folder under results/)")
+    assert not no_run.scenarios  # both before anything ran
+
+
 # --- --api-key-file: read with the rest, then handed to pre-flight and Locust's users through the environment
 
 @pytest.mark.parametrize("command", [["run"], ["capacity", "--slo", "ttft_ms=2000"]])

@@ -1,4 +1,5 @@
-"""orchestrate/report/aggregates/intervals.py: order-statistic intervals of percentiles, batch means of rates."""
+"""orchestrate/report/aggregates/intervals.py: order-statistic intervals of percentiles, batch means of rates,
+means and shares."""
 
 from __future__ import annotations
 
@@ -10,9 +11,12 @@ import pytest
 from orchestrate.report.aggregates.intervals import (
     EXACT_UP_TO,
     _binomial_cdf,
+    around,
     batch_means,
+    mean_interval,
     order_statistic_ranks,
     percentile_interval,
+    share_interval,
     slices,
 )
 from orchestrate.report.schema.intervals import Interval
@@ -63,3 +67,24 @@ def test_batch_means_use_student_s_t_and_never_go_below_zero() -> None:
     assert batch_means([0.0, 0.0, 0.0, 5.0, 0.0]) .low == 0.0
     assert batch_means([1.0, 2.0]) is None
     assert slices(0.0, 10.0, 4) == [(0.0, 2.5), (2.5, 5.0), (5.0, 7.5), (7.5, 10.0)]
+
+
+def test_a_mean_s_batches_are_neighbours_in_send_order() -> None:
+    drifting = np.repeat(np.arange(10.0), 5)  # each batch of 5 one value: the batches differ, within none
+    found = mean_interval(drifting)
+    half = 2.262 * np.std(np.arange(10.0), ddof=1) / math.sqrt(10)
+    assert found == Interval(pytest.approx(4.5 - half), pytest.approx(4.5 + half))
+    assert mean_interval(np.ones(19)) is None  # fewer than 2 per batch
+    assert around(1.0, [1.0] * 10, floor=None) == Interval(1.0, 1.0)
+
+
+def test_a_share_is_never_narrower_than_wilson_s_interval_of_its_count() -> None:
+    all_passed = share_interval(np.ones(30, dtype=bool))  # every batch 1.0: batch means alone would say [1, 1]
+    assert all_passed is not None and all_passed.high == 1.0
+    assert all_passed.low == pytest.approx(0.8865, abs=1e-3)  # Wilson, 30 of 30
+    clustered = np.zeros(100, dtype=bool)
+    clustered[:50] = True  # the misses all together: batch means are wider than Wilson's i.i.d. count
+    found, wilson = share_interval(clustered), share_interval(np.arange(100) % 2 == 0)
+    assert found is not None and wilson is not None
+    assert found.low < wilson.low and found.high > wilson.high
+    assert share_interval(np.zeros(0, dtype=bool)) is None

@@ -16,6 +16,7 @@ from orchestrate.report.aggregates.steadystate import (
     MIN_OPEN_LOOP_REQUESTS,
     OPEN_RULE,
     steady_state,
+    window_intervals,
 )
 from orchestrate.report.schema.common import Percentiles
 from orchestrate.report.schema.steady import InFlight, MissedBy
@@ -276,3 +277,19 @@ def test_a_run_where_no_request_completed_has_no_window(load: LoadSpec) -> None:
     assert found is not None and found.found is False
     assert found.reason == "no request completed: every one failed or was cut off"
     assert found.rule == (OPEN_RULE if load.rate else CLOSED_RULE)
+
+
+def test_the_whole_run_s_intervals_hold_its_headline_figures() -> None:
+    """40 requests of 2 s, one every 0.25 s, their TTFT rising 1 ms a request; 8 miss a 1,030 ms TTFT limit."""
+    records = frame([rec(i * 0.25, ttft=1000.0 + i, offsets=[1000.0 + i, 1500.0, 2000.0]) for i in range(40)])
+    found = window_intervals(records, records, T0, T0 + 11.75, {"ttft_ms": 1030.0}, {"decode_tok_s": 120 / 11.75},
+                             whole=True)
+    assert found.batches == 10
+    assert found.ttft_ms is not None and found.ttft_ms.mean is not None
+    assert found.ttft_ms.mean.low < 1019.5 < found.ttft_ms.mean.high  # the mean TTFT, 1,019.5
+    assert found.e2e_ms is not None and found.itl_ms is not None and found.itl_ms.p50 is not None
+    assert found.goodput_share is not None and found.goodput_share.low < 31 / 40 < found.goodput_share.high
+    decode = found.decode_tok_s
+    assert decode is not None and decode.low < 120 / 11.75 < decode.high  # 3 tokens × 40 over the run
+    steady = window_intervals(records, records, T0, T0 + 11.75, None, {})
+    assert steady.e2e_ms is None and steady.itl_ms is None and steady.goodput_share is None

@@ -1,0 +1,60 @@
+"""``summary.md``'s 95 % intervals of the whole run: each headline figure ± its half width (a percentile's
+interval, rarely symmetric, as its two ends).
+
+Stage: report. The intervals are ``summary.intervals`` (``aggregates/intervals.py`` computes them); this only
+writes them for people.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from orchestrate.report.formats import fmt_interval, fmt_ms, fmt_num
+from orchestrate.report.schema import Summary
+from orchestrate.report.schema.common import Percentiles
+from orchestrate.report.schema.intervals import Interval, PercentileIntervals
+
+SYMMETRIC = 1e-6
+"""An interval whose two sides differ by less than this share of the figure is written ± one half width."""
+
+
+def fmt_pm(value: float | None, interval: Interval | None, fmt: Callable[[float], str]) -> str:
+    """``94.3 ± 3.1`` when the interval is symmetric about the figure, ``94.3 [91.0–97.9]`` when not (a rate
+    clamped at 0, a percentile), the figure alone without an interval."""
+    if value is None:
+        return "–"
+    if interval is None or interval.low is None or interval.high is None:
+        return fmt(value) + fmt_interval(interval, fmt)
+    above, below = interval.high - value, value - interval.low
+    if abs(above - below) <= SYMMETRIC * max(abs(value), 1.0):
+        return f"{fmt(value)} ± {fmt(above)}"
+    return fmt(value) + fmt_interval(interval, fmt)
+
+
+def _latency_rows(label: str, stats: Percentiles | None, block: PercentileIntervals | None) -> list[str]:
+    if stats is None or block is None:
+        return []
+    return [f"| {label} {stat} | {fmt_pm(getattr(stats, stat), getattr(block, stat), fmt_ms)} |"
+            for stat in ("p50", "p99", "mean")]
+
+
+def intervals_section(summary: Summary) -> list[str]:
+    """The table, with how each interval was found; none without intervals."""
+    found = summary.intervals
+    if found is None:
+        return []
+    thr, lat, good = summary.throughput, summary.latency_ms, summary.goodput
+    rows = [f"| decode tok/s | {fmt_pm(thr.decode_tok_s, found.decode_tok_s, fmt_num)} |",
+            f"| prefill tok/s | {fmt_pm(thr.prefill_tok_s, found.prefill_tok_s, fmt_num)} |",
+            f"| req/s | {fmt_pm(thr.requests_per_s, found.requests_per_s, lambda x: fmt_num(x, 2))} |"]
+    if good is not None and good.share is not None:
+        rows.append(f"| requests meeting the SLO | "
+                    f"{fmt_pm(good.share, found.goodput_share, lambda x: f'{100 * x:.1f} %')} |")
+    for label, stats, block in (("TTFT", lat.ttft, found.ttft_ms), ("TPOT", lat.tpot, found.tpot_ms),
+                                ("ITL", lat.itl, found.itl_ms), ("E2E", lat.e2e, found.e2e_ms)):
+        rows += _latency_rows(label, stats, block)
+    return ["## 95 % intervals (whole run)", "", "| figure | value |", "|---|---|", *rows, "",
+            f"From this run alone: rates by batch means over {found.batches} equal slices of the run, means and the "
+            "ITL by batch means over its requests in send order, percentiles by order statistics, the SLO share "
+            "by batch means widened to Wilson's interval (docs/metrics.md); `?`: too few requests to bound that "
+            "side.", ""]
