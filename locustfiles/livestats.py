@@ -16,7 +16,7 @@ the records file and ``orchestrate/report/aggregates/``. The definitions match t
 - **Since start**: Σ tokens of completed requests ÷ seconds since the first send (frozen when the
   test stops), as the report's throughput.
 - **This user level**: the requests sent under the user count set now (``UserLevel``), rates from the
-  level's own first send: the report's web UI step, live.
+  level's own first send: the report's web UI step, live; its 95 % intervals are the report's (``level_intervals``).
 - Percentiles: nearest rank, as the report's. TTFT, TPOT and output tokens per request are over
   completed requests; ITL pools the gaps between content chunks, each weighted by its request's
   tokens per chunk. Memory is bounded: "since start" percentiles are over the last ``KEEP_VALUES``
@@ -30,11 +30,12 @@ from __future__ import annotations
 
 import math
 import time
-from bisect import bisect_left
+from bisect import bisect_left, bisect_right
 from collections import Counter, deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from itertools import accumulate
+from types import ModuleType
 from typing import Any, NamedTuple
 
 from locustfiles.metrics import itl_gaps_ms
@@ -47,6 +48,13 @@ KEEP_VALUES = 10_000
 HISTORY_POINTS = 3_600
 """Points kept for the chart page (one a second: the last hour)."""
 PERCENTILES = (50, 90, 99)
+RATE_BINS = 600
+"""Time bins a user level keeps for its rates' intervals: neighbours merge as it is held longer (bounded memory)."""
+RATE_FIELDS = ("decode_tok_s", "prefill_tok_s", "requests_per_s", "inputs_per_s")
+"""What a level's bins sum, in this order: output tokens, prompt tokens, completed requests, inputs."""
+MIN_COMPLETED, MIN_RATE_S = 10, 10.0
+"""A level's figure gets an interval from this many values on, a rate once the level is also held this long."""
+LATENCY_INTERVALS = ("ttft_ms", "tpot_ms", "e2e_ms")
 
 
 def percentiles(values: Iterable[float], weights: Iterable[float] | None = None) -> dict[str, float] | None:
@@ -189,6 +197,34 @@ class Tally:
 
 
 @dataclass
+class Timeline:
+    """``RATE_FIELDS``' sums by when they were counted, in at most ``RATE_BINS`` equal bins (pairs merge, twice as
+    wide, as time goes on): cut later into any slices, in bounded memory however long a level is held."""
+
+    width: float = 0.05
+    origin: float = 0.0
+    bins: list[list[float]] = field(default_factory=list)
+
+    def add(self, t: float, sums: tuple[float, ...]) -> None:
+        self.origin = self.origin if self.bins else t
+        i = max(int((t - self.origin) // self.width), 0)
+        while i >= RATE_BINS:
+            self.bins = [[sum(col) for col in zip(*self.bins[j:j + 2])] for j in range(0, len(self.bins), 2)]
+            self.width, i = self.width * 2, i // 2
+        self.bins.extend([0.0] * len(sums) for _ in range(i + 1 - len(self.bins)))
+        self.bins[i] = [a + b for a, b in zip(self.bins[i], sums)]
+
+    def within(self, windows: list[tuple[float, float]]) -> list[list[float]]:
+        """Each window's sums: a bin goes to the window that holds its middle, or the nearest one (a record counted
+        after the stop), so the windows hold every sum; a bin is at most 1/30 of a window, past a 30-s level."""
+        out, starts = [[0.0] * len(RATE_FIELDS) for _ in windows], [low for low, _ in windows]
+        for j, sums in enumerate(self.bins):
+            k = min(max(bisect_right(starts, self.origin + (j + 0.5) * self.width) - 1, 0), len(windows) - 1)
+            out[k] = [o + v for o, v in zip(out[k], sums)]
+        return out
+
+
+@dataclass
 class UserLevel:
     """The user count the run is set to now, and the requests sent under it: what the report calls a step
     (``ui_steps``), live."""
@@ -201,6 +237,52 @@ class UserLevel:
     """When the sampler saw it set (up to a sample late)."""
     tally: Tally
     first_send_ts: float | None = None
+    timeline: Timeline = field(default_factory=Timeline)
+
+    def add(self, f: Finished) -> None:
+        self.tally.add(f)
+        self.first_send_ts = f.send_ts if self.first_send_ts is None else min(self.first_send_ts, f.send_ts)
+        if f.status == OK:
+            self.timeline.add(f.t, (f.output_tokens, f.prompt_tokens, 1, f.inputs))
+
+
+def report_intervals() -> ModuleType | None:
+    """``orchestrate/report/aggregates/intervals.py``: the report's; None where ``locustfiles/`` runs alone."""
+    try:
+        from orchestrate.report.aggregates import intervals
+        return intervals
+    except ImportError:
+        return None
+
+
+def level_intervals(level: UserLevel, end: float) -> dict[str, Any] | None:
+    """The level's 95 % intervals up to ``end``: ``{metric: {p50|p90|p99: {low, high}}}`` (``LATENCY_INTERVALS``),
+    ``{rate: {low, high}}`` (``RATE_FIELDS``), None for none yet; None without the report's functions."""
+    report = report_intervals()
+    if report is None:
+        return None
+    latency = {metric: _percentiles_within(report, list(getattr(level.tally, metric))) for metric in LATENCY_INTERVALS}
+    return {**latency, **_rate_intervals(report, level, end)}
+
+
+def _percentiles_within(report: ModuleType, values: list[float]) -> dict[str, Any] | None:
+    return {f"p{p}": _bounds(report.percentile_interval(values, p / 100)) for p in PERCENTILES} if len(
+        values) >= MIN_COMPLETED else None
+
+
+def _rate_intervals(report: ModuleType, level: UserLevel, end: float) -> dict[str, Any]:
+    """Batch means over ``BATCHES`` equal slices from the level's first send to ``end``, as the report's."""
+    start = level.first_send_ts
+    if start is None or end - start < MIN_RATE_S or level.tally.completed < MIN_COMPLETED:
+        return dict.fromkeys(RATE_FIELDS)
+    windows = report.slices(start, end)
+    sums, width = level.timeline.within(windows), (end - start) / len(windows)
+    return {key: _bounds(report.batch_means([s[i] / width for s in sums])) for i, key in enumerate(RATE_FIELDS)}
+
+
+def _bounds(interval: Any) -> dict[str, float | None] | None:
+    """An ``Interval`` as JSON: ``{"low", "high"}`` (a side None: too few values to bound it)."""
+    return None if interval is None else {"low": interval.low, "high": interval.high}
 
 
 class LiveStats:
@@ -213,6 +295,7 @@ class LiveStats:
     def __init__(self, clock: Callable[[], float] = time.time, window_s: float = WINDOW_S,
                  keep: int = KEEP_VALUES, in_flight: Callable[[], int | None] = lambda: None) -> None:
         self.clock, self.window_s, self.keep, self.in_flight = clock, window_s, keep, in_flight
+        report_intervals()  # imported now, not at a mid-test snapshot: half a second that would stall the users
         self.reset()
 
     def reset(self) -> None:
@@ -235,8 +318,7 @@ class LiveStats:
         self.run.add(f)
         level = self.level
         if level is not None and f.target_users == level.users and f.send_ts > level.after:
-            level.tally.add(f)
-            level.first_send_ts = f.send_ts if level.first_send_ts is None else min(level.first_send_ts, f.send_ts)
+            level.add(f)
         self.window.append(f)
         self._evict(now)
         if self.first_send_ts is None or record.send_ts < self.first_send_ts:
@@ -259,10 +341,11 @@ class LiveStats:
             self.window.popleft()
 
     def snapshot(self) -> dict[str, Any]:
-        """``{"elapsed_s", "window_s", "span_s", "in_flight", "now": figures, "run": figures}``.
+        """``{"elapsed_s", "window_s", "span_s", "in_flight", "now": figures, "run": figures, "level": ...}``.
 
         ``now`` covers the window (its rates ÷ ``span_s``: the window, or the run's age if younger),
-        ``run`` everything since the first send (rates ÷ ``elapsed_s``); figures as ``Tally.figures``.
+        ``run`` everything since the first send (rates ÷ ``elapsed_s``); figures as ``Tally.figures``; ``level``
+        (None until a user count is seen) also ``users``, ``set_s_ago``, ``seconds``, ``intervals``.
         """
         now = self.clock()
         elapsed = None if self.first_send_ts is None else (self.stopped_at or now) - self.first_send_ts
@@ -274,7 +357,8 @@ class LiveStats:
                 "now": window, "run": self.run.figures(elapsed if elapsed is not None and elapsed > 0 else None),
                 "level": None if level is None else {
                     "users": level.users, "set_s_ago": (self.stopped_at or now) - level.set_at, "seconds": level_s,
-                    **level.tally.figures(level_s if level_s is not None and level_s > 0 else None)}}
+                    **level.tally.figures(level_s if level_s is not None and level_s > 0 else None),
+                    "intervals": level_intervals(level, self.stopped_at or now)}}
 
     def _window(self, now: float, itl: bool = True) -> tuple[float, dict[str, Any]]:
         """The window's span (seconds) and figures (``itl=False``: without the ITL percentiles)."""

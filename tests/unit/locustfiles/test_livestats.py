@@ -7,12 +7,24 @@ the report's own ``aggregates.stats.weighted_stats`` so that the live view and t
 from __future__ import annotations
 
 import random
+import sys
 
 import numpy as np
 import pytest
 
-from locustfiles.livestats import HISTORY_POINTS, LiveStats, percentiles
+from locustfiles.livestats import (
+    HISTORY_POINTS,
+    MIN_COMPLETED,
+    MIN_RATE_S,
+    RATE_BINS,
+    RATE_FIELDS,
+    LiveStats,
+    Timeline,
+    percentiles,
+    report_intervals,
+)
 from locustfiles.records import CANCELLED, ERROR, OK, RequestRecord
+from orchestrate.report.aggregates.intervals import BATCHES, batch_means, percentile_interval, slices
 from orchestrate.report.aggregates.stats import weighted_stats
 
 
@@ -204,3 +216,110 @@ def test_this_user_level_holds_the_requests_sent_under_the_count_set_now() -> No
     stats.sample(users=4, target=4)  # the same count again: the same level
     assert stats.snapshot()["level"]["completed"] == 1
     assert stats.snapshot()["run"]["completed"] == 3
+
+
+def level_of(stats: LiveStats, users: int = 8) -> None:
+    """The sampler sees ``users`` set now: a level begins."""
+    stats.sample(users=users, target=users)
+
+
+def test_the_level_s_percentile_intervals_are_the_report_s() -> None:
+    """The level's intervals are ``aggregates.intervals.percentile_interval`` of its own values, nothing copied."""
+    rng = random.Random(7)
+    clock = Clock(100.0)
+    stats = LiveStats(clock=clock, window_s=10.0)
+    level_of(stats, users=4)  # a level before, whose slow request is in the run's figures, not in the 8's
+    add_at(stats, clock, 100.0, under(4, ok(99.0, prompt=10, output=10, ttft=5000.0, gap=1.0, tpot=50.0)))
+    level_of(stats)
+    records = [under(8, ok(100.1 + i / 10, prompt=10, output=10, ttft=rng.uniform(20, 400), gap=5.0,
+                           tpot=rng.uniform(1, 9))) for i in range(150)]
+    for i, record in enumerate(records):
+        add_at(stats, clock, 101.0 + i / 10, record)
+    level = stats.snapshot()["level"]
+    for metric in ("ttft_ms", "tpot_ms", "e2e_ms"):
+        values = np.array([getattr(r, metric) for r in records])
+        for p in ("p50", "p90", "p99"):
+            expected = percentile_interval(values, int(p[1:]) / 100)
+            assert expected is not None
+            assert level["intervals"][metric][p] == {"low": expected.low, "high": expected.high}, (metric, p)
+        median = level["intervals"][metric]["p50"]
+        assert median["low"] < level[metric]["p50"] < median["high"]  # the shown percentile lies inside
+    assert level["intervals"]["ttft_ms"]["p99"]["high"] is None  # 150 values cannot bound a p99 from above
+    assert level["completed"] == 150 and stats.snapshot()["run"]["completed"] == 151
+
+
+def test_a_level_with_few_requests_or_seconds_has_no_interval() -> None:
+    clock = Clock(100.0)
+    stats = LiveStats(clock=clock, window_s=10.0)
+    level_of(stats)
+    for i in range(MIN_COMPLETED - 1):
+        add_at(stats, clock, 101.0 + i, under(8, ok(100.0 + i, prompt=10, output=10, ttft=50.0 + i, gap=5.0)))
+    clock.t = 130.0  # held 30 s, but only 9 requests completed
+    intervals = stats.snapshot()["level"]["intervals"]
+    assert intervals["ttft_ms"] is None and intervals["decode_tok_s"] is None and intervals["tpot_ms"] is None
+    add_at(stats, clock, 130.0, under(8, ok(129.0, prompt=10, output=10, ttft=50.0, gap=5.0)))
+    intervals = stats.snapshot()["level"]["intervals"]
+    assert intervals["ttft_ms"] is not None and intervals["decode_tok_s"] is not None  # the 10th
+
+    young = LiveStats(clock=clock, window_s=10.0)
+    level_of(young)
+    for i in range(40):  # 40 requests, but the level is 4 s old: percentiles yes, rates not yet
+        add_at(young, clock, 130.0 + i / 10, under(8, ok(130.0, prompt=10, output=10, ttft=50.0 + i, gap=5.0)))
+    intervals = young.snapshot()["level"]["intervals"]
+    assert intervals["ttft_ms"] is not None and young.snapshot()["level"]["seconds"] < MIN_RATE_S
+    assert all(intervals[key] is None for key in RATE_FIELDS)
+
+
+def test_a_steady_feed_s_rate_interval_is_batch_means_of_its_slices_and_holds_its_rate() -> None:
+    """Requests counted once a second (at x.5 s, away from the slices' edges) for 60 s, 10 to 30 output tokens
+    each: the interval is ``batch_means`` of the 10 slices' rates worked out from the raw times, and holds the
+    level's rate (their mean)."""
+    rng = random.Random(3)
+    clock = Clock(100.0)
+    stats = LiveStats(clock=clock, window_s=10.0)
+    level_of(stats)
+    counted = []
+    for i in range(60):
+        output = rng.randint(10, 30)
+        add_at(stats, clock, 100.5 + i, under(8, ok(100.0 + i, prompt=100, output=output, ttft=50.0, gap=1.0)))
+        counted.append((100.5 + i, output))
+    clock.t = 160.0
+    level = stats.snapshot()["level"]
+    windows = slices(100.0, 160.0)
+    width = 60.0 / BATCHES
+    per_slice = [sum(n for t, n in counted if a <= t < b) / width for a, b in windows]
+    expected = batch_means(per_slice)
+    assert expected is not None and expected.low is not None and expected.high is not None
+    assert level["intervals"]["decode_tok_s"] == {"low": pytest.approx(expected.low),
+                                                  "high": pytest.approx(expected.high)}
+    assert expected.low < level["decode_tok_s"] < expected.high
+    assert level["decode_tok_s"] == pytest.approx(sum(n for _, n in counted) / 60.0)
+    rps = level["intervals"]["requests_per_s"]  # one a second in every slice: no spread at all
+    assert rps == {"low": pytest.approx(1.0), "high": pytest.approx(1.0)} and level["requests_per_s"] == 1.0
+    assert level["intervals"]["prefill_tok_s"] == {"low": pytest.approx(100.0), "high": pytest.approx(100.0)}
+
+
+def test_a_level_s_timeline_stays_small_and_keeps_every_sum() -> None:
+    """Three hours at ten requests a second: the bins merge, never past ``RATE_BINS``, and every token stays."""
+    timeline = Timeline()
+    for i in range(108_000):
+        timeline.add(1000.0 + i / 10, (2, 1, 1, 0))
+    assert len(timeline.bins) <= RATE_BINS and timeline.width > 10.0
+    sums = timeline.within(slices(1000.0, 1000.0 + 10_800.0))
+    assert [sum(s[k] for s in sums) for k in range(4)] == [216_000, 108_000, 108_000, 0]
+    assert max(s[2] for s in sums) - min(s[2] for s in sums) <= 0.05 * 10_800  # about even slices
+    late = timeline.within(slices(1000.0, 2000.0))  # the test stopped at 2000 s: what came later goes to the last
+    assert sum(s[2] for s in late) == 108_000 and late[-1][2] > late[0][2]
+
+
+def test_without_the_report_s_functions_there_are_no_intervals(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A host with ``locustfiles/`` alone cannot import them: the figures stand, without intervals."""
+    monkeypatch.setitem(sys.modules, "orchestrate.report.aggregates", None)
+    assert report_intervals() is None
+    clock = Clock(100.0)
+    stats = LiveStats(clock=clock, window_s=10.0)
+    level_of(stats)
+    for i in range(20):
+        add_at(stats, clock, 101.0 + i, under(8, ok(100.0 + i, prompt=10, output=10, ttft=50.0, gap=5.0)))
+    level = stats.snapshot()["level"]
+    assert level["intervals"] is None and level["completed"] == 20

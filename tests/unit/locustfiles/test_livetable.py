@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from locustfiles.livestats import LiveStats
+import json
+
+from locustfiles.livestats import MIN_RATE_S, LiveStats
 from locustfiles.livetable import figures_csv_rows, table_rows
 from locustfiles.records import OK, RequestRecord
 from tests.unit.locustfiles.test_livestats import Clock, add_at, four_requests, ok, under
@@ -92,3 +94,53 @@ def test_the_user_level_column_and_row() -> None:
     assert by_name["users"] == ["", 8, ""] and by_name["completed"] == [1, 1, 1]
     assert by_name["seconds"][1] == 1.5 and by_name["decode_tok_s"][1] == 10 / 1.5  # since the level's first send
     assert rows["TTFT p50 / p90 / p99 (ms)"]["level"] == "50.0 / 50.0 / 50.0"
+
+
+def twenty_requests(stats: LiveStats, clock: Clock) -> None:
+    """A level of 8 users from t=100: TTFT 10, 20 … 200 ms, one request counted a second from t=101 (20 tokens)."""
+    stats.sample(users=8, target=8)
+    for i in range(20):
+        add_at(stats, clock, 101.0 + i, under(8, ok(100.5 + i, prompt=100, output=20, ttft=10.0 * (i + 1), gap=5.0)))
+
+
+def test_the_level_column_shows_the_report_s_percentile_intervals() -> None:
+    """20 values 10 … 200: the median's 95 % interval is [x₆, x₁₅] = [60, 150] (the textbook's ranks for n = 20);
+    a p90 or p99 of 20 values has no upper bound (``?``). The row carries them as JSON for programs."""
+    clock = Clock(100.0)
+    stats = LiveStats(clock=clock, window_s=10.0, in_flight=lambda: 0)
+    twenty_requests(stats, clock)
+    rows = {r["figure"]: r for r in table_rows(stats.snapshot(), "")}
+    ttft = rows["TTFT p50 / p90 / p99 (ms)"]
+    assert ttft["level"] == "100.0 [60.0–150.0] / 180.0 [150.0–?] / 200.0 [190.0–?]"
+    assert ttft["run"] == "100.0 / 180.0 / 200.0" and ttft["now"] == "150.0 / 190.0 / 200.0"  # no intervals there
+    assert ttft["interval"] == {"p50": {"low": 60.0, "high": 150.0}, "p90": {"low": 150.0, "high": None},
+                                "p99": {"low": 190.0, "high": None}}
+    assert json.loads(json.dumps(ttft))["interval"]["p90"]["high"] is None  # what /stats/requests sends
+    assert "interval" not in rows["TTFO p50 / p90 / p99 (ms)"] and "interval" not in rows["Errors"]
+    assert "95 % interval" in rows["User level"]["how"]
+
+
+def test_the_level_column_shows_a_rate_interval_once_the_level_is_held_long_enough() -> None:
+    clock = Clock(100.0)
+    stats = LiveStats(clock=clock, window_s=10.0, in_flight=lambda: 0)
+    twenty_requests(stats, clock)  # the last counted at 120 s, the first sent at 100.5
+    clock.t = 100.5 + MIN_RATE_S - 1
+    rows = {r["figure"]: r for r in table_rows(stats.snapshot(), "")}
+    assert "[" not in rows["Decode tok/s"]["level"] and "interval" not in rows["Decode tok/s"]
+    clock.t = 120.5  # 20 s held: 20 requests of 20 tokens, one a second, in 10 slices of 2 s
+    snap = stats.snapshot()
+    rows = {r["figure"]: r for r in table_rows(snap, "")}
+    decode, expected = rows["Decode tok/s"], snap["level"]["intervals"]["decode_tok_s"]
+    assert snap["level"]["decode_tok_s"] == 20.0 and expected["low"] <= 20.0 <= expected["high"]
+    assert decode["level"] == f"20.0 [{expected['low']:,.1f}–{expected['high']:,.1f}]"
+    assert decode["interval"] == expected and decode["run"] == f"{400 / 20:,.1f}"  # since start: no interval
+    assert rows["Completed requests/s"]["level"].startswith("1.00 [")
+
+
+def test_a_level_of_one_request_shows_no_bracket_and_no_interval() -> None:
+    clock = Clock(100.0)
+    stats = LiveStats(clock=clock, window_s=10.0, in_flight=lambda: 0)
+    stats.sample(users=8, target=8)
+    add_at(stats, clock, 102.0, under(8, ok(100.5, prompt=100, output=10, ttft=50.0, gap=5.0, tpot=5.0)))
+    rows = table_rows(stats.snapshot(), "")
+    assert all("[" not in r["level"] and "interval" not in r for r in rows if r["figure"] != "User level")
