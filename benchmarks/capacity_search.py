@@ -20,7 +20,6 @@ import math
 import os
 import platform
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -33,6 +32,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from docsection import write_section  # noqa: E402
+from refrun import reference_server, tokenswarm  # noqa: E402
 
 from orchestrate.scenario.search import boundary, converged, next_probe  # noqa: E402
 from orchestrate.scenario.spec import Search  # noqa: E402
@@ -77,25 +77,14 @@ def simulated() -> dict[str, Any]:
 
 def measure(capacity: int, work: Path) -> dict[str, Any]:
     """One `tokenswarm capacity` run against a reference server with ``capacity`` slots."""
-    server = subprocess.Popen([sys.executable, "-m", "orchestrate.cli", "serve-synthetic", "--port", "0", "--slots",
-                               str(capacity), "--queue", "--ttft-ms", str(TIMING["ttft_ms"]), "--itl-ms",
-                               str(TIMING["itl_ms"])], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-    assert server.stdout is not None
-    url = server.stdout.readline().split()[-1]
-    results = work / f"n{capacity}"
     started = time.monotonic()
-    try:
-        proc = subprocess.run([sys.executable, "-m", "orchestrate.cli", "capacity", "--url", url, "--slo",
-                               f"ttft_ms={TTFT_LIMIT_MS}", "--range", f"{RANGE[0]},{RANGE[1]}", "--dataset",
-                               "synthetic:20000", "--max-tokens", str(TIMING["max_tokens"]), "--results-dir",
-                               str(results)], capture_output=True, text=True, cwd=ROOT)
-    finally:
-        server.terminate()
-        server.wait(10)
+    with reference_server("--slots", str(capacity), "--queue", "--ttft-ms", str(TIMING["ttft_ms"]), "--itl-ms",
+                          str(TIMING["itl_ms"])) as url:
+        run = tokenswarm(work / f"n{capacity}", url, None, "--slo", f"ttft_ms={TTFT_LIMIT_MS}", "--range",
+                         f"{RANGE[0]},{RANGE[1]}", "--dataset", "synthetic:20000", "--max-tokens",
+                         str(TIMING["max_tokens"]), command="capacity")
     wall = time.monotonic() - started
-    if proc.returncode != 0:
-        raise SystemExit(f"capacity {capacity}: exit {proc.returncode}\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
-    summary = json.loads(next(results.glob("*/default/summary.json")).read_text())
+    summary = json.loads((run / "default" / "summary.json").read_text())
     found = summary["capacity"]
     return {"capacity": capacity, "max_passing": found["max_passing"], "min_failing": found["min_failing"],
             "probes": len(found["probes"]), "stopped_early": sum(p["stopped_early"] for p in found["probes"]),

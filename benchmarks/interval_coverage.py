@@ -23,7 +23,6 @@ import json
 import math
 import os
 import platform
-import subprocess
 import sys
 import tempfile
 from datetime import datetime, timezone
@@ -31,12 +30,12 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from docsection import write_section  # noqa: E402
+from refrun import cpu_flags, reference_server, tokenswarm  # noqa: E402
 
 from orchestrate.report.aggregates.intervals import percentile_interval  # noqa: E402
 
@@ -67,23 +66,9 @@ def coverage(draw: Any, truth: dict[float, float], n: int, rng: np.random.Genera
 
 def server_ttfts(folder: Path) -> np.ndarray:
     """The TTFTs of one ``tokenswarm run`` of ``POOL`` short requests against the reference server."""
-    server = subprocess.Popen([sys.executable, "-m", "orchestrate.cli", "serve-synthetic", "--port", "0",
-                               "--ttft-ms", "40", "--jitter-ms", "20", "--itl-ms", "1"],
-                              stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-    assert server.stdout is not None
-    url = server.stdout.readline().split()[-1]
-    scenario = folder / "scenario.yaml"
-    scenario.write_text(yaml.safe_dump({"name": "coverage", "load": {
-        "dataset": "synthetic:20000", "users": 32, "num_prompts": POOL, "max_tokens": 2,
-        "sampling": {"fixed_output_tokens": 2}}}))
-    try:
-        subprocess.run([sys.executable, "-m", "orchestrate.cli", "run", str(scenario), "--url", url,
-                        "--results-dir", str(folder / "results")], capture_output=True, text=True, timeout=600,
-                       check=True)
-    finally:
-        server.send_signal(2)
-        server.wait(10)
-    run = next((folder / "results").iterdir()) / "default"
+    with reference_server("--ttft-ms", "40", "--jitter-ms", "20", "--itl-ms", "1") as url:
+        run = tokenswarm(folder, url, {"dataset": "synthetic:20000", "users": 32, "num_prompts": POOL,
+                                       "max_tokens": 2, "sampling": {"fixed_output_tokens": 2}}) / "default"
     records = [json.loads(line) for line in (run / "requests.jsonl").read_text().splitlines()]
     return np.array([r["ttft_ms"] for r in records if r["status"] == "ok" and r["ttft_ms"] is not None])
 
@@ -107,7 +92,7 @@ def main() -> int:
     for row in rows:
         print(f"{row['truth']:>36} n={row['n']:>5}: p50 {row['p50_coverage']:.1%} (bounded {row['p50_bounded']:.0%}), "
               f"p99 {row['p99_coverage']:.1%} (bounded {row['p99_bounded']:.0%})", flush=True)
-    cpu = sorted({flag for flag in open("/proc/cpuinfo").read().split() if flag in ("avx512f", "amx_tile")})
+    cpu = cpu_flags()
     result = {"rows": rows, "resamples": RESAMPLES, "server_truth_ms": {str(q): v for q, v in server_truth.items()},
               "cpus": os.cpu_count(), "cpu_flags": cpu, "machine": platform.node(),
               "date": datetime.now(timezone.utc).isoformat(timespec="seconds")}

@@ -16,7 +16,6 @@ import csv
 import json
 import os
 import platform
-import subprocess
 import sys
 import tempfile
 from datetime import datetime, timezone
@@ -24,12 +23,12 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from docsection import write_section  # noqa: E402
+from refrun import cpu_flags, reference_server, tokenswarm  # noqa: E402
 
 RATES = (50, 100, 200, 400, 800, 1600)
 SECONDS = 5
@@ -40,11 +39,6 @@ def one_run(folder: Path, rate: float, path: str) -> dict[str, Any]:
     """One `tokenswarm run` of ``path`` ("trace" or "rate") at ``rate``: the server's view of its lateness."""
     folder.mkdir(parents=True)
     n = int(rate * SECONDS)
-    server = subprocess.Popen([sys.executable, "-m", "orchestrate.cli", "serve-synthetic", "--port", "0",
-                               "--ttft-ms", "5", "--itl-ms", "2", "--truth-file", str(folder / "truth.csv")],
-                              stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-    assert server.stdout is not None
-    url = server.stdout.readline().split()[-1]
     if path == "trace":
         trace = folder / "trace.jsonl"
         trace.write_text("".join(json.dumps({"timestamp": round(1000 * k / rate, 3), "input_length": 24,
@@ -53,16 +47,8 @@ def one_run(folder: Path, rate: float, path: str) -> dict[str, Any]:
     else:
         load = {"dataset": "synthetic:20000", "rate": rate, "arrival": "constant", "num_prompts": n, "max_tokens": 4,
                 "sampling": {"fixed_output_tokens": 4}}
-    scenario = folder / "scenario.yaml"
-    scenario.write_text(yaml.safe_dump({"name": "clock", "load": {"users": 64, **load}}))
-    try:
-        subprocess.run([sys.executable, "-m", "orchestrate.cli", "run", str(scenario), "--url", url,
-                        "--results-dir", str(folder / "results")], capture_output=True, text=True, timeout=300,
-                       check=True)
-    finally:
-        server.send_signal(2)
-        server.wait(10)
-    run = next((folder / "results").iterdir()) / "default"
+    with reference_server("--ttft-ms", "5", "--itl-ms", "2", "--truth-file", str(folder / "truth.csv")) as url:
+        run = tokenswarm(folder, url, {"users": 64, **load}, timeout_s=300) / "default"
     with open(folder / "truth.csv", newline="") as f:
         arrived = {row["request_id"]: float(row["ts"]) for row in csv.DictReader(f) if row["kind"] == "arrive"}
     records = [json.loads(line) for line in (run / "requests.jsonl").read_text().splitlines()]
@@ -87,7 +73,7 @@ def main() -> int:
                       f"p50 {row['p50_ms']:.2f} ms, p99 {row['p99_ms']:.2f} ms, max {row['max_ms']:.2f} ms", flush=True)
     best = {path: max((r["rate"] for r in rows if r["path"] == path and r["p99_ms"] <= LIMIT_MS), default=None)
             for path in ("trace", "rate")}
-    cpu = sorted({flag for flag in open("/proc/cpuinfo").read().split() if flag in ("avx512f", "amx_tile")})
+    cpu = cpu_flags()
     result = {"rows": rows, "within_5ms_p99": best, "cpus": os.cpu_count(), "cpu_flags": cpu,
               "machine": platform.node(), "date": datetime.now(timezone.utc).isoformat(timespec="seconds")}
     args.out.write_text(json.dumps(result, indent=1) + "\n")

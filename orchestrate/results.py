@@ -115,6 +115,8 @@ class VariantPaths:
     """Open loop: the schedule's parameters, start and due times (``locustfiles/arrivals.py``)."""
     stages_json = property(lambda self: self.dir / STAGES_JSON)
     """Ramp stages and when each actually began (``locustfiles/stages.py``)."""
+    until_json = property(lambda self: self.dir / "until.json")
+    """``load.until``: the precision each check found, and when each target first held (``load/precisionwatch.py``)."""
 
     def worker_log(self, index: int) -> Path:
         """Output of local worker process ``index`` (``--workers N``)."""

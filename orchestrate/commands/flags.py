@@ -137,6 +137,10 @@ def add_load_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-tokens", type=positive(int), help="cap on each request's max_tokens")
     p.add_argument("-t", "--run-time", "--max-seconds", dest="max_seconds", type=duration, metavar="DURATION",
                    help="time cap per variant: seconds, or 30s, 5m, 1h (Locust's --run-time)")
+    p.add_argument("--until", type=until_targets, metavar="FIGURE=WIDTH,...",
+                   help="stop once each steady-state figure's 95 %% interval is within this relative half width, "
+                   "e.g. 'ttft_ms.p99=0.05,decode_tok_s=0.02'; --num-prompts and --max-seconds still cap the run "
+                   "(overrides load.until)")
     p.add_argument("--server-lost-after", dest="server_lost_after_s", type=duration, metavar="DURATION",
                    help="a server refusing every connection (or not answering /health) this long is lost: "
                    "the variant ends server_lost and the prompts not sent are counted as unsent "
@@ -179,6 +183,15 @@ def gate(text: str) -> "Gate":
     from orchestrate.scenario.gates import parse_gate
     try:
         return parse_gate(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def until_targets(text: str) -> dict[str, float]:
+    """``'ttft_ms.p99=0.05,decode_tok_s=0.02'`` → ``load.until`` (``scenario.until``), in one line if bad."""
+    from orchestrate.scenario.until import parse_until_flag
+    try:
+        return parse_until_flag(text)
     except ValueError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
 

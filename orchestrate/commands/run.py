@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 from orchestrate.commands.flags import add_run_arguments, positive, search_range, slo_limits
 from orchestrate.commands.generator_options import api_key_of, swarm_of, web_ui_of
-from orchestrate.commands.scenario_options import scenario_of, with_search
+from orchestrate.commands.scenario_options import refuse_until, scenario_of, with_search
 from orchestrate.errors import ScenarioError
 from orchestrate.results import variant_dirs
 from orchestrate.scenario.gates import Gate
@@ -38,6 +38,7 @@ def run_main(args: argparse.Namespace) -> int:
     from orchestrate.runloop import run_scenario
     scenario, api_key = scenario_of(args), api_key_of(args)
     swarm, ui = swarm_of(args), web_ui_of(args)
+    refuse_until(scenario, ui is not None)
     baseline = baseline_of(args, scenario.gates)
     export_api_key(api_key)
     return exit_code(run_scenario(scenario, args.results_dir, swarm, ui=ui, resume=args.resume), scenario.gates,
@@ -112,6 +113,7 @@ def capacity_main(args: argparse.Namespace) -> int:
         raise ScenarioError("capacity runs headless, probe by probe: --ui does not apply")
     scenario, api_key = scenario_of(args), api_key_of(args)
     scenario, swarm = with_search(scenario, args), swarm_of(args)
+    refuse_until(scenario, False)
     baseline = baseline_of(args, scenario.gates)
     export_api_key(api_key)
     return exit_code(run_scenario(scenario, args.results_dir, swarm, resume=args.resume), scenario.gates, baseline)

@@ -91,7 +91,7 @@ def load_overrides(args: argparse.Namespace) -> dict[str, Any]:
                               ("warmup_prompts", None if args.warmup_prompts is None else int(args.warmup_prompts)),
                               ("input_tokens", args.input_tokens), ("output_tokens", args.output_tokens),
                               ("prefix_tokens", None if args.prefix_tokens is None else int(args.prefix_tokens)),
-                              ("ignore_eos", args.ignore_eos),
+                              ("ignore_eos", args.ignore_eos), ("until", getattr(args, "until", None)),
                               ("sampling", {} if args.dataset == RANDOM_DATASET else None))  # ShareGPT's filters
             if v is not None}
 
@@ -106,6 +106,20 @@ def with_load(scenario: Scenario, load: dict[str, Any]) -> Scenario:
         if problem is not None:
             raise ScenarioError(f"variant {variant.name}: {problem}")
     return scenario
+
+
+def refuse_until(scenario: Scenario, ui: bool) -> None:
+    """``until`` stops one headless run at a precision: refused, in one line, where there is no such run (a person's
+    web UI run, a sweep, a capacity search)."""
+    for variant in scenario.variants:
+        if not variant.load.until:
+            continue
+        if ui:
+            raise ScenarioError("until: a person ends a web UI run; drop --ui, or until")
+        if variant.sweep is not None or variant.search is not None:
+            kind = "sweep" if variant.sweep is not None else "capacity search"
+            raise ScenarioError(f"variant {variant.name}: until stops one run at a precision; a {kind} runs many: "
+                                "drop until")
 
 
 def refuse_unapplied(scenario: Scenario) -> None:

@@ -8,14 +8,17 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, replace
+from functools import partial
 from typing import Any
 
 from locustfiles.dataset import Prompt
+from orchestrate.load.precisionwatch import PrecisionWatch
 from orchestrate.load.probewatch import ProbeWatch
 from orchestrate.load.prompts import PreparedPrompts, PromptPool, PromptSource, TracePool
 from orchestrate.load.steps import Step, StepPoint
 from orchestrate.plans.base import StepDone, StepPlan, planned
 from orchestrate.report.aggregates.capacity import UNITS, judge
+from orchestrate.report.aggregates.precision import precision_now
 from orchestrate.report.aggregates.sweep import sweep_block
 from orchestrate.report.schema.capacity import Verdict
 from orchestrate.report.schema.summary import Summary
@@ -60,6 +63,14 @@ class SinglePlan(StepPlan):
 
     def run_facts(self, paths: VariantPaths) -> dict[str, Any]:
         return {"load": self.variant.load}
+
+    def stop_early(self, step: Step, paths: VariantPaths) -> Callable[[], str | None]:
+        """``load.until``: stop once every target's interval is as narrow as asked (not the warm-up)."""
+        load = self.variant.load
+        if not load.until or step is not self.step:
+            return super().stop_early(step, paths)
+        slo = self.variant.slo.as_dict() if self.variant.slo else None
+        return PrecisionWatch(paths, load.until, partial(precision_now, paths, load, slo)).reached
 
 
 class SweepPlan(StepPlan):

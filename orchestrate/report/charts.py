@@ -206,8 +206,8 @@ def capacity_figures(label: str, block: Capacity) -> list[Figure]:
 
 
 def effect_figures(effects: list[dict[str, Any]], metrics: tuple[tuple[str, str], ...]) -> list[Figure]:
-    """Each clean effect's ratio (b / a) per metric, with its min–max over repeats as an error bar, and the
-    line of no change at 1.0; an effect within noise is drawn grey."""
+    """Each clean effect's ratio (b / a) per metric, with its min–max over repeats (or one run's 95 % interval) as
+    an error bar, and the line of no change at 1.0; an effect within noise is drawn grey."""
     out: list[Figure] = []
     for metric, title in metrics:
         shown = [e for e in effects if (e.get("ratios") or {}).get(metric) is not None]
@@ -215,18 +215,18 @@ def effect_figures(effects: list[dict[str, Any]], metrics: tuple[tuple[str, str]
             continue
         labels = effect_labels(shown)
         ratio = [e["ratios"][metric] for e in shown]
-        ranges = [(e.get("range") or {}).get(metric) or [r, r] for e, r in zip(shown, ratio)]
+        ranges = [_error_bar(e, metric, r) for e, r in zip(shown, ratio)]
         noise = [bool((e.get("within_noise") or {}).get(metric)) for e in shown]
         trace = {"type": "scatter", "mode": "markers", "orientation": "h", "name": title, "x": ratio, "y": labels,
                  "error_x": {"type": "data", "symmetric": False, "array": [hi - r for (_, hi), r in zip(ranges, ratio)],
                              "arrayminus": [r - lo for (lo, _), r in zip(ranges, ratio)]},
                  "marker": {"size": 11, "color": ["#bbbbbb" if n else "#4477aa" for n in noise]},
-                 "customdata": [[lo, hi, e.get("n_repeats", 1), "within noise" if n else "beyond noise",
-                                 held_text(e) or "nothing else varied"]
+                 "customdata": [[lo, hi, "95 % interval" if (e.get("interval") or {}).get(metric) else
+                                 f"min–max over {e.get('n_repeats', 1)} repeat(s)",
+                                 "within noise" if n else "beyond noise", held_text(e) or "nothing else varied"]
                                 for (lo, hi), e, n in zip(ranges, shown, noise)],
-                 "hovertemplate": "×%{x:.3f} (min–max ×%{customdata[0]:.3f}–×%{customdata[1]:.3f} over "
-                                  "%{customdata[2]} repeat(s); %{customdata[3]})<br>with %{customdata[4]}"
-                                  "<extra></extra>"}
+                 "hovertemplate": "×%{x:.3f} (%{customdata[2]} ×%{customdata[0]:.3f}–×%{customdata[1]:.3f}; "
+                                  "%{customdata[3]})<br>with %{customdata[4]}<extra></extra>"}
         out.append({"title": f"effect on {title}", "data": [trace],
                     "layout": _layout(f"effect on {title}: to / from (1 = no change)", "ratio", "",
                                       shapes=[{"type": "line", "xref": "x", "x0": 1, "x1": 1, "yref": "paper",
@@ -234,6 +234,14 @@ def effect_figures(effects: list[dict[str, Any]], metrics: tuple[tuple[str, str]
                                       height=max(220, 90 + 40 * len(shown)), margin={"l": 330, "t": 40, "r": 10, "b": 45},
                                       showlegend=False)})
     return out
+
+
+def _error_bar(effect: dict[str, Any], metric: str, ratio: float) -> list[float]:
+    """An effect's error bar: its min–max over repeats, or one run's 95 % interval of the ratio, or none."""
+    spread = (effect.get("range") or {}).get(metric)
+    if spread and spread[0] != spread[1]:
+        return spread
+    return (effect.get("interval") or {}).get(metric) or [ratio, ratio]
 
 
 HELD_CHARS = 36

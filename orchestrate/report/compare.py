@@ -21,6 +21,7 @@ Ratios are b / a of numbers in the summaries.
 from __future__ import annotations
 
 import json
+import math
 import statistics
 from dataclasses import dataclass, field
 from itertools import combinations, product
@@ -34,6 +35,7 @@ from orchestrate.report.aggregates.sweep import speedups
 from orchestrate.report.conditions import busy_text, common_prompts, conditions, numbers_over
 from orchestrate.report.formats import summary_numbers
 from orchestrate.report.jsontypes import to_json
+from orchestrate.report.ratiointervals import STEADY, precisions, ratio_intervals
 from orchestrate.report.repeats import deviation, disagree, read_floor, spread
 from orchestrate.report.schema.machine import Host
 from orchestrate.report.schema.summary import Summary
@@ -91,6 +93,9 @@ class VariantResult:
     """Its result folder (its records are read only for ratios over common prompts)."""
     compared: dict[str, Any] = field(default_factory=dict)
     """``numbers`` as effects read them: the steady-state window's figures when every variant has one."""
+    precision: dict[str, float | None] = field(default_factory=dict)
+    """Each effect metric's relative half width of its 95 % interval from this run alone (``precisions``), the
+    steady window's under ``steady_`` keys; read on the same basis as ``compared``."""
 
 
 def _scenario_settings(run: Path, name: str, retried: bool) -> dict[str, Any] | None:
@@ -142,11 +147,7 @@ def variant_result(summary: Summary, label: str, run: Path, name: str, repeat: i
                          first.cause if first else None, first.settings if first else None, settings,
                          summary_numbers(summary), summary.sweep, summary.factors, summary.host,
                          frozenset(summary.completed_prompts) if listed and summary.capacity is None else None,
-                         repeat, folder)
-
-
-STEADY = "steady_"
-"""``summary_numbers``' prefix of the figures inside the steady-state window."""
+                         repeat, folder, precision=precisions(summary))
 
 
 def basis(done: list[VariantResult]) -> str:
@@ -230,7 +231,9 @@ def _matched(a: _Group, b: _Group) -> list[tuple[VariantResult, VariantResult]]:
 
 def _pair_run(a: VariantResult, b: VariantResult) -> dict[str, Any]:
     """One repeat of a pair: its ratios and what made it unfair."""
-    return {"repeat": a.repeat, "a": a.label, "b": b.label, "ratios": _ratios(a.compared, b.compared),
+    ratios = _ratios(a.compared, b.compared)
+    return {"repeat": a.repeat, "a": a.label, "b": b.label, "ratios": ratios,
+            "ratio_intervals": ratio_intervals(ratios, a.precision, b.precision),
             "n_common_prompts": common_prompts(a.prompts, b.prompts),
             "confounded_by": conditions(a.host, b.host, a.prompts, b.prompts),
             "busy": [busy_text(a.host), busy_text(b.host)],
@@ -257,11 +260,15 @@ def _reading(runs: list[dict[str, Any]], floors: dict[str, float]) -> dict[str, 
                            "confounded_by": sorted({c for r in used for c in r["confounded_by"]},
                                                    key=["host_load", "prompt_set"].index),
                            "ratios": {}, "range": {}, "within_noise": {}}
+    single = used[0].get("ratio_intervals") or {} if len(used) == 1 else {}  # one run each: its intervals judge
+    if single:
+        out["interval"] = single
     for key in used[0]["ratios"]:
         values = [r["ratios"][key] for r in used if r["ratios"].get(key) is not None]
         if values:
             found = spread(values, floors.get(key))
-            out["ratios"][key], out["within_noise"][key] = found["median"], found["within_noise"]
+            low, high = single.get(key) or (math.inf, -math.inf)
+            out["ratios"][key], out["within_noise"][key] = found["median"], found["within_noise"] or low <= 1 <= high
             out["range"][key] = [found["min"], found["max"]]
         else:
             out["ratios"][key] = None
@@ -328,7 +335,7 @@ def compare(variants: list[VariantResult], baseline: str | None = None,
         rows.append(row)
     chosen = basis(done)
     for v in variants:
-        v.compared = on_basis(v.numbers, chosen)
+        v.compared, v.precision = on_basis(v.numbers, chosen), on_basis(v.precision, chosen)
     groups = _groups(done, view)
     known = read_floor(runs[0]) if runs else None
     floors, floor_source = _floors(groups, known)

@@ -43,14 +43,17 @@ def _label(key: str) -> str:
 
 
 def _ratio_text(ratios: dict[str, float | None], ranges: dict[str, list[float]] | None = None,
-                noise: dict[str, bool] | None = None) -> str:
-    """``decode ×0.80 (0.78–0.83), TTFT p50 ×1.01 (0.97–1.05, within noise)``: ranges over repeats, when any."""
+                noise: dict[str, bool] | None = None, intervals: dict[str, list[float]] | None = None) -> str:
+    """``decode ×0.80 (0.78–0.83), TTFT p50 ×1.01 (0.97–1.05, within noise)``: ranges over repeats, when any; a
+    single run's 95 % interval as ``[0.97–1.05]``."""
     parts = []
     for key, label in (*EFFECT_METRICS, GOODPUT_EFFECT, CAPACITY_EFFECT, ENERGY_EFFECT):
         if (ratios or {}).get(key) is None:
             continue
         low, high = (ranges or {}).get(key) or (None, None)
+        within = (intervals or {}).get(key)
         notes = ([f"{low:.2f}–{high:.2f}"] if low is not None and low != high else []) + (
+            [f"95 % [{within[0]:.2f}–{within[1]:.2f}]"] if within else []) + (
             ["within noise"] if (noise or {}).get(key) else [])
         parts.append(f"{label} ×{ratios[key]:.2f}" + (f" ({', '.join(notes)})" if notes else ""))
     return ", ".join(parts) or "no numbers to compare"
@@ -100,8 +103,9 @@ def _effect_lines(data: dict[str, Any]) -> list[str]:
     n = data.get("n_repeats") or 1
     out.append(f"Each ratio is the median over {n} repeats with its min–max, \"within noise\" where that range "
                "includes 1.0 or the median is inside the noise floor." if n > 1 else
-               "Each variant ran once: these ratios have no error bar (`repeats: 3` runs every variant three "
-               "times, interleaved).")
+               "Each variant ran once: a ratio's 95 % interval comes from the two runs' own (each figure's "
+               "interval from its run alone, combined in quadrature), \"within noise\" where it includes 1.0. It "
+               "cannot see a drift between the runs: `repeats: 3` runs every variant three times, interleaved.")
     floor = _floor_text(data.get("noise_floor") or {})
     out += [floor] if floor else []
     out.append({"steady_state": "Read from each variant's steady-state window (the ramp and the drain left out).",
@@ -114,7 +118,8 @@ def _effect_lines(data: dict[str, Any]) -> list[str]:
     for e in clean:
         held = held_text(e)
         common = "" if e.get("n_common_prompts") is None else f", over the same {e['n_common_prompts']} prompts"
-        out.append(f"- {effect_name(e, strong=True)}: {_ratio_text(e['ratios'], e.get('range'), e.get('within_noise'))}"
+        ratios = _ratio_text(e['ratios'], e.get('range'), e.get('within_noise'), e.get('interval'))
+        out.append(f"- {effect_name(e, strong=True)}: {ratios}"
                    + (f", with {held}" if held else "") + common + _pair_text(e))
     if not clean:
         out.append("- none: no two completed variants differ in exactly one setting under the same conditions")

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from orchestrate.report.formats import fmt_bytes, fmt_ms, fmt_num
+from orchestrate.report.intervallines import until_line
 from orchestrate.report.requestlines import inputs_line, p50, request_lines, request_text
 from orchestrate.report.schema import Summary
 from orchestrate.report.schema.common import MedianMeanMax
@@ -202,7 +203,7 @@ def headline(summary: Summary) -> list[str]:
     power = energy_line(summary.energy) if summary.energy.joules is not None else None
     found = summary.capacity
     return ([f"capacity: {found.sentence}"] if found is not None else []) + lines + [
-        x for x in (steady, power, cost_line(summary.cost)) if x]
+        x for x in (steady, until_line(summary.until), power, cost_line(summary.cost)) if x]
 
 
 def cost_line(block: Cost | None) -> str | None:

@@ -31,6 +31,7 @@ from orchestrate.report.aggregates.servermetrics import metrics_timeline
 from orchestrate.report.compare import CAPACITY_EFFECT, EFFECT_METRICS, ENERGY_EFFECT, GOODPUT_EFFECT
 from orchestrate.report.definitions import METRIC_DEFINITIONS
 from orchestrate.report.formats import GIB, fmt_bytes, fmt_ms, fmt_num, fmt_pct
+from orchestrate.report.intervallines import fmt_pm
 from orchestrate.report.markdown import summary_md
 from orchestrate.report.schema import Summary
 from orchestrate.report.summary import read_summary
@@ -57,6 +58,8 @@ class Figure:
     path: str
     label: str
     fmt: Callable[[Any], str]
+    interval: str | None = None
+    """Where its 95 % interval is (``intervals.decode_tok_s``): written beside it as ± half width or [low–high]."""
 
 
 def _count(x: Any) -> str:
@@ -67,27 +70,31 @@ GLANCE = (Figure("status", "status", str), Figure("requests.completed", "done", 
           Figure("planned_prompts", "of", _count), Figure("requests.errors", "errors", _count),
           Figure("requests.cancelled", "cancelled", _count), Figure("requests.unsent", "unsent", _count),
           Figure("duration_s", "duration s", lambda x: fmt_num(x)),
-          Figure("throughput.prefill_tok_s", "prefill tok/s", fmt_num),
-          Figure("throughput.decode_tok_s", "decode tok/s", fmt_num),
-          Figure("throughput.requests_per_s", "req/s", lambda x: fmt_num(x, 2)),
-          Figure("latency_ms.ttft.p50", "TTFT p50", fmt_ms), Figure("latency_ms.ttft.p99", "TTFT p99", fmt_ms),
-          Figure("latency_ms.tpot.p50", "TPOT p50", fmt_ms), Figure("latency_ms.tpot.p99", "TPOT p99", fmt_ms),
-          Figure("latency_ms.e2e.p50", "E2E p50", fmt_ms),
+          Figure("throughput.prefill_tok_s", "prefill tok/s", fmt_num, "intervals.prefill_tok_s"),
+          Figure("throughput.decode_tok_s", "decode tok/s", fmt_num, "intervals.decode_tok_s"),
+          Figure("throughput.requests_per_s", "req/s", lambda x: fmt_num(x, 2), "intervals.requests_per_s"),
+          Figure("latency_ms.ttft.p50", "TTFT p50", fmt_ms, "intervals.ttft_ms.p50"),
+          Figure("latency_ms.ttft.p99", "TTFT p99", fmt_ms, "intervals.ttft_ms.p99"),
+          Figure("latency_ms.tpot.p50", "TPOT p50", fmt_ms, "intervals.tpot_ms.p50"),
+          Figure("latency_ms.tpot.p99", "TPOT p99", fmt_ms, "intervals.tpot_ms.p99"),
+          Figure("latency_ms.e2e.p50", "E2E p50", fmt_ms, "intervals.e2e_ms.p50"),
           Figure("speculative.acceptance_rate", "draft accepted", fmt_pct),
           Figure("memory.peak_bytes", "server memory", fmt_bytes),
           Figure("memory.gpu_peak_bytes", "GPU memory", fmt_bytes),
           Figure("energy.joules_per_output_token", "J per output token", lambda x: fmt_num(x, 3)),
-          Figure("goodput.share", "goodput", fmt_pct),
+          Figure("goodput.share", "goodput", fmt_pct, "intervals.goodput_share"),
           Figure("request.inputs.per_s", "inputs/s", lambda x: fmt_num(x, 1)),
           Figure("request.validity.share", "valid", fmt_pct),
           Figure("request.images.ttft_ratio", "TTFT × images", lambda x: fmt_num(x, 2)),
           Figure("capacity.max_passing", "capacity", lambda x: f"{x:g}"))
 """The headline of every run, one row each: the reference study's figures first."""
 STEADY = (Figure("steady_state.duration_s", "window s", fmt_num),
-          Figure("steady_state.prefill_tok_s", "prefill tok/s", fmt_num),
-          Figure("steady_state.decode_tok_s", "decode tok/s", fmt_num),
-          Figure("steady_state.ttft_ms.p50", "TTFT p50", fmt_ms), Figure("steady_state.ttft_ms.p99", "TTFT p99", fmt_ms),
-          Figure("steady_state.tpot_ms.p50", "TPOT p50", fmt_ms), Figure("steady_state.tpot_ms.p99", "TPOT p99", fmt_ms),
+          Figure("steady_state.prefill_tok_s", "prefill tok/s", fmt_num, "steady_state.intervals.prefill_tok_s"),
+          Figure("steady_state.decode_tok_s", "decode tok/s", fmt_num, "steady_state.intervals.decode_tok_s"),
+          Figure("steady_state.ttft_ms.p50", "TTFT p50", fmt_ms, "steady_state.intervals.ttft_ms.p50"),
+          Figure("steady_state.ttft_ms.p99", "TTFT p99", fmt_ms, "steady_state.intervals.ttft_ms.p99"),
+          Figure("steady_state.tpot_ms.p50", "TPOT p50", fmt_ms, "steady_state.intervals.tpot_ms.p50"),
+          Figure("steady_state.tpot_ms.p99", "TPOT p99", fmt_ms, "steady_state.intervals.tpot_ms.p99"),
           Figure("energy.steady_state.joules_per_output_token", "J per output token", lambda x: fmt_num(x, 3)))
 """The same inside each run's steady-state window."""
 
@@ -113,7 +120,9 @@ class Run:
 
 def _cell(summary: Summary, figure: Figure) -> dict[str, Any]:
     value = lookup(summary, figure.path)
-    return {"metric": figure.path, "value": json.dumps(value), "text": "–" if value is None else figure.fmt(value)}
+    interval = lookup(summary, figure.interval) if figure.interval else None
+    text = "–" if value is None else fmt_pm(value, interval, figure.fmt) if interval is not None else figure.fmt(value)
+    return {"metric": figure.path, "value": json.dumps(value), "text": text}
 
 
 def table(runs: list[Run], figures: tuple[Figure, ...], keep: Callable[[Run], bool] = lambda r: True

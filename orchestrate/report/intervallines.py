@@ -1,5 +1,5 @@
 """``summary.md``'s 95 % intervals of the whole run: each headline figure ± its half width (a percentile's
-interval, rarely symmetric, as its two ends).
+interval, rarely symmetric, as its two ends); and the line that says whether ``load.until``'s precision held.
 
 Stage: report. The intervals are ``summary.intervals`` (``aggregates/intervals.py`` computes them); this only
 writes them for people.
@@ -13,6 +13,7 @@ from orchestrate.report.formats import fmt_interval, fmt_ms, fmt_num
 from orchestrate.report.schema import Summary
 from orchestrate.report.schema.common import Percentiles
 from orchestrate.report.schema.intervals import Interval, PercentileIntervals
+from orchestrate.report.schema.until import Until, UntilTarget
 
 SYMMETRIC = 1e-6
 """An interval whose two sides differ by less than this share of the figure is written ± one half width."""
@@ -58,3 +59,20 @@ def intervals_section(summary: Summary) -> list[str]:
             "ITL by batch means over its requests in send order, percentiles by order statistics, the SLO share "
             "by batch means widened to Wilson's interval (docs/metrics.md); `?`: too few requests to bound that "
             "side.", ""]
+
+
+def _target(target: UntilTarget) -> str:
+    reached = "no bounded interval" if target.reached is None else f"±{100 * target.reached:.1f} %"
+    when = f", held at {target.held_at_s:.1f} s" if target.held_at_s is not None else ""
+    return f"{target.figure} {reached} (asked ±{100 * target.asked:g} %{when})"
+
+
+def until_line(until: Until | None) -> str | None:
+    """``until: stopped at the precision asked (4 checks): ttft_ms.p99 ±4.1 % (asked ±5 %, held at 12.3 s)``, or
+    why not; None without targets."""
+    if until is None:
+        return None
+    targets = ", ".join(_target(t) for t in until.targets)
+    if until.stopped:
+        return f"until: stopped at the precision asked ({until.checks} checks): {targets}"
+    return f"until: {until.reason or 'not every target held'}: {targets}"

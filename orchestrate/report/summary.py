@@ -24,10 +24,11 @@ from orchestrate.report.aggregates.goodput import goodput
 from orchestrate.report.aggregates.headline import summarize_records
 from orchestrate.report.aggregates.host import summarize_host
 from orchestrate.report.aggregates.pacing_figures import load_mode_summary
+from orchestrate.report.aggregates.precision import until_block
 from orchestrate.report.aggregates.recordsfile import read_records
 from orchestrate.report.aggregates.request import request_block
 from orchestrate.report.aggregates.servermetrics import jsonl_rows, load_metrics, server_metrics, summarize_metrics
-from orchestrate.report.aggregates.steadystate import steady_state, window_intervals
+from orchestrate.report.aggregates.steadystate import schedule_of, steady_state, window_intervals
 from orchestrate.report.aggregates.sweep import sweep_block
 from orchestrate.report.aggregates.trace import trace_block
 from orchestrate.report.aggregates.turns import summarize_turns
@@ -43,6 +44,7 @@ from orchestrate.results import VariantPaths, read_json
 from orchestrate.scenario.host_limits import HostLimits
 from orchestrate.scenario.settings import load_of, ui_settings
 from orchestrate.scenario.spec import LoadSpec, Sweep
+from orchestrate.scenario.until import UNTIL
 
 
 def build_summary(paths: VariantPaths, scenario: str, variant: str, facts: RunFacts,
@@ -67,9 +69,7 @@ def build_summary(paths: VariantPaths, scenario: str, variant: str, facts: RunFa
     found = capacity_block(paths)  # a capacity search: its answer, from its probes' summaries
     arrivals = read_json(paths.arrivals_json) or {}
     trace = trace_block(paths, records, arrivals)  # a trace replay
-    schedule = [arrivals["start_ts"] + offset for offset in arrivals.get("offsets_s") or []] \
-        if arrivals.get("start_ts") is not None else None
-    steady = steady_state(records, load, facts.slo, schedule, ui=facts.ui, search=found is not None)
+    steady = steady_state(records, load, facts.slo, schedule_of(arrivals), ui=facts.ui, search=found is not None)
     first = float(records["send_ts"].min()) if not records.empty else None
     pacing = load_mode_summary(paths, records, arrivals, workers)  # open loop: arrivals; ramp: stages
     turns = summarize_turns(paths, records, conversations=facts.sweep is None)  # multi-turn
@@ -88,7 +88,8 @@ def build_summary(paths: VariantPaths, scenario: str, variant: str, facts: RunFa
         users_over_time=over_time, ui_steps=steps, turns=turns.turns, conversations=turns.conversations,
         steady_state=steady, energy=energy(metrics_frame, first, None if first is None else first + head.duration_s,
                                            head.tokens, steady),
-        capacity=found)
+        capacity=found, until=until_block(load.until if load else {}, steady, read_json(paths.until_json),
+                                          facts.stopped_by == UNTIL, facts.stopped_by))
     summary = replace(summary, cost=cost(facts.cost_rates, summary.duration_s, summary.energy, summary.tokens),
                       intervals=window_intervals(records, records, first, first + head.duration_s, facts.slo,
                                                  asdict(summary.throughput), whole=True)

@@ -43,11 +43,12 @@ from orchestrate.scenario.spec import (
 )
 from orchestrate.scenario.sweep import SWEEP_SETTINGS, extract_sweep
 from orchestrate.scenario.trace import parse_trace
+from orchestrate.scenario.until import parse_until
 from orchestrate.scenario.yamlsource import Checker, read_yaml
 
 LOAD_KEYS = {*DATASET_KEYS, "users", "spawn_rate", "num_prompts", "max_seconds", "max_tokens", "seed",
              "sampling", "cache_prompt", "read_timeout_s", "server_lost_after_s", *SWEEP_SETTINGS, *MODE_KEYS,
-             *REPLAY_KEYS, *LENGTH_KEYS, "trace", *REQUEST_KEYS}
+             *REPLAY_KEYS, *LENGTH_KEYS, "trace", *REQUEST_KEYS, "until"}
 
 TOP_KEYS = {"name", "description", "server", "load", "variants", "matrix", "on_load_failure", "slo", "search",
             "repeats", "host_limits", "fail_if", "cost"}
@@ -116,7 +117,18 @@ def _load(check: Checker, raw: dict[str, Any], at: Origin) -> LoadSpec:
                                           at("server_lost_after_s"), float, 0.5),
                     warmup_prompts=n(raw.get("warmup_prompts", 0), at("warmup_prompts"), int, 0),
                     **parse_replay(check, raw, at), **parse_lengths(check, raw, at), **parse_trace(check, raw, at),
-                    **parse_request(check, raw, at)))
+                    **parse_request(check, raw, at), until=_until(check, raw, at)))
+
+
+def _until(check: Checker, raw: dict[str, Any], at: Origin) -> dict[str, float]:
+    """``load.until`` (``scenario.until``); stages change the users on purpose and have no window to be precise in."""
+    try:
+        found = parse_until(raw.get("until"))
+    except ValueError as exc:
+        raise check.fail(at("until"), str(exc)) from None
+    if found and "stages" in raw:
+        raise check.fail(at("until"), "needs a steady-state window, and stages have none: drop until, or the stages")
+    return found
 
 
 def _target(check: Checker, key: Any, at: tuple[Any, ...]) -> tuple[str, ...]:
@@ -237,6 +249,10 @@ def _variant(check: Checker, name: str, top: dict[str, Any], item: dict[str, Any
     slo = parse_slo(check, top.get("slo"), ("slo",), item.get("slo"), at + ("slo",))
     search = parse_search(check, top.get("search"), item.get("search"), at + ("search",), load, slo is not None,
                           sweep is not None)
+    if load.until and (sweep is not None or search is not None):
+        raise check.fail(at + ("load", "until") if "until" in (item.get("load") or {}) else ("load", "until"),
+                         f"stops one run at a precision; a {'sweep' if sweep else 'capacity search'} runs many: drop "
+                         "until here")
     return Variant(name, server, load, retry_with, sweep, tuple(_load(check, step, load_at) for step in steps),
                    slo=slo, factors=combo.factors, search=search)
 

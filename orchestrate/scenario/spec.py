@@ -290,6 +290,8 @@ class LoadSpec:
     the requests in flight, and ``num_prompts`` is the trace's (after ``max_requests``)."""
     request: RequestSpec = RequestSpec()
     """What each request is: chat (the default), completions, embeddings or rerank, and what rides with it."""
+    until: dict[str, float] = field(default_factory=dict)
+    """Stop once each steady-state figure's 95 % interval is within this relative half width (``until.py``)."""
 
     @property
     def ignores_eos(self) -> bool:

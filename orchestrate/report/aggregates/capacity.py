@@ -59,7 +59,11 @@ def judge(summary: Summary, search: Search) -> Verdict:
         figures = ProbeFigures(True, steady.decode_tok_s, steady.requests_per_s,
                                steady.ttft_ms.p99 if steady.ttft_ms else None,
                                steady.tpot_ms.p99 if steady.tpot_ms else None, steady.requests)
-    return Verdict(share, why is None, stopped_early, why, missed, figures)
+    interval = steady.intervals.goodput_share if steady is not None and found and steady.intervals else None
+    uncertain = (interval is not None and not stopped_early and status == "completed" and interval.low is not None
+                 and interval.high is not None and interval.low < search.attainment <= interval.high)
+    return Verdict(share, why is None, stopped_early, why, missed, figures, attainment_interval=interval,
+                   uncertain=uncertain)
 
 
 def search_of(record: dict[str, Any]) -> Search:
@@ -90,6 +94,7 @@ def capacity_block(paths: VariantPaths) -> Capacity | None:
         converged=bool(probes) and converged(search, max_passing, min_failing),
         limited_by=limited_by([p for p in probes if p.value == min_failing]),
         probes=tuple(probes), cliff=cliff(probes),
+        uncertain=tuple(sorted({p.value for p in probes if p.uncertain and p.value in (max_passing, min_failing)})),
         wall_s=(record["ended_ts"] - record["started_ts"]) if record.get("ended_ts") else None)
     return replace(block, sentence=sentence(block))
 
@@ -149,4 +154,18 @@ def sentence(block: Capacity) -> str:
     missed = SLO_LABELS.get(block.limited_by or "", block.limited_by or "the SLO")
     return (f"serves {_load(top, unit)} {within}; {_load(bottom, unit)} miss {missed}"
             + ("" if block.converged else " (the search stopped at its probe limit before the boundary was as "
-                                          "close as asked)"))
+                                          "close as asked)") + _uncertain_text(block))
+
+
+def _uncertain_text(block: Capacity) -> str:
+    """``; uncertain at 24 users: attainment 99.2 % [98.1–99.8 %] straddles 99 %, ...``: a boundary probe whose
+    verdict could have gone the other way by chance (its attainment's 95 % interval holds the target)."""
+    said = []
+    for p in block.probes:
+        if p.value in block.uncertain and p.attainment is not None and p.attainment_interval is not None:
+            low, high = p.attainment_interval.low or 0.0, p.attainment_interval.high or 1.0
+            said.append(f"{_load(p.value, block.unit)}: attainment {100 * p.attainment:.1f} % "
+                        f"[{100 * low:.1f}–{100 * high:.1f} %] straddles {100 * (block.attainment or 0):g} %")
+    if not said:
+        return ""
+    return f"; uncertain at {', '.join(said)}: the capacity may be a step off (more prompts per probe would tell)"

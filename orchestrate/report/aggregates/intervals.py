@@ -90,6 +90,14 @@ def order_statistic_ranks(n: int, q: float) -> tuple[int | None, int | None]:
     return (low if low >= 1 else None), (high if high <= n else None)
 
 
+def relative_half_width(value: float | None, interval: Interval | None) -> float | None:
+    """max(high − value, value − low) ÷ |value|: how far the truth may be from the figure, as a share of it; None
+    without a figure, an interval bounded on both sides, or for 0."""
+    if value is None or interval is None or interval.low is None or interval.high is None or value == 0:
+        return None
+    return max(interval.high - value, value - interval.low) / abs(value)
+
+
 def percentile_interval(values: np.ndarray, q: float) -> Interval | None:
     """The order-statistic 95 % interval of the q-quantile of ``values``; None without values."""
     values = np.sort(np.asarray(values, dtype=float))

@@ -88,6 +88,13 @@ def steady_state(records: pd.DataFrame, load: LoadSpec | None, slo: dict[str, fl
     return closed_loop(records, load.users, slo)
 
 
+def schedule_of(arrivals: dict[str, Any]) -> list[float] | None:
+    """An open loop's due times, wall clock, from ``arrivals.json`` (its start + offsets); None without one."""
+    if arrivals.get("start_ts") is None:
+        return None
+    return [arrivals["start_ts"] + offset for offset in arrivals.get("offsets_s") or []]
+
+
 def closed_loop(records: pd.DataFrame, users: int, slo: dict[str, float] | None) -> SteadyState:
     """The window of a closed loop of ``users`` and its figures."""
     threshold = math.ceil(IN_FLIGHT_SHARE * users - 1e-9)

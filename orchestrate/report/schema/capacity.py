@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from orchestrate.report.jsontypes import mapping
+from orchestrate.report.jsontypes import mapping, omitted
 from orchestrate.report.schema.common import LIMIT_DOC
+from orchestrate.report.schema.intervals import Interval
 from orchestrate.report.schema.steady import MissedBy
 
 
@@ -50,6 +51,10 @@ class Verdict:
     """What its requests missed: in its window, or over all of them when it had none; None without goodput."""
     steady_state: ProbeFigures = field(default_factory=ProbeFigures)
     """Its steady-state figures."""
+    attainment_interval: Interval | None = omitted()
+    """The 95 % interval of ``attainment`` (``steady_state.intervals.goodput_share``); absent without one."""
+    uncertain: bool = omitted(False)
+    """The interval straddles the search's attainment: this verdict could have gone the other way by chance."""
 
 
 @dataclass(frozen=True)
@@ -116,5 +121,8 @@ class Capacity:
     """Where throughput fell while load rose; None when it never did."""
     wall_s: float | None = None
     """The search's wall time, s; None when it never ended (``search.json`` has no end)."""
+    uncertain: tuple[int | float, ...] = omitted(())
+    """The boundary loads (``max_passing``, ``min_failing``) with a probe whose attainment interval straddled the
+    attainment: the capacity may be a step off; absent when none."""
     sentence: str = ""
     """The answer in one sentence (``serves 8 users within TTFT ≤ 150 ms for 99 % of requests ...``)."""

@@ -40,6 +40,7 @@ from orchestrate.report.schema.sweep import Sweep
 from orchestrate.report.schema.trace import Trace
 from orchestrate.report.schema.turns import Conversations, TurnRow
 from orchestrate.report.schema.ui import UiSteps, UsersOverTime
+from orchestrate.report.schema.until import Until
 from orchestrate.scenario.cost import CostRates
 from orchestrate.scenario.spec import Factor, LoadSpec
 
@@ -172,6 +173,8 @@ class Summary(Headline, RunFacts, Names):
     intervals: Intervals | None = omitted()
     """95 % intervals of the headline figures over the whole run, from this run alone (``Intervals``); absent when
     no request completed."""
+    until: Until | None = omitted()
+    """``load.until``: which precision targets held, when, or why not; absent without targets."""
     cost: Cost | None = omitted()
     """Dollars per million tokens from the run's seconds and joules at ``cost_rates``; absent without prices."""
     notes: tuple[str, ...] = ()

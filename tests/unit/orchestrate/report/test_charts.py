@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from orchestrate.report import charts
 from orchestrate.report.jsontypes import from_json
 from orchestrate.report.schema.capacity import Capacity
@@ -39,6 +41,16 @@ def test_an_effect_is_drawn_at_its_median_with_its_range_as_the_error_bar() -> N
     assert trace["error_x"]["array"][0] == 1.1 - 0.8 and trace["error_x"]["arrayminus"][0] == 0.8 - 0.7
     assert trace["marker"]["color"] == ["#bbbbbb"]  # within noise: grey
     assert figure["layout"]["shapes"][0]["x0"] == 1
+
+
+def test_an_effect_run_once_each_is_drawn_with_its_95_percent_interval() -> None:
+    effect = {"factor": "server.flags.flash-attn", "from": "on", "to": "off", "ratios": {"decode_tok_s": 0.8},
+              "range": {"decode_tok_s": [0.8, 0.8]}, "interval": {"decode_tok_s": [0.75, 0.85]},
+              "within_noise": {"decode_tok_s": False}, "n_repeats": 1}
+    (figure,) = charts.effect_figures([effect], (("decode_tok_s", "decode"),))
+    (trace,) = figure["data"]
+    assert trace["error_x"]["array"][0] == pytest.approx(0.05) and trace["error_x"]["arrayminus"][0] == pytest.approx(0.05)
+    assert trace["customdata"][0][2] == "95 % interval" and trace["marker"]["color"] == ["#4477aa"]
 
 
 def test_steps_over_a_wide_range_get_a_log_axis_and_a_capacity_search_colours_its_probes() -> None:

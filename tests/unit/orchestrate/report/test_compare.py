@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 from pathlib import Path
 from typing import Any
@@ -513,12 +514,34 @@ def test_a_repeat_on_a_busy_host_is_left_out_of_the_effect(tmp_path: Path):
     assert "; left out: repeat 2 (host_load) (fa-on vs fa-off)" in write_comparison([run]).read_text()
 
 
+def intervals(decode: float, half: float, ttft: float, ttft_half: float) -> dict[str, Any]:
+    """A summary's ``intervals``: decode ± ``half``, TTFT p50 ± ``ttft_half``."""
+    return {"intervals": {"batches": 10, "decode_tok_s": {"low": decode - half, "high": decode + half},
+                          "ttft_ms": {"p50": {"low": ttft - ttft_half, "high": ttft + ttft_half}}}}
+
+
+def test_one_run_each_is_judged_by_its_own_intervals(tmp_path: Path):
+    """decode 400 ± 8 (2 %) vs 396 ± 7.92 (2 %): ×0.99 ± 2.83 %, within noise; TTFT 100 ± 1 vs 130 ± 1.3: ×1.3 ± 1.4 %,
+    not; TPOT has no interval, so no verdict from one run."""
+    run = write_run(tmp_path / "run", {
+        "fa-on": summary("on", None, 400.0, 1000.0, 100.0, 20.0, **intervals(400.0, 8.0, 100.0, 1.0)),
+        "fa-off": summary("off", None, 396.0, 1000.0, 130.0, 20.0, **intervals(396.0, 7.92, 130.0, 1.3))})
+    (effect,) = compare(read_variants([run]))["effects"]
+    assert effect["within_noise"] == {"decode_tok_s": True, "ttft_p50_ms": False, "tpot_p50_ms": False}
+    half = math.hypot(0.02, 0.02)
+    assert effect["interval"]["decode_tok_s"] == pytest.approx([0.99 * (1 - half), 0.99 * (1 + half)])
+    assert "tpot_p50_ms" not in effect["interval"]
+    md = write_comparison([run]).read_text()
+    assert "decode ×0.99 (95 % [0.96–1.02], within noise), TTFT p50 ×1.30 (95 % [1.28–1.32])" in md
+
+
 def test_one_run_each_has_no_error_bar_unless_a_measured_floor_says_it_is_noise(tmp_path: Path):
     run = write_run(tmp_path / "run", {"fa-on": summary("on", None, 400.0, 1000.0, 100.0, 20.0),
                                        "fa-off": summary("off", None, 396.0, 1000.0, 130.0, 20.0)})
     (effect,) = compare(read_variants([run]))["effects"]
     assert effect["error_bar"] is False and effect["within_noise"]["decode_tok_s"] is False
-    assert "Each variant ran once: these ratios have no error bar" in write_comparison([run]).read_text()
+    assert "Each variant ran once: a ratio's 95 % interval comes from the two runs' own" in \
+        write_comparison([run]).read_text()
     floor = {"floor": {"decode_tok_s": 0.03, "ttft_p50_ms": 0.05}, "measured_at": "2026-12-01T00:00:00Z",
              "variant": "base"}
     (run / "noise_floor.json").write_text(json.dumps(floor))

@@ -58,7 +58,7 @@ def test_a_clean_effect_states_its_ratios_what_was_held_and_its_pair() -> None:
     md = markdown(data(effects=[effect(**held)]))
     assert ("- **server.flags.flash-attn** on → off: decode ×0.80, TTFT p50 ×1.25, with server.draft_model=none, "
             "drafter=mtp, over the same 42 prompts (a vs b)") in md.splitlines()
-    assert "Each variant ran once: these ratios have no error bar" in md and "## Confounded" not in md
+    assert "Each variant ran once: a ratio's 95 % interval comes from the two runs' own" in md and "## Confounded" not in md
 
 
 def test_repeats_give_ranges_and_say_within_noise() -> None:

@@ -49,6 +49,18 @@ def test_the_tables_hold_each_figure_at_its_summary_path_and_leave_out_what_no_r
     assert htmlreport.table(runs, htmlreport.STEADY, lambda r: False) is None
 
 
+def test_a_figure_with_an_interval_shows_it_beside_the_value(tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    decode = HEADLINE["throughput"]["decode_tok_s"]
+    variant(run, "a", {**HEADLINE, "intervals": {"batches": 10, "decode_tok_s": {"low": decode - 2, "high": decode + 2},
+                                                 "ttft_ms": {"p50": {"low": 100.0, "high": 400.0}}}})
+    table = htmlreport.table(htmlreport._runs(run, [VariantPaths(run / "a")]), htmlreport.GLANCE)
+    assert table is not None
+    cells = {c["metric"]: c["text"] for c in table["rows"][0]["cells"]}
+    assert cells["throughput.decode_tok_s"] == f"{decode:,.1f} ± 2.0"
+    assert cells["latency_ms.ttft.p50"] == "200 ms [100 ms–400 ms]" and cells["latency_ms.ttft.p99"] == "400 ms"
+
+
 def test_the_page_carries_its_charts_and_script_and_asks_the_network_for_nothing(tmp_path: Path) -> None:
     run = tmp_path / "run"
     variant(run, "a", HEADLINE)

@@ -178,7 +178,7 @@ def test_demo_scenario_is_valid():
      """, "study.yaml:4 load.bogus: unknown key; allowed: allow_truncated, arrival, burstiness, cache_prompt, dataset, endpoint, "
           "history, ignore_eos, images, input_tokens, inputs_per_request, late_ms, max_seconds, max_tokens, max_turns, mode, "
           "num_prompts, output_tokens, prefix_tokens, rate, read_timeout_s, response_format, sampling, seed, "
-          "server_lost_after_s, settle_s, spawn_rate, stages, think_time_s, tool_choice, tools, trace, users, warmup_prompts",
+          "server_lost_after_s, settle_s, spawn_rate, stages, think_time_s, tool_choice, tools, trace, until, users, warmup_prompts",
      id="unknown_load_key"),
     pytest.param("""\
         name: x

@@ -19,6 +19,7 @@ from orchestrate.report.aggregates.capacity import (
 )
 from orchestrate.report.jsontypes import from_json, to_json
 from orchestrate.report.schema.capacity import Capacity, Cliff, Probe, ProbeFigures, Verdict
+from orchestrate.report.schema.intervals import Interval
 from orchestrate.report.schema.steady import MissedBy
 from orchestrate.report.schema.summary import Summary
 from orchestrate.results import VariantPaths, read_json, write_json
@@ -145,6 +146,22 @@ def test_sentence_every_form() -> None:
         f"serves 8 users {WITHIN}; 16 users miss the SLO (the search stopped at its probe limit before the "
         "boundary was as close as asked)")
     assert sentence(block(probes=())) == "no probe ran"
+
+
+def test_a_verdict_whose_attainment_interval_straddles_the_target_is_uncertain() -> None:
+    def with_interval(share: float, low: float, high: float) -> dict[str, Any]:
+        data = summary(share)
+        data["steady_state"]["intervals"] = {"batches": 10, "goodput_share": {"low": low, "high": high}}
+        return data
+    close = judged(with_interval(0.92, 0.85, 0.97), USERS)  # passes 90 %, but 85 % is as likely
+    assert close.passed and close.uncertain and close.attainment_interval is not None
+    assert not judged(with_interval(0.97, 0.93, 0.99), USERS).uncertain  # clear of 90 % either way
+    near_miss = judged(with_interval(0.88, 0.80, 0.93), USERS)
+    assert not near_miss.passed and near_miss.uncertain
+    uncertain = Probe(value=24, attainment=0.992, attainment_interval=Interval(0.981, 0.998), uncertain=True)
+    assert sentence(block(probes=(uncertain,), uncertain=(24,))) == (
+        f"serves 24 users {WITHIN}; 28 users miss TTFT; uncertain at 24 users: attainment 99.2 % [98.1–99.8 %] "
+        "straddles 99 %: the capacity may be a step off (more prompts per probe would tell)")
 
 
 def write_probe(paths: VariantPaths, search: Search, n: int, value: float, probe_summary: dict[str, Any] | None,
