@@ -21,8 +21,6 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import os
-import platform
 import sys
 import tempfile
 from datetime import datetime, timezone
@@ -35,7 +33,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from docsection import write_section  # noqa: E402
-from refrun import cpu_flags, reference_server, tokenswarm  # noqa: E402
+from refrun import machine, measured_on, reference_server, tokenswarm  # noqa: E402
 
 from orchestrate.report.aggregates.intervals import percentile_interval  # noqa: E402
 
@@ -92,16 +90,13 @@ def main() -> int:
     for row in rows:
         print(f"{row['truth']:>36} n={row['n']:>5}: p50 {row['p50_coverage']:.1%} (bounded {row['p50_bounded']:.0%}), "
               f"p99 {row['p99_coverage']:.1%} (bounded {row['p99_bounded']:.0%})", flush=True)
-    cpu = cpu_flags()
     result = {"rows": rows, "resamples": RESAMPLES, "server_truth_ms": {str(q): v for q, v in server_truth.items()},
-              "cpus": os.cpu_count(), "cpu_flags": cpu, "machine": platform.node(),
-              "date": datetime.now(timezone.utc).isoformat(timespec="seconds")}
+              **machine()}
     args.out.write_text(json.dumps(result, indent=1) + "\n")
     lines = ["| truth | n | p50 coverage | p99 coverage | p99 bounded both sides |", "|---|---|---|---|---|"]
     lines += [f"| {r['truth']} | {r['n']:,} | {r['p50_coverage']:.1%} | {r['p99_coverage']:.1%} | "
               f"{r['p99_bounded']:.0%} |" for r in rows]
-    lines += ["", f"{RESAMPLES} samples each; 95 % asked. {os.cpu_count()} CPUs ({', '.join(cpu) or 'no AVX-512'}), "
-                  f"{result['date'][:10]}, `{args.out.name}`."]
+    lines += ["", f"{RESAMPLES} samples each; 95 % asked. {measured_on(result, args.out)}."]
     write_section(ROOT / "docs" / "benchmarks.md", "interval_coverage", lines)
     return 0
 

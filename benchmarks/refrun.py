@@ -1,12 +1,15 @@
 """What the benchmarks share: the reference server (``tokenswarm serve-synthetic``) started and stopped, one
-``tokenswarm`` command against it, and the CPU the numbers came from."""
+``tokenswarm`` command against it, and the machine the numbers came from."""
 
 from __future__ import annotations
 
+import os
+import platform
 import subprocess
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -48,3 +51,15 @@ def tokenswarm(folder: Path, url: str, load: dict[str, Any] | None = None, *args
 def cpu_flags() -> list[str]:
     """Which of AVX-512 and AMX this CPU has (the numbers depend on it)."""
     return sorted({flag for flag in open("/proc/cpuinfo").read().split() if flag in ("avx512f", "amx_tile")})
+
+
+def machine() -> dict[str, Any]:
+    """Where and when a benchmark ran, for its JSON: CPUs, AVX-512/AMX, host name, UTC time."""
+    return {"cpus": os.cpu_count(), "cpu_flags": cpu_flags(), "machine": platform.node(),
+            "date": datetime.now(timezone.utc).isoformat(timespec="seconds")}
+
+
+def measured_on(result: dict[str, Any], out: Path) -> str:
+    """``2 CPUs (avx512f), 2026-12-06, `file.json```: the end of a generated section's last line."""
+    return (f"{result['cpus']} CPUs ({', '.join(result['cpu_flags']) or 'no AVX-512'}), {result['date'][:10]}, "
+            f"`{out.name}`")

@@ -14,8 +14,6 @@ from __future__ import annotations
 import argparse
 import csv
 import json
-import os
-import platform
 import sys
 import tempfile
 from datetime import datetime, timezone
@@ -28,7 +26,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from docsection import write_section  # noqa: E402
-from refrun import cpu_flags, reference_server, tokenswarm  # noqa: E402
+from refrun import machine, measured_on, reference_server, tokenswarm  # noqa: E402
 
 RATES = (50, 100, 200, 400, 800, 1600)
 SECONDS = 5
@@ -73,17 +71,14 @@ def main() -> int:
                       f"p50 {row['p50_ms']:.2f} ms, p99 {row['p99_ms']:.2f} ms, max {row['max_ms']:.2f} ms", flush=True)
     best = {path: max((r["rate"] for r in rows if r["path"] == path and r["p99_ms"] <= LIMIT_MS), default=None)
             for path in ("trace", "rate")}
-    cpu = cpu_flags()
-    result = {"rows": rows, "within_5ms_p99": best, "cpus": os.cpu_count(), "cpu_flags": cpu,
-              "machine": platform.node(), "date": datetime.now(timezone.utc).isoformat(timespec="seconds")}
+    result = {"rows": rows, "within_5ms_p99": best, **machine()}
     args.out.write_text(json.dumps(result, indent=1) + "\n")
     print(f"one process keeps p99 within {LIMIT_MS:g} ms up to: trace {best['trace']} req/s, rate {best['rate']} req/s")
     lines = ["| path | req/s | sent | p50 | p99 | max |", "|---|---|---|---|---|---|"]
     lines += [f"| {r['path']} | {r['rate']} | {r['sent']}/{r['requests']} | {r['p50_ms']:.2f} ms | {r['p99_ms']:.2f} ms "
               f"| {r['max_ms']:.2f} ms |" for r in rows]
     lines += ["", f"Within {LIMIT_MS:g} ms p99 (of those tried): a trace's clock up to {best['trace']} req/s, `rate` up "
-                  f"to {best['rate']} req/s; {os.cpu_count()} CPUs ({', '.join(cpu) or 'no AVX-512'}), "
-                  f"{result['date'][:10]}, `{args.out.name}`."]
+                  f"to {best['rate']} req/s; {measured_on(result, args.out)}."]
     write_section(ROOT / "docs" / "benchmarks.md", "trace_clock", lines)
     return 0
 

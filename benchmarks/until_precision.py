@@ -14,8 +14,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import platform
 import sys
 import tempfile
 from datetime import datetime, timezone
@@ -26,7 +24,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from docsection import write_section  # noqa: E402
-from refrun import cpu_flags, reference_server, tokenswarm  # noqa: E402
+from refrun import machine, measured_on, reference_server, tokenswarm  # noqa: E402
 
 TARGETS = {"ttft_ms.p99": 0.05, "ttft_ms.p50": 0.02, "decode_tok_s": 0.02}
 TRUTH_PROMPTS = 8000
@@ -63,10 +61,8 @@ def main() -> int:
                    "within": all(errors[k] <= TARGETS[k] for k in TARGETS)}
             rows.append(row)
             print(f"seed {seed}: {row['requests']:,} requests, stopped by {row['stopped_by']}; "
-                  + ", ".join(f"{k} {found[k]:.2f} ({100 * errors[k]:+.1f} %)" for k in TARGETS), flush=True)
-    cpu = cpu_flags()
-    result = {"targets": TARGETS, "truth": truth, "runs": rows, "cap": TRUTH_PROMPTS, "cpus": os.cpu_count(),
-              "cpu_flags": cpu, "machine": platform.node(), "date": datetime.now(timezone.utc).isoformat(timespec="seconds")}
+                  + ", ".join(f"{k} {found[k]:.2f} ({100 * errors[k]:.1f} % off)" for k in TARGETS), flush=True)
+    result = {"targets": TARGETS, "truth": truth, "runs": rows, "cap": TRUTH_PROMPTS, **machine()}
     args.out.write_text(json.dumps(result, indent=1, default=str) + "\n")
     names = list(TARGETS)
     lines = ["| run | requests (cap 8,000) | stopped by | " + " | ".join(f"{k} (±{100 * TARGETS[k]:g} % asked)"
@@ -75,13 +71,12 @@ def main() -> int:
              f"| truth | {truth['requests']:,} | {truth['stopped_by']} | "
              + " | ".join(f"{truth[k]:.2f}" for k in names) + " |"]
     lines += [f"| seed {r['seed']} | {r['requests']:,} | {r['stopped_by']} | "
-              + " | ".join(f"{r[k]:.2f} ({100 * r[f'{k}_error']:+.1f} %)" for k in names) + " |" for r in rows]
+              + " | ".join(f"{r[k]:.2f} ({100 * r[f'{k}_error']:.1f} % off)" for k in names) + " |" for r in rows]
     within = sum(r["within"] for r in rows)
     lines += ["", f"{within} of {len(rows)} runs stopped with every figure within its asked precision of the truth "
                   f"(the errors in brackets are |run − truth| ÷ truth). `tokenswarm run --url` against "
                   f"`serve-synthetic --ttft-ms 40 --jitter-ms 20 --itl-ms 2`, 16 users, 8 output tokens; "
-                  f"{os.cpu_count()} CPUs ({', '.join(cpu) or 'no AVX-512'}), {result['date'][:10]}, "
-                  f"`{args.out.name}`."]
+                  f"{measured_on(result, args.out)}."]
     write_section(ROOT / "docs" / "benchmarks.md", "until_precision", lines)
     return 0
 
