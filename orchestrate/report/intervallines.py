@@ -74,5 +74,7 @@ def until_line(until: Until | None) -> str | None:
         return None
     targets = ", ".join(_target(t) for t in until.targets)
     if until.stopped:
-        return f"until: stopped at the precision asked ({until.checks} checks): {targets}"
+        lead = "stopped at the precision asked" if until.held else \
+            "stopped when every target held at a check; the final window, to the stop, differs a little"
+        return f"until: {lead} ({until.checks} checks): {targets}"
     return f"until: {until.reason or 'not every target held'}: {targets}"

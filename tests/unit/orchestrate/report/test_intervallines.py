@@ -38,4 +38,7 @@ def test_the_until_line_says_whether_the_run_stopped_at_its_precision() -> None:
     assert until_line(Until(targets=(held, short), reason="the run ended (num_prompts) before every target held")) == (
         "until: the run ended (num_prompts) before every target held: ttft_ms.p99 ±4.1 % (asked ±5 %, held at "
         "12.3 s), decode_tok_s no bounded interval (asked ±2 %)")
+    assert until_line(Until(held=False, stopped=True, checks=5, targets=(short,))) == (
+        "until: stopped when every target held at a check; the final window, to the stop, differs a little (5 checks): "
+        "decode_tok_s no bounded interval (asked ±2 %)")
     assert until_line(None) is None
