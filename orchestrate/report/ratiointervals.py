@@ -46,5 +46,5 @@ def ratio_intervals(ratios: dict[str, float | None], a: dict[str, float | None],
     for key, ratio in ratios.items():
         if ratio is not None and a.get(key) is not None and b.get(key) is not None:
             half = math.hypot(a[key] or 0.0, b[key] or 0.0)
-            out[key] = [ratio * (1 - half), ratio * (1 + half)]
+            out[key] = [max(0.0, ratio * (1 - half)), ratio * (1 + half)]  # a ratio of rates: never below 0
     return out

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -20,9 +21,17 @@ KEPT = Path(__file__).resolve().parents[1] / "fixtures" / "runs-be12832"
 RUNS = sorted(p.name for p in KEPT.iterdir() if p.is_dir())
 
 
-ADDED_SINCE = {".intervals", ".steady_state.intervals"}
-"""Figures a later main derives from the same files (95 % intervals): a rebuild adds them; every value the old run
-wrote must still come out the same."""
+ADDED_SINCE = {".intervals", ".steady_state.intervals", ".capacity.probes[].attainment_interval",
+               ".capacity.probes[].uncertain", ".capacity.uncertain", ".effects[].repeats[].ratio_intervals",
+               ".effects[].interval", ".confounded[].repeats[].ratio_intervals", ".confounded[].interval"}
+"""Figures a later main derives from the same files (95 % intervals; list positions as ``[]``): a rebuild adds
+them; every value the old run wrote must still come out the same."""
+
+EXTENDED_SINCE = {".capacity.sentence", ".variants[].capacity_sentence"}
+"""Sentences a later main says more in (an uncertain boundary probe): the old sentence must still begin it."""
+WIDENED_SINCE = {".effects[].within_noise", ".confounded[].within_noise"}
+"""Verdicts a later main may only widen: a pair run once is now within noise where its ratio's 95 % interval holds
+1.0 (False → True), never the other way."""
 
 
 def differences(before: Any, after: Any, at: str = "") -> list[str]:
@@ -31,11 +40,15 @@ def differences(before: Any, after: Any, at: str = "") -> list[str]:
     figure added since (``ADDED_SINCE``)."""
     if isinstance(before, dict) and isinstance(after, dict):
         return [d for key in sorted(set(before) | set(after), key=str)
-                if not (key not in before and f"{at}.{key}" in ADDED_SINCE)
+                if not (key not in before and re.sub(r"\[\d+\]", "[]", f"{at}.{key}") in ADDED_SINCE)
                 for d in differences(before.get(key), after.get(key), f"{at}.{key}")
                 if key in before and key in after or before.get(key, after.get(key)) is not None]
     if isinstance(before, list) and isinstance(after, list) and len(before) == len(after):
         return [d for i, (x, y) in enumerate(zip(before, after)) for d in differences(x, y, f"{at}[{i}]")]
+    if re.sub(r"\[\d+\]", "[]", at) in EXTENDED_SINCE and isinstance(before, str) and isinstance(after, str) and after.startswith(before):
+        return []
+    if re.sub(r"\[\d+\]", "[]", at).rsplit(".", 1)[0] in WIDENED_SINCE and before is False and after is True:
+        return []
     return [] if before == after else [f"{at}: {str(before)[:80]} -> {str(after)[:80]}"]
 
 

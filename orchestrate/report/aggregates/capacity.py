@@ -158,14 +158,21 @@ def sentence(block: Capacity) -> str:
 
 
 def _uncertain_text(block: Capacity) -> str:
-    """``; uncertain at 24 users: attainment 99.2 % [98.1–99.8 %] straddles 99 %, ...``: a boundary probe whose
-    verdict could have gone the other way by chance (its attainment's 95 % interval holds the target)."""
+    """``; uncertain at 24 users: attainment 99.2 % [98.1–99.8 %] straddles 99 %, ...``: a boundary load with a
+    probe whose verdict could have gone the other way by chance (its attainment's 95 % interval holds the target);
+    each load once, its probes' figures once each."""
     said = []
-    for p in block.probes:
-        if p.value in block.uncertain and p.attainment is not None and p.attainment_interval is not None:
-            low, high = p.attainment_interval.low or 0.0, p.attainment_interval.high or 1.0
-            said.append(f"{_load(p.value, block.unit)}: attainment {100 * p.attainment:.1f} % "
-                        f"[{100 * low:.1f}–{100 * high:.1f} %] straddles {100 * (block.attainment or 0):g} %")
+    for value in block.uncertain:
+        found: list[str] = []
+        for p in block.probes:
+            if p.value == value and p.uncertain and p.attainment is not None and p.attainment_interval is not None:
+                low, high = p.attainment_interval.low or 0.0, p.attainment_interval.high or 1.0
+                text = f"{100 * p.attainment:.1f} % [{100 * low:.1f}–{100 * high:.1f} %]"
+                found += [text] if text not in found else []
+        if found:
+            verb = "straddles" if len(found) == 1 else "straddle"
+            said.append(f"{_load(value, block.unit)}: attainment {', '.join(found)} {verb} "
+                        f"{100 * (block.attainment or 0):g} %")
     if not said:
         return ""
-    return f"; uncertain at {', '.join(said)}: the capacity may be a step off (more prompts per probe would tell)"
+    return f"; uncertain at {'; '.join(said)}: the capacity may be a step off (more prompts per probe would tell)"
