@@ -70,6 +70,10 @@ class ReportPage:
     """Every request the page made other than for its own file (each was blocked)."""
     errors: list[str] = field(default_factory=list)
     """The page's script errors and console errors."""
+    scrolls: list[str] = field(default_factory=list)
+    """The tables wider than the page at 1,400 px (they scroll sideways)."""
+    covered: list[str] = field(default_factory=list)
+    """The charts whose title Plotly's mode bar sits over."""
 
 
 def open_report(path: Path, screenshot: Path | None = None) -> ReportPage:
@@ -102,10 +106,22 @@ def open_report(path: Path, screenshot: Path | None = None) -> ReportPage:
                                                              "text: e.innerText}))")
         figures = page.eval_on_selector_all(".chart", "els => Object.fromEntries(els.map(e => [e.layout.title.text, "
                                                        "JSON.parse(JSON.stringify(e.data))]))")
+        scrolls = page.eval_on_selector_all(".scroll", "els => els.filter(e => e.scrollWidth > e.clientWidth + 1)"
+                                                       ".map(e => e.querySelector('table').dataset.table)")
+        covered = page.eval_on_selector_all(".chart", COVERED_JS)
         if screenshot is not None:
             page.screenshot(path=str(screenshot), full_page=True)
         context.close()
-    return ReportPage(sections, charts, cells, figures, network, errors)
+    return ReportPage(sections, charts, cells, figures, network, errors, scrolls, covered)
+
+
+COVERED_JS = """els => els.filter(e => {
+  const bar = e.querySelector('.modebar'), title = e.querySelector('.gtitle');
+  if (!bar || !title) return false;
+  const a = bar.getBoundingClientRect(), b = title.getBoundingClientRect();
+  return a.left < b.right && b.left < a.right && a.top < b.bottom && b.top < a.bottom;
+}).map(e => e.id)"""
+"""The charts whose mode bar (shown on hover) overlaps their title."""
 
 
 def page_figures(path: Path) -> dict[str, Any]:
@@ -126,11 +142,17 @@ def assert_shows_the_summaries(page: ReportPage, run: Path) -> None:
     """Every figure cell of ``report.html`` holds its run's ``summary.json`` value at its path, written as the
     page's figure formats it; every run's headline is there."""
     from orchestrate.report.htmlreport import GLANCE, STEADY
-    formats = {f.path: f.fmt for f in GLANCE + STEADY}
+    from orchestrate.report.intervallines import interval_text
+    from orchestrate.report.schema.intervals import Interval
+    figures = {f.path: f for f in GLANCE + STEADY}
     summaries = {label: json.loads((run / label / "summary.json").read_text())
                  for label in {c["run"] for c in page.cells}}
     assert {c["run"] for c in page.cells if c["table"] == "headline"} == set(summaries)
     for cell in page.cells:
-        expected = at_path(summaries[cell["run"]], cell["metric"])
+        figure, summary = figures[cell["metric"]], summaries[cell["run"]]
+        expected = at_path(summary, cell["metric"])
         assert json.loads(cell["value"]) == expected, cell
-        assert cell["text"] == ("–" if expected is None else formats[cell["metric"]](expected)), cell
+        interval = at_path(summary, figure.interval) if figure.interval and expected is not None else None
+        beside = interval_text(expected, Interval(**interval), figure.fmt) if interval else ""
+        shown = "–" if expected is None else figure.fmt(expected)
+        assert cell["text"] == (f"{shown}\n{beside}" if beside else shown), cell

@@ -66,7 +66,7 @@ def _style(runs: list[RunCurves]) -> dict[str, dict[str, Any]]:
 
 
 def _layout(title: str, x: str, y: str, **extra: Any) -> Figure:
-    return {"title": {"text": title, "font": {"size": 14}, "y": 0.98, "yanchor": "top"}, "xaxis": {"title": {"text": x}},
+    return {"title": {"text": title, "font": {"size": 14}, "y": 0.98, "yanchor": "top", "x": 0.01, "xanchor": "left"}, "xaxis": {"title": {"text": x}},
             "yaxis": {"title": {"text": y}}, "hovermode": "closest", "margin": {"t": 80, "r": 10, "b": 45, "l": 60},
             "legend": {"orientation": "h", "yanchor": "bottom", "y": 1.02, "x": 0}, "height": 360, **extra}
 

@@ -10,7 +10,9 @@ The PNGs and ``summary.md`` stay for readers of markdown.
 
 from __future__ import annotations
 
+import base64
 import functools
+import gzip
 import json
 import math
 import re
@@ -31,7 +33,7 @@ from orchestrate.report.aggregates.servermetrics import metrics_timeline
 from orchestrate.report.compare import CAPACITY_EFFECT, EFFECT_METRICS, ENERGY_EFFECT, GOODPUT_EFFECT
 from orchestrate.report.definitions import METRIC_DEFINITIONS
 from orchestrate.report.formats import GIB, fmt_bytes, fmt_ms, fmt_num, fmt_pct
-from orchestrate.report.intervallines import fmt_pm
+from orchestrate.report.intervallines import interval_text
 from orchestrate.report.markdown import summary_md
 from orchestrate.report.schema import Summary
 from orchestrate.report.summary import read_summary
@@ -120,9 +122,9 @@ class Run:
 
 def _cell(summary: Summary, figure: Figure) -> dict[str, Any]:
     value = lookup(summary, figure.path)
-    interval = lookup(summary, figure.interval) if figure.interval else None
-    text = "–" if value is None else fmt_pm(value, interval, figure.fmt) if interval is not None else figure.fmt(value)
-    return {"metric": figure.path, "value": json.dumps(value), "text": text}
+    interval = lookup(summary, figure.interval) if figure.interval and value is not None else None
+    return {"metric": figure.path, "value": json.dumps(value), "text": "–" if value is None else figure.fmt(value),
+            "interval": interval_text(value, interval, figure.fmt) if interval is not None else ""}
 
 
 def table(runs: list[Run], figures: tuple[Figure, ...], keep: Callable[[Run], bool] = lambda r: True
@@ -273,9 +275,19 @@ def _runs(run_dir: Path, found: list[VariantPaths]) -> list[Run]:
     return out
 
 
-def _plotly_js() -> str:
-    from plotly.offline import get_plotlyjs  # only when a page is written: a large import
-    return get_plotlyjs()
+@functools.cache
+def plotly_packed() -> str:
+    """Plotly's bundle gzipped and in base64, for the page to unpack (``DecompressionStream``): 4.6 MB of
+    JavaScript becomes about 1.8 MB of page. Made once per Plotly version and kept in the cache folder."""
+    import plotly  # only when a page is written: a large import
+    from plotly.offline import get_plotlyjs
+
+    from orchestrate.cache import cache_dir, cached
+
+    def pack(tmp: Path) -> None:
+        tmp.write_text(base64.b64encode(gzip.compress(get_plotlyjs().encode(), compresslevel=9, mtime=0)).decode())
+
+    return cached(cache_dir("plotly") / f"plotly-{plotly.__version__}.js.gz.b64", pack).read_text()
 
 
 def _script_json(data: Any) -> str:
@@ -295,7 +307,7 @@ def render(run_dir: Path, found: list[VariantPaths]) -> str:
         scenario=scenario, run=run_dir.name, n_runs=len(runs), sections=parts, details=details,
         definitions=MARKDOWN.render(METRIC_DEFINITIONS), tokenswarm=version(),
         written=datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-        figures=_script_json({k: v for s in parts for k, v in s["data"].items()}), plotly=_plotly_js())
+        figures=_script_json({k: v for s in parts for k, v in s["data"].items()}), plotly_packed=plotly_packed())
 
 
 def write_html_report(run_dir: Path, found: list[VariantPaths] | None = None) -> Path | None:

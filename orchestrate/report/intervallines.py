@@ -24,12 +24,19 @@ def fmt_pm(value: float | None, interval: Interval | None, fmt: Callable[[float]
     clamped at 0, a percentile), the figure alone without an interval."""
     if value is None:
         return "–"
-    if interval is None or interval.low is None or interval.high is None:
-        return fmt(value) + fmt_interval(interval, fmt)
-    above, below = interval.high - value, value - interval.low
-    if abs(above - below) <= SYMMETRIC * max(abs(value), 1.0):
-        return f"{fmt(value)} ± {fmt(above)}"
-    return fmt(value) + fmt_interval(interval, fmt)
+    beside = interval_text(value, interval, fmt)
+    return f"{fmt(value)} {beside}" if beside else fmt(value)
+
+
+def interval_text(value: float, interval: Interval | None, fmt: Callable[[float], str]) -> str:
+    """What follows a figure: ``± 3.1``, ``[91.0–97.9]`` (``?`` for a side it cannot bound), or "" without one."""
+    if interval is None:
+        return ""
+    if interval.low is not None and interval.high is not None:
+        above, below = interval.high - value, value - interval.low
+        if abs(above - below) <= SYMMETRIC * max(abs(value), 1.0):
+            return f"± {fmt(above)}"
+    return fmt_interval(interval, fmt).strip()
 
 
 def _latency_rows(label: str, stats: Percentiles | None, block: PercentileIntervals | None) -> list[str]:
