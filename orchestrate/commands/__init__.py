@@ -13,7 +13,14 @@ from collections.abc import Callable
 
 from orchestrate.commands.flags import add_run_arguments
 from orchestrate.commands.preview import add_plan_arguments, add_validate_arguments, plan_main, validate_main
-from orchestrate.commands.results import add_compare_arguments, add_report_arguments, compare_main, report_main
+from orchestrate.commands.results import (
+    add_compare_arguments,
+    add_export_arguments,
+    add_report_arguments,
+    compare_main,
+    export_main,
+    report_main,
+)
 from orchestrate.commands.run import (
     add_capacity_arguments,
     add_noise_floor_arguments,
@@ -41,6 +48,8 @@ COMMANDS: tuple[Command, ...] = (
      report_main),
     ("compare", "compare the variants of one or more runs side by side (compare.md)", add_compare_arguments,
      compare_main),
+    ("export", "a finished run's records, sampled series and summary as Parquet or CSV", add_export_arguments,
+     export_main),
     ("serve-synthetic", "a scripted llama.cpp-compatible streaming server with exact timing (calibration, tests)",
      add_serve_synthetic_arguments, serve_synthetic_main),
     ("calibrate", "measure this host's load-generator timing error and capacity against serve-synthetic",

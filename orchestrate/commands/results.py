@@ -1,5 +1,5 @@
-"""``tokenswarm report`` and ``compare``: a finished run's summaries, comparison and report.html rebuilt from its
-files alone.
+"""``tokenswarm report``, ``compare`` and ``export``: a finished run's summaries, comparison and report.html rebuilt
+from its files alone, and its files as Parquet or CSV.
 
 Stage: entry point. They import the report stage (inside the mains) and never the run stage: no server, no
 Locust, no ``runloop`` (``tests/unit/test_boundaries.py`` runs them with those unimportable).
@@ -24,15 +24,7 @@ def report_main(args: argparse.Namespace) -> int:
     from orchestrate.report.console import console_lines
     from orchestrate.report.htmlreport import write_html_report
     from orchestrate.report.summary import rebuild_summary
-    if not args.run_dir.is_dir():
-        raise ScenarioError(f"{args.run_dir}: no such run directory")
-    found = variant_dirs(args.run_dir)
-    if not found and VariantPaths(args.run_dir).records.is_file():  # a plain Locust run's folder: its records
-        found = [VariantPaths(args.run_dir)]
-    if not found:
-        raise ResultsError(f"{args.run_dir}: no results to report: neither variant folders (tokenswarm run) nor a "
-                           "requests.jsonl (plain Locust: run it with --records-file DIR/requests.jsonl, and "
-                           "--csv DIR/locust --json-file DIR/locust_stats for its cross-check)")
+    found = results_in(args.run_dir)
     for paths in found:
         summary = rebuild_summary(paths, args.run_dir.name)
         print(f"== {paths.dir.relative_to(args.run_dir) if paths.dir != args.run_dir else paths.dir.name}")
@@ -41,6 +33,38 @@ def report_main(args: argparse.Namespace) -> int:
     if comparable([args.run_dir]):
         print(f"\ncomparison: {write_comparison([args.run_dir])}")
     print(f"report: {write_html_report(args.run_dir, found)}")
+    return 0
+
+
+def results_in(run_dir: Path) -> list[VariantPaths]:
+    """A run's variant folders; a plain Locust run's folder is its own. One line when there are none."""
+    if not run_dir.is_dir():
+        raise ScenarioError(f"{run_dir}: no such run directory")
+    found = variant_dirs(run_dir)
+    if not found and VariantPaths(run_dir).records.is_file():  # a plain Locust run's folder: its records
+        found = [VariantPaths(run_dir)]
+    if not found:
+        raise ResultsError(f"{run_dir}: no results to report: neither variant folders (tokenswarm run) nor a "
+                           "requests.jsonl (plain Locust: run it with --records-file DIR/requests.jsonl, and "
+                           "--csv DIR/locust --json-file DIR/locust_stats for its cross-check)")
+    return found
+
+
+def add_export_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("run_dir", type=Path, help="a results/<run>/ directory")
+    p.add_argument("--format", choices=("parquet", "csv"), default="parquet",
+                   help="Parquet (typed, compressed; pandas, DuckDB, Polars) or CSV (default parquet)")
+    p.add_argument("--out", type=Path, metavar="DIR", help="write under DIR, one folder per variant (default: each "
+                   "variant's own folder, beside its JSON lines)")
+
+
+def export_main(args: argparse.Namespace) -> int:
+    """The records, sampled series and summary of every variant of a run as Parquet or CSV."""
+    from orchestrate.report.export import export_variant
+    for paths in results_in(args.run_dir):
+        where = paths.dir.relative_to(args.run_dir) if paths.dir != args.run_dir else Path(".")
+        for path in export_variant(paths, args.format, args.out / where if args.out else paths.dir):
+            print(f"written: {path}", flush=True)
     return 0
 
 

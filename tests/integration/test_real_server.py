@@ -16,6 +16,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
+import pyarrow.parquet as pq
 import pytest
 import yaml
 
@@ -203,6 +205,20 @@ def test_the_real_runs_report_opens_offline_and_shows_every_variants_figures(rea
     status = {c["run"]: c["text"] for c in page.cells if c["metric"] == "status"}
     assert status == {"fa-on": "completed", "fa-off": "completed", "self-draft": "completed",
                       "mtp-missing": "failed_to_load", "ngram": "completed"}
+
+
+def test_tokenswarm_export_gives_the_real_runs_records_as_parquet_value_for_value(real_run, tmp_path: Path) -> None:
+    _, run = real_run
+    proc = subprocess.run([sys.executable, "-m", "orchestrate.cli", "export", str(run), "--out", str(tmp_path)],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    records = read_jsonl(run / "fa-on" / "requests.jsonl")
+    rows = pq.read_table(tmp_path / "fa-on" / "requests.parquet").to_pylist()
+    assert len(rows) == len(records) == REAL_LOAD["num_prompts"]
+    assert all({key: row[key] for key in record} == record for row, record in zip(rows, records))
+    samples = pd.read_parquet(tmp_path / "fa-on" / "metrics.parquet")
+    assert [None if pd.isna(x) else x for x in samples["metrics.tokens_predicted_total"]] == [
+        (s["metrics"] or {}).get("tokens_predicted_total") for s in read_jsonl(run / "fa-on" / "metrics.jsonl")]
 
 
 def test_a_variant_this_build_refuses_at_load_is_failed_to_load_and_the_next_runs(real_run) -> None:

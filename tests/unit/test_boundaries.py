@@ -47,8 +47,9 @@ RUN_STAGE = ("orchestrate.server", "orchestrate.load", "orchestrate.runloop")
 """What ``tokenswarm report`` and ``compare`` must never import: they rebuild results from files alone."""
 
 
-def test_report_and_compare_run_without_the_run_stage(tmp_path: Path) -> None:
-    """With the server and load stages and the pipeline unimportable, ``report`` and ``compare`` still rebuild a run."""
+def test_report_compare_and_export_run_without_the_run_stage(tmp_path: Path) -> None:
+    """With the server and load stages and the pipeline unimportable, ``report``, ``compare`` and ``export`` still
+    work on a run."""
     import json
     from dataclasses import asdict
 
@@ -67,12 +68,13 @@ def test_report_and_compare_run_without_the_run_stage(tmp_path: Path) -> None:
             "from orchestrate.cli import main\n"
             f"assert main(['report', {str(run)!r}]) == 0\n"
             f"assert main(['compare', {str(run)!r}]) == 0\n"
+            f"assert main(['export', {str(run)!r}]) == 0\n"
             "print('loaded:', sorted(m for m in sys.modules if m.startswith(('orchestrate.server.', 'orchestrate.load.'))))\n")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "loaded: []" in proc.stdout
     assert json.loads(VariantPaths(run / "a").summary_json.read_text())["tokens"]["output"] == 20
-    assert (run / "compare.md").is_file()
+    assert (run / "compare.md").is_file() and (run / "a" / "requests.parquet").is_file()
 
 
 MAX_MODULE_LINES = 400

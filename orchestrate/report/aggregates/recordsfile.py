@@ -49,14 +49,25 @@ _PARSE = pj.ParseOptions(explicit_schema=pa.schema([*SCHEMA, *(pa.field(old, SCH
                          unexpected_field_behavior="ignore")
 
 
-def read_records(path: Path, block_bytes: int = BLOCK_BYTES) -> pd.DataFrame:
-    """The records as a frame (``chunk_offsets_ms`` columnar); an empty frame for no file or no record."""
-    offsets, scalars = _Offsets(path.stat().st_size if path.exists() else 0), []
+def record_tables(path: Path, block_bytes: int = BLOCK_BYTES) -> Iterator[pa.Table]:
+    """The records a block at a time, each a table of ``SCHEMA`` (exports stream them: memory stays one block)."""
+    return (table for table, _ in _tables(path, block_bytes))
+
+
+def _tables(path: Path, block_bytes: int) -> Iterator[tuple[pa.Table, int]]:
+    """Each block's table with the bytes of the file it came from."""
     for block in _blocks(path, block_bytes):
         table = _parse(block)
         if table.num_rows:
-            offsets.add(table.column(COLUMN), len(block))
-            scalars.append(table.drop_columns([COLUMN]))
+            yield table, len(block)
+
+
+def read_records(path: Path, block_bytes: int = BLOCK_BYTES) -> pd.DataFrame:
+    """The records as a frame (``chunk_offsets_ms`` columnar); an empty frame for no file or no record."""
+    offsets, scalars = _Offsets(path.stat().st_size if path.exists() else 0), []
+    for table, read in _tables(path, block_bytes):
+        offsets.add(table.column(COLUMN), read)
+        scalars.append(table.drop_columns([COLUMN]))
         del table
     if not scalars:
         return pd.DataFrame()
