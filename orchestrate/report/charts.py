@@ -42,6 +42,8 @@ class RunCurves:
     timeline: dict[str, tuple[list[float], list[float]]] = field(default_factory=dict)
     """Per curve (``decode``, ``prefill``, ``in_flight``, ``server_memory``, ``gpu_memory``, ``power``):
     (s since the first send, value)."""
+    spans: dict[str, Any] = field(default_factory=dict)
+    """The request timeline (``series.request_spans``): send, first token, end, status; sampled."""
 
 
 LATENCY_CHARTS = (("ttft", "TTFT: time to first token"), ("ttfo", "TTFO: time to the answer's first token"),
@@ -271,3 +273,34 @@ def errors_figure(errors: dict[str, dict[str, int]]) -> Figure | None:
                "hovertemplate": f"{cause}: %{{y}}<extra>%{{x}}</extra>"} for i, cause in enumerate(causes)]
     return {"title": "errors by cause", "data": traces,
             "layout": _layout("errors by cause", "", "requests", barmode="stack")}
+
+
+STATUS_COLORS = {"ok": "#4477aa", "error": "#ee6677", "cancelled": "#bbbbbb"}
+
+
+def request_timeline_figure(run: RunCurves) -> Figure | None:
+    """One run's requests, each a line from send to end at its place in send order, its first token a tick,
+    coloured by status; None without requests."""
+    spans = run.spans
+    if not spans or not spans["send"]:
+        return None
+    traces: list[dict[str, Any]] = []
+    for status in sorted(set(spans["status"]), key=lambda s: (s not in STATUS_COLORS, s)):
+        x: list[float | None] = []
+        y: list[int | None] = []
+        for i, (start, end, found) in enumerate(zip(spans["send"], spans["end"], spans["status"])):
+            if found == status:
+                x += [start, end, None]
+                y += [i * spans["every"], i * spans["every"], None]
+        traces.append({"type": "scattergl", "mode": "lines", "name": status, "x": x, "y": y, "connectgaps": False,
+                       "line": {"color": STATUS_COLORS.get(status, "#000000"), "width": 2},
+                       "hoverinfo": "skip"})
+    firsts = [(t, i * spans["every"]) for i, t in enumerate(spans["first"]) if t is not None]
+    traces.append({"type": "scattergl", "mode": "markers", "name": "first token", "x": [t for t, _ in firsts],
+                   "y": [i for _, i in firsts], "marker": {"symbol": "line-ns-open", "size": 5, "color": "#444444"},
+                   "hovertemplate": "request %{y}: first token at %{x:.3f} s<extra></extra>"})
+    sampled = f" (every {spans['every']}th of {spans['of']:,})" if spans["every"] > 1 else ""
+    title = f"{run.label}: each request from send to end{sampled}"
+    return {"title": title, "data": traces,
+            "layout": _layout(title, "s since the first request", "request (in send order)",
+                              height=min(900, max(300, 120 + len(spans["send"]) // 4)))}

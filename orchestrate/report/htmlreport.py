@@ -143,9 +143,10 @@ def curves(run: Run) -> charts.RunCurves:
     repeat = run.summary.repeat.index if run.summary.repeat else 1
     out = charts.RunCurves(run.label, run.summary.variant or run.label, repeat)
     files = (run.paths.records, run.paths.metrics)
-    latency, timeline = _file_curves(files, tuple(_stamp(f) for f in files), run.summary.reasoning is not None)
+    latency, timeline, spans = _file_curves(files, tuple(_stamp(f) for f in files), run.summary.reasoning is not None)
     out.latency.update(latency)
     out.timeline.update(timeline)
+    out.spans.update(spans)
     return out
 
 
@@ -160,12 +161,13 @@ def _stamp(path: Path) -> tuple[int, int] | None:
 
 @functools.lru_cache(maxsize=256)
 def _file_curves(files: tuple[Path, Path], stamps: tuple[tuple[int, int] | None, ...],
-                 reasoning: bool) -> tuple[dict[str, Any], dict[str, Any]]:
+                 reasoning: bool) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
     """The curves of one run's records and metrics files (cached by their stamps: a matrix rewrites the page
     after every variant, and reads each finished variant's records once, not once per page)."""
     records_path, metrics_path = files
     latency: dict[str, Any] = {}
     timeline: dict[str, Any] = {}
+    spans: dict[str, Any] = {}
     records = read_records(records_path) if stamps[0] is not None else None
     if records is not None and not records.empty and "send_ts" in records:
         ok = records[records["status"] == "ok"]
@@ -176,6 +178,7 @@ def _file_curves(files: tuple[Path, Path], stamps: tuple[tuple[int, int] | None,
         timeline.update(decode=series.decode_per_second(records, width),
                         prefill=series.prefill_per_second(records, width),
                         in_flight=series.in_flight_over_time(records))
+        spans = series.request_spans(records)
         t0 = series.first_send(records)
         samples = metrics_timeline(metrics_path) if stamps[1] is not None else None
         if t0 is not None and samples is not None and not samples.empty:
@@ -183,7 +186,7 @@ def _file_curves(files: tuple[Path, Path], stamps: tuple[tuple[int, int] | None,
             for key, column, scale in (("server_memory", "server_memory_bytes", GIB),
                                        ("gpu_memory", "gpu_memory_used_bytes", GIB), ("power", "power_watts", 1)):
                 timeline[key] = series.thin(since, samples[column] / scale)
-    return latency, timeline
+    return latency, timeline, spans
 
 
 def _rounded(x: Any) -> Any:
@@ -257,6 +260,12 @@ def sections(run_dir: Path, runs: list[Run]) -> list[dict[str, Any]]:
         out.append(_section("timelines", "Over time", timelines,
                             intro="From the records: tokens when they arrived, requests from send to end; memory "
                                   "and power as sampled. " + LINES))
+    requests = [f for f in map(charts.request_timeline_figure, drawn) if f is not None]
+    if requests:
+        out.append(_section("requests", "Requests", requests,
+                            intro="Each request a line from its send to its last token, in send order; the tick is "
+                                  "its first token; blue completed, red failed, grey cancelled at the stop. A run "
+                                  f"of more than {series.MAX_SPANS:,} requests shows every k-th (its title says)."))
     errors = {r.label: r.summary.requests.errors_by_class for r in runs}
     shown = charts.errors_figure(errors)
     if shown:

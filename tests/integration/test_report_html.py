@@ -29,7 +29,7 @@ def test_the_demos_report_opens_offline_draws_every_chart_and_shows_the_summarys
     assert page.network == [] and page.errors == []
     assert page.scrolls == [] and page.covered == []  # at 1,400 px: no table scrolls, no title under the mode bar
     assert (run / "report.html").stat().st_size < 2.5e6  # Plotly's bundle rides gzipped
-    assert page.sections == ["glance", "latency", "timelines", "runs", "definitions"]
+    assert page.sections == ["glance", "latency", "timelines", "requests", "runs", "definitions"]
     assert len(page.charts) >= 6 and all(layers > 0 for layers in page.charts.values()), page.charts
     assert_shows_the_summaries(page, run)
     summary = json.loads((run / "base" / "summary.json").read_text())

@@ -20,6 +20,8 @@ from orchestrate.report.aggregates.steadystate import prompt_tokens_within
 
 MAX_POINTS = 400
 """The most points one curve keeps (a distribution's quantiles, a timeline's samples)."""
+MAX_SPANS = 2000
+"""The request timeline draws at most this many requests (every k-th by send time beyond)."""
 
 
 def distribution(values: pd.Series, points: int = MAX_POINTS) -> tuple[list[float], list[float]]:
@@ -118,3 +120,20 @@ def thin(times: pd.Series, values: pd.Series, points: int = MAX_POINTS) -> tuple
         pick = np.unique(np.append(np.arange(0, t.size, int(np.ceil(t.size / points))), t.size - 1))
         t, v = t[pick], v[pick]
     return t.tolist(), v.tolist()
+
+
+def request_spans(records: pd.DataFrame, most: int = MAX_SPANS) -> dict[str, object]:
+    """The request timeline: each request's send, first token and end (s since the first send) and status, in
+    send order; every k-th request when there are more than ``most`` (``every`` says k, ``of`` how many)."""
+    t0 = first_send(records)
+    if t0 is None:
+        return {}
+    order = np.argsort(numeric_column(records, "send_ts").to_numpy(dtype=float), kind="stable")
+    every = max(1, int(np.ceil(order.size / most)))
+    rows = records.iloc[order[::every]]
+    send = numeric_column(rows, "send_ts").to_numpy(dtype=float) - t0
+    first = send + numeric_column(rows, "ttft_ms").to_numpy(dtype=float) / 1000.0
+    end = request_ends(rows).to_numpy(dtype=float) - t0
+    status = rows["status"].astype(str).tolist() if "status" in rows else ["ok"] * len(rows)
+    return {"send": send.tolist(), "first": [None if np.isnan(x) else float(x) for x in first],
+            "end": end.tolist(), "status": status, "every": every, "of": int(order.size)}

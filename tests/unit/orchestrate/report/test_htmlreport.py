@@ -72,8 +72,12 @@ def test_the_page_carries_its_charts_and_script_and_asks_the_network_for_nothing
     figures = page_figures(page)
     titles = {f["layout"]["title"]["text"] for f in figures.values()}
     assert {"TTFT: time to first token", "requests in flight", "errors by cause"} <= titles
-    assert re.findall(r'<section id="([^"]+)"', html) == ["glance", "latency", "timelines", "errors", "runs",
-                                                          "definitions"]
+    assert re.findall(r'<section id="([^"]+)"', html) == ["glance", "latency", "timelines", "requests", "errors",
+                                                          "runs", "definitions"]
+    (timeline,) = [f for f in figures.values() if f["layout"]["title"]["text"].startswith("a: each request")]
+    lines = {t["name"]: t for t in timeline["data"]}
+    assert set(lines) == {"ok", "error", "cancelled", "first token"}  # study_records: 3 completed, 1 error, 1 cancelled
+    assert len(lines["ok"]["x"]) == 3 * 3 and len(lines["first token"]["x"]) == 5  # each streamed a first token
 
 
 def test_a_sweep_web_ui_steps_and_a_comparison_each_get_their_section(tmp_path: Path) -> None:

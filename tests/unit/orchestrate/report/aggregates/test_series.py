@@ -63,3 +63,13 @@ def test_thin_drops_gaps_and_keeps_the_last_sample() -> None:
     v = pd.Series(np.where(np.arange(1000) == 3, np.nan, 1.0))
     x, y = series.thin(t, v, points=100)
     assert len(x) <= 101 and x[-1] == 999.0 and 3.0 not in x
+
+
+def test_the_request_timeline_keeps_every_kth_request_beyond_its_limit() -> None:
+    records = pd.DataFrame({"send_ts": [10.0 + i for i in range(10)][::-1], "ttft_ms": [100.0] * 9 + [None],
+                            "e2e_ms": [500.0] * 10, "status": ["ok"] * 9 + ["error"]})
+    spans = series.request_spans(records, most=4)
+    assert (spans["every"], spans["of"]) == (3, 10)
+    assert spans["send"] == [0.0, 3.0, 6.0, 9.0] and spans["end"] == [0.5, 3.5, 6.5, 9.5]
+    assert spans["first"] == [None, 3.1, 6.1, 9.1] and spans["status"] == ["error", "ok", "ok", "ok"]
+    assert series.request_spans(records.iloc[0:0]) == {}
