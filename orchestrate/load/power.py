@@ -69,7 +69,7 @@ class PowerProbe:
         """(counter, time) of the last RAPL read, for its watts."""
         self.error: str | None = None
         self._gpus = gpus
-        self._nvml = None if gpus == () else nvml if nvml is not None else _nvml(gpus)
+        self._nvml = None if gpus == () else nvml if nvml is not None else nvml_handles(gpus)
         self._nvidia_smi = None if gpus == () else nvidia_smi if nvidia_smi is not None else shutil.which("nvidia-smi")
         self._rapl = _rapl_packages(powercap)
         self.source: str | None = ("nvml" if self._nvml is not None else "nvidia-smi" if self._nvidia_smi
@@ -144,9 +144,10 @@ def _rapl_packages(powercap: Path) -> list[RaplPackage]:
         return []
 
 
-def _nvml(gpus: tuple[str, ...] | None) -> tuple[Any, list[Any]] | None:
-    """``(pynvml, device handles)`` when NVML answers an energy read on every GPU charged (``gpus``: indices or
-    UUIDs, None for all); else None."""
+def nvml_handles(gpus: tuple[str, ...] | None, check: str = "nvmlDeviceGetTotalEnergyConsumption"
+                 ) -> tuple[Any, list[Any]] | None:
+    """``(pynvml, device handles)`` when NVML answers ``check`` (a ``pynvml`` function of a handle) on every GPU
+    charged (``gpus``: indices or UUIDs, None for all); else None."""
     try:
         import pynvml
         pynvml.nvmlInit()
@@ -154,7 +155,7 @@ def _nvml(gpus: tuple[str, ...] | None) -> tuple[Any, list[Any]] | None:
                    else [pynvml.nvmlDeviceGetHandleByIndex(int(g)) if g.isdigit()
                          else pynvml.nvmlDeviceGetHandleByUUID(g) for g in gpus])
         for handle in handles:
-            pynvml.nvmlDeviceGetTotalEnergyConsumption(handle)
+            getattr(pynvml, check)(handle)
         return (pynvml, handles) if handles else None
     except Exception:  # noqa: BLE001 - not installed, no driver, no GPU, or too old a GPU for the counter
         return None

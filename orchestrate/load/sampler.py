@@ -2,7 +2,7 @@
 
 Stage: load, beside it (``runloop`` wraps ``run_load`` in a ``MetricsSampler``). A background *thread*
 takes the samples: the orchestrator never imports gevent or locust. One sample costs one GET of
-``/metrics``, at most three ``nvidia-smi`` calls (memory, power, other GPU processes), the launcher's
+``/metrics``, at most three ``nvidia-smi`` calls (memory, power, other GPU processes, the GPUs' state), the launcher's
 ``memory_bytes()``, a power reading (``orchestrate.load.power``) and a reading of the host's own load
 (``orchestrate.load.host_probe``). Only raw values are written, each line flushed at once
 (a killed orchestrator loses nothing); deltas, peaks, rates and joules are the report's job
@@ -26,6 +26,7 @@ from typing import IO, TypedDict
 
 import requests
 
+from orchestrate.load.gputelemetry import GpuState, GpuTelemetryProbe
 from orchestrate.load.host_probe import HostProbe
 from orchestrate.load.power import PowerProbe
 from orchestrate.processes import run_command
@@ -76,6 +77,9 @@ class MetricsSample(TypedDict):
     """Why there is no power reading (none on this machine, or its source stopped answering)."""
     power_devices: str | None
     """What the power is of: ``every GPU``, ``GPUs 0,1`` (the server's), ``CPU packages``."""
+    gpus: list[GpuState] | None
+    """Each charged GPU's utilization, memory, temperature, SM clock, throttle reasons (``gputelemetry``); None
+    without a GPU source."""
 
 
 def parse_prometheus(text: str, prefix: str = METRIC_PREFIX) -> dict[str, float | None]:
@@ -214,6 +218,7 @@ class MetricsSampler:
         self._gpu = GpuMemoryProbe(None)
         self._host: HostProbe | None = None
         self._power: PowerProbe | None = None
+        self._telemetry: GpuTelemetryProbe | None = None
         self._t0 = time.monotonic()
 
     def __enter__(self) -> "MetricsSampler":
@@ -233,6 +238,7 @@ class MetricsSampler:
         self._gpu = GpuMemoryProbe(shutil.which(NVIDIA_SMI[0]))
         self._host = HostProbe(self.launcher.pid(), self.url, gpu=shutil.which(NVIDIA_SMI[0]) is not None)
         self._power = PowerProbe(self.launcher.gpus())
+        self._telemetry = GpuTelemetryProbe(self.launcher.gpus())
         self._stop.clear()
         self._t0 = time.monotonic()
         self._sample_and_write()
@@ -308,7 +314,8 @@ class MetricsSampler:
                 "gpu_memory_source": gpu_source, "metrics": metrics, "metrics_error": error, "host": host,
                 "power_watts": power.watts if power else None, "energy_joules": power.joules if power else None,
                 "power_source": power.source if power else None, "power_error": power.error if power else None,
-                "power_devices": self._power.devices if self._power is not None else None}
+                "power_devices": self._power.devices if self._power is not None else None,
+                "gpus": self._telemetry.read() if self._telemetry is not None else None}
 
     def _scrape(self) -> tuple[dict[str, float | None] | None, str | None]:
         if self.metrics_unavailable is not None or self._session is None:

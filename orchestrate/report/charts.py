@@ -40,8 +40,8 @@ class RunCurves:
     latency: dict[str, tuple[list[float], list[float]]] = field(default_factory=dict)
     """Per metric (``ttft``...): its distribution, (ms, percent ≤)."""
     timeline: dict[str, tuple[list[float], list[float]]] = field(default_factory=dict)
-    """Per curve (``decode``, ``prefill``, ``in_flight``, ``server_memory``, ``gpu_memory``, ``power``):
-    (s since the first send, value)."""
+    """Per curve (``decode``, ``prefill``, ``in_flight``, ``server_memory``, ``gpu_memory``, ``power``, ``gpu_util``,
+    ``gpu_temperature``, ``gpu_sm_clock``): (s since the first send, value)."""
     spans: dict[str, Any] = field(default_factory=dict)
     """The request timeline (``series.request_spans``): send, first token, end, status; sampled."""
 
@@ -53,7 +53,10 @@ TIMELINE_CHARTS = (("decode", "decode tokens/s (counted as the chunks arrived)",
                    ("in_flight", "requests in flight", "requests", "hv"),
                    ("server_memory", "server memory", "GiB", "linear"),
                    ("gpu_memory", "GPU memory (or the machine's, on unified memory)", "GiB", "linear"),
-                   ("power", "power", "W", "linear"))
+                   ("power", "power", "W", "linear"),
+                   ("gpu_util", "GPU utilization (mean over the server's GPUs)", "%", "linear"),
+                   ("gpu_temperature", "GPU temperature (the hottest)", "°C", "linear"),
+                   ("gpu_sm_clock", "GPU SM clock (the slowest: a drop is a throttle)", "MHz", "linear"))
 
 
 def _style(runs: list[RunCurves]) -> dict[str, dict[str, Any]]:

@@ -93,6 +93,8 @@ class VariantResult:
     """Its result folder (its records are read only for ratios over common prompts)."""
     compared: dict[str, Any] = field(default_factory=dict)
     """``numbers`` as effects read them: the steady-state window's figures when every variant has one."""
+    gpu_throttled: bool = False
+    """A GPU it ran on slowed down (``summary.json``'s ``gpus.throttled``)."""
     precision: dict[str, float | None] = field(default_factory=dict)
     """Each effect metric's relative half width of its 95 % interval from this run alone (``precisions``), the
     steady window's under ``steady_`` keys; read on the same basis as ``compared``."""
@@ -147,7 +149,8 @@ def variant_result(summary: Summary, label: str, run: Path, name: str, repeat: i
                          first.cause if first else None, first.settings if first else None, settings,
                          summary_numbers(summary), summary.sweep, summary.factors, summary.host,
                          frozenset(summary.completed_prompts) if listed and summary.capacity is None else None,
-                         repeat, folder, precision=precisions(summary))
+                         repeat, folder, gpu_throttled=bool(summary.gpus and summary.gpus.throttled),
+                         precision=precisions(summary))
 
 
 def basis(done: list[VariantResult]) -> str:
@@ -235,7 +238,7 @@ def _pair_run(a: VariantResult, b: VariantResult) -> dict[str, Any]:
     return {"repeat": a.repeat, "a": a.label, "b": b.label, "ratios": ratios,
             "ratio_intervals": ratio_intervals(ratios, a.precision, b.precision),
             "n_common_prompts": common_prompts(a.prompts, b.prompts),
-            "confounded_by": conditions(a.host, b.host, a.prompts, b.prompts),
+            "confounded_by": conditions(a.host, b.host, a.prompts, b.prompts, (a.gpu_throttled, b.gpu_throttled)),
             "busy": [busy_text(a.host), busy_text(b.host)],
             "n_prompts": [None if v.prompts is None else len(v.prompts) for v in (a, b)],
             "decode_tok_s": [a.compared.get("decode_tok_s"), b.compared.get("decode_tok_s")]}
@@ -258,7 +261,7 @@ def _reading(runs: list[dict[str, Any]], floors: dict[str, float]) -> dict[str, 
                            "repeats": runs, "left_out": [{"repeat": r["repeat"], "confounded_by": r["confounded_by"]}
                                                          for r in runs if clean and r["confounded_by"]],
                            "confounded_by": sorted({c for r in used for c in r["confounded_by"]},
-                                                   key=["host_load", "prompt_set"].index),
+                                                   key=["host_load", "prompt_set", "gpu_throttle"].index),
                            "ratios": {}, "range": {}, "within_noise": {}}
     single = used[0].get("ratio_intervals") or {} if len(used) == 1 else {}  # one run each: its intervals judge
     if single:

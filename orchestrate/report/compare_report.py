@@ -127,7 +127,7 @@ def _effect_lines(data: dict[str, Any]) -> list[str]:
 
 
 def _reasons(c: dict[str, Any]) -> list[str]:
-    """Why a pair gives no effect, beyond the settings it changed: host load, prompts, repeats."""
+    """Why a pair gives no effect, beyond the settings it changed: host load, prompts, a throttled GPU, repeats."""
     why = c.get("confounded_by", ())
     busy = [f"during {label}: {text}" for label, text in zip(c["pair"], c.get("busy") or ()) if text]
     out = [f"host load ({'; '.join(busy)})"] * ("host_load" in why)
@@ -136,6 +136,8 @@ def _reasons(c: dict[str, Any]) -> list[str]:
         over = c.get("over_common_prompts")
         out.append(f"different prompts ({c['n_common_prompts']} in common of {n_a} and {n_b} completed)"
                    + (f"; over those {c['n_common_prompts']}: {_ratio_text(over)}" if over else ""))
+    if "gpu_throttle" in why:
+        out.append("a GPU that throttled (thermal, hardware or power-brake slowdown: its summary's notes say which)")
     if "repeats_disagree" in why:
         low, high = c["range"]["decode_tok_s"]
         out.append(f"repeats that disagree (decode ×{low:.2f} to ×{high:.2f} over {c['n_repeats']} repeats, "

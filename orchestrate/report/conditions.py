@@ -1,9 +1,9 @@
 """The conditions of a comparison beside its settings: the host's own load and the prompts completed.
 
 Stage: report (``orchestrate.report.compare``'s confound check). Two variants one setting apart still
-give no clean effect when the host was busy during either (a foreign load is never the same twice) or
-when they completed different prompts (a time cap ends a slow variant on the early, short ones): each
-such condition is named in ``confounded_by``.
+give no clean effect when the host was busy during either (a foreign load is never the same twice), when they
+completed different prompts (a time cap ends a slow variant on the early, short ones), or when a GPU of either
+throttled (a hot GPU is a slower machine): each such condition is named in ``confounded_by``.
 """
 
 from __future__ import annotations
@@ -37,11 +37,12 @@ def common_prompts(a: Set[int] | None, b: Set[int] | None) -> int | None:
 
 
 def conditions(host_a: HostBlock, host_b: HostBlock, prompts_a: Set[int] | None,
-               prompts_b: Set[int] | None) -> list[str]:
-    """``host_load`` and ``prompt_set``, for those that make the pair unfair (empty: a fair pair)."""
+               prompts_b: Set[int] | None, throttled: tuple[bool, bool] = (False, False)) -> list[str]:
+    """``host_load``, ``prompt_set`` and ``gpu_throttle`` (a GPU of either slowed down: thermal, hardware, power
+    brake), for those that make the pair unfair (empty: a fair pair)."""
     busy = bool(host_a and host_a.busy) or bool(host_b and host_b.busy)
     other = prompts_a is not None and prompts_b is not None and prompts_a != prompts_b
-    return ["host_load"] * busy + ["prompt_set"] * other
+    return ["host_load"] * busy + ["prompt_set"] * other + ["gpu_throttle"] * any(throttled)
 
 
 def numbers_over(variant_dir: Path, prompts: Set[int]) -> dict[str, Any] | None:

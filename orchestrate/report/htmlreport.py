@@ -184,7 +184,9 @@ def _file_curves(files: tuple[Path, Path], stamps: tuple[tuple[int, int] | None,
         if t0 is not None and samples is not None and not samples.empty:
             since = samples["t"] - t0
             for key, column, scale in (("server_memory", "server_memory_bytes", GIB),
-                                       ("gpu_memory", "gpu_memory_used_bytes", GIB), ("power", "power_watts", 1)):
+                                       ("gpu_memory", "gpu_memory_used_bytes", GIB), ("power", "power_watts", 1),
+                                       ("gpu_util", "gpu_util_pct", 1), ("gpu_temperature", "gpu_temperature_c", 1),
+                                       ("gpu_sm_clock", "gpu_sm_clock_mhz", 1)):
                 timeline[key] = series.thin(since, samples[column] / scale)
     return latency, timeline, spans
 

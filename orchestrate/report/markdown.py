@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
+from orchestrate.report.aggregates.gputelemetry import gpu_line
 from orchestrate.report.aggregates.pacing_figures import LATENCY_KEYS
 from orchestrate.report.aggregates.uisteps import FEW_COMPLETED
 from orchestrate.report.console import (
@@ -140,7 +141,7 @@ def diagnostics(summary: Summary) -> list[str]:
                    + ("agrees with the records" if summary.crosscheck_agrees else "**differs from the records**")
                    + "  ")
     out += [f"{line}  " for line in (server_metrics_line(summary.server_metrics), memory_line(summary.memory),
-                                     host_line(summary.host)) if line]
+                                     gpu_line(summary.gpus), host_line(summary.host)) if line]
     return out
 
 

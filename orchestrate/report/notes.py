@@ -10,6 +10,7 @@ stages (``pacing_notes``, ``cap_warning``). ``summary.py:build_summary`` writes 
 
 from __future__ import annotations
 
+from orchestrate.report.aggregates.gputelemetry import throttle_note
 from orchestrate.report.formats import fmt_num
 from orchestrate.report.schema.machine import Host
 from orchestrate.report.schema.pacing import Arrivals
@@ -82,7 +83,7 @@ def notes(summary: Summary) -> list[str]:
     if server.within_tolerance is False:
         out.append("the server's /metrics token counts differ from the records by more than the incomplete "
                    "requests explain (another client on the server? a restart?); see server_metrics.vs_records")
-    out += [line for line in (host_note(summary.host),) if line]
+    out += [line for line in (host_note(summary.host), throttle_note(summary.gpus)) if line]
     out += pacing_notes(summary)
     return out
 

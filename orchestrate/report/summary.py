@@ -21,6 +21,7 @@ from orchestrate.report.aggregates.client import crosscheck_agrees, locust_cross
 from orchestrate.report.aggregates.cost import cost
 from orchestrate.report.aggregates.energy import energy
 from orchestrate.report.aggregates.goodput import goodput
+from orchestrate.report.aggregates.gputelemetry import gpu_telemetry
 from orchestrate.report.aggregates.headline import summarize_records
 from orchestrate.report.aggregates.host import summarize_host
 from orchestrate.report.aggregates.pacing_figures import load_mode_summary
@@ -79,7 +80,8 @@ def build_summary(paths: VariantPaths, scenario: str, variant: str, facts: RunFa
         **{**head.blocks(), "requests": requests},
         goodput=goodput(records, facts.slo, head.duration_s), locust_crosscheck=check,
         crosscheck_agrees=crosscheck_agrees(requests, head.tokens, check), connections=connections(records),
-        memory=metrics.memory, host=summarize_host(samples, host_limits), server_metrics=server_metrics(metrics, records),
+        memory=metrics.memory, host=summarize_host(samples, host_limits), gpus=gpu_telemetry(samples),
+        server_metrics=server_metrics(metrics, records),
         server=server, server_down=server_down(records, server.down_at, samples)
         if facts.status in ("crashed", "server_lost") else None,
         workers=workers, client=summarize_client(read_json(paths.client_json)),

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from tests.browser import page_figures
 from tests.conftest import reference_server
 from tests.helpers import tokenswarm_run, write_scenario
 
@@ -102,3 +103,28 @@ def test_a_server_given_one_gpu_is_charged_that_gpus_power_alone(tmp_path: Path,
     assert block["mean_watts"] == pytest.approx(90.0) and block["idle_watts"] == pytest.approx(90.0)
     assert block["joules"] == pytest.approx(90.0 * summary["duration_s"], rel=0.02)
     assert "GPUs 1)" in proc.stdout
+
+
+def test_a_gpu_that_throttled_is_named_and_confounds_its_comparison(tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """The same run twice against two reference servers, the stand-in GPU throttling (hw_thermal_slowdown, SM
+    clock held at 1200 MHz) during the second: its summary says so, report.html draws the clock, and
+    ``tokenswarm compare`` of the two runs reads no clean effect from the pair."""
+    cool = run(tmp_path / "cool", {"fast": "20"}, monkeypatch)
+    hot = run(tmp_path / "hot", {"slow": "50"}, monkeypatch, STANDIN_THROTTLE="0x40")
+    calm, throttled = (json.loads((r / name / "summary.json").read_text()) for r, name in ((cool, "fast"), (hot, "slow")))
+    assert calm["gpus"]["throttled"] is False and calm["gpus"]["gpus"][0]["sm_clock_mhz_min"] == 1980.0
+    gpu = throttled["gpus"]["gpus"][0]
+    assert throttled["gpus"]["throttled"] is True and gpu["reasons"] == ["hw_thermal_slowdown"]
+    assert gpu["throttled_samples"] == gpu["samples"] >= 2 and gpu["temperature_c_max"] == 91.0
+    assert any(note.startswith("a GPU throttled while this ran (GPU 0: hw_thermal_slowdown") for note in throttled["notes"])
+    assert "**throttled in" in (hot / "slow" / "summary.md").read_text()
+    assert "GPU SM clock (the slowest: a drop is a throttle)" in {f["layout"]["title"]["text"]
+                                                                 for f in page_figures(hot / "report.html").values()}
+    proc = subprocess.run([sys.executable, "-m", "orchestrate.cli", "compare", str(cool), str(hot)],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    data = json.loads((cool / "compare.json").read_text())
+    (effect,) = data["effects"]  # one setting apart (the server's URL), but not a fair pair
+    assert effect["factor"] == "server.url" and effect["confounded_by"] == ["gpu_throttle"]
+    assert "a GPU that throttled" in proc.stdout and "- none: no two completed variants differ" in proc.stdout

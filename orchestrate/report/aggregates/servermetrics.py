@@ -150,7 +150,17 @@ def metrics_timeline(path: Path) -> pd.DataFrame:
     for column in (_METRIC + "requests_processing", _METRIC + "requests_deferred",
                    "server_memory_bytes", "gpu_memory_used_bytes", "power_watts"):
         out[column.removeprefix(_METRIC)] = numeric_column(df, column)
+    states = df["gpus"] if "gpus" in df else pd.Series([None] * len(df), index=df.index)
+    for key, name, pick in (("gpu_util_pct", "util_pct", lambda v: sum(v) / len(v)),
+                             ("gpu_temperature_c", "temperature_c", max), ("gpu_sm_clock_mhz", "sm_clock_mhz", min)):
+        out[key] = [_across(found, name, pick) for found in states]  # the mean, the hottest, the slowest GPU
     return out
+
+
+def _across(states: Any, field: str, pick: Any) -> float | None:
+    """One sample's ``field`` across its GPUs (``pick``: mean, max or min); None without a reading."""
+    values = [float(s[field]) for s in states or () if isinstance(s, dict) and isinstance(s.get(field), (int, float))]
+    return pick(values) if values else None
 
 
 def server_metrics(metrics: Metrics, records: pd.DataFrame) -> ServerMetrics:

@@ -15,6 +15,7 @@ from orchestrate.report.jsontypes import mapping, omitted, run_json_only
 from orchestrate.report.schema.capacity import Capacity
 from orchestrate.report.schema.common import LIMIT_DOC, SETTING_DOC
 from orchestrate.report.schema.cost import Cost
+from orchestrate.report.schema.gputelemetry import GpuTelemetry
 from orchestrate.report.schema.headline import (
     Connections,
     Headline,
@@ -173,6 +174,9 @@ class Summary(Headline, RunFacts, Names):
     intervals: Intervals | None = omitted()
     """95 % intervals of the headline figures over the whole run, from this run alone (``Intervals``); absent when
     no request completed."""
+    gpus: GpuTelemetry | None = omitted()
+    """Each charged GPU's utilization, temperature, SM clock and throttling over the run; absent without GPU
+    telemetry."""
     until: Until | None = omitted()
     """``load.until``: which precision targets held, when, or why not; absent without targets."""
     cost: Cost | None = omitted()

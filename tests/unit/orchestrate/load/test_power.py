@@ -9,7 +9,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from orchestrate.load.power import PowerProbe, _nvml, parse_power_draw
+from orchestrate.load.power import PowerProbe, nvml_handles, parse_power_draw
 
 
 def test_power_draw_is_summed_over_gpus_and_na_is_none() -> None:
@@ -96,5 +96,5 @@ def test_nvml_takes_the_servers_gpus_by_index_or_uuid(monkeypatch: pytest.Monkey
         nvmlDeviceGetHandleByIndex=lambda i: f"index-{i}", nvmlDeviceGetHandleByUUID=lambda u: f"uuid-{u}",
         nvmlDeviceGetTotalEnergyConsumption=lambda h: 1000, nvmlDeviceGetPowerUsage=lambda h: 50_000)
     monkeypatch.setitem(sys.modules, "pynvml", fake)
-    assert _nvml(("2", "GPU-x")) == (fake, ["index-2", "uuid-GPU-x"])
-    assert _nvml(None) == (fake, ["index-0", "index-1", "index-2"])
+    assert nvml_handles(("2", "GPU-x")) == (fake, ["index-2", "uuid-GPU-x"])
+    assert nvml_handles(None) == (fake, ["index-0", "index-1", "index-2"])
