@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import math
-import re
 import shutil
 import subprocess
 import sys
@@ -29,6 +28,7 @@ import requests
 from orchestrate.load.gputelemetry import GpuState, GpuTelemetryProbe
 from orchestrate.load.host_probe import HostProbe
 from orchestrate.load.power import PowerProbe
+from orchestrate.load.prometheus import ServerReading, read_server, samples
 from orchestrate.processes import run_command
 from orchestrate.results import SERVER_COUNTERS, SERVER_GAUGES
 from orchestrate.server.background import lower_this_thread
@@ -46,8 +46,6 @@ NVIDIA_SMI_MAX_FAILURES = 3
 MEMINFO = Path("/proc/meminfo")
 MIB = 1024 * 1024
 
-_SAMPLE = re.compile(r'^([A-Za-z_:][A-Za-z0-9_:]*)(\{(?:[^"}]|"(?:[^"\\]|\\.)*")*\})?\s+(\S+)(?:\s+-?\d+)?\s*$')
-"""One Prometheus text sample: ``name{label="v",...} value [timestamp]``."""
 
 
 class MetricsSample(TypedDict):
@@ -77,6 +75,8 @@ class MetricsSample(TypedDict):
     """Why there is no power reading (none on this machine, or its source stopped answering)."""
     power_devices: str | None
     """What the power is of: ``every GPU``, ``GPUs 0,1`` (the server's), ``CPU packages``."""
+    server: ServerReading | None
+    """The scrape in the report's names, for any server (``prometheus.read_server``); None without one."""
     gpus: list[GpuState] | None
     """Each charged GPU's utilization, memory, temperature, SM clock, throttle reasons (``gputelemetry``); None
     without a GPU source."""
@@ -85,28 +85,20 @@ class MetricsSample(TypedDict):
 def parse_prometheus(text: str, prefix: str = METRIC_PREFIX) -> dict[str, float | None]:
     """Values of the metrics named ``prefix...`` in Prometheus text, keyed by name without the prefix.
 
-    Comments (``# HELP``/``# TYPE``) and blank lines are skipped; samples of one name with different
-    labels are summed (e.g. one per model); NaN and ±Inf become None (JSON has no NaN).
+    Samples of one name with different labels are summed (e.g. one per model); NaN and ±Inf become None (JSON
+    has no NaN).
     """
     values: dict[str, float | None] = {}
-    for line in text.splitlines():
-        line = line.strip()
-        if not line or line.startswith("#"):
-            continue
-        match = _SAMPLE.match(line)
-        if not match or not match.group(1).startswith(prefix):
-            continue
-        try:
-            number = float(match.group(3))
-        except ValueError:
+    for name, _, number in samples(text):
+        if not name.startswith(prefix):
             continue
         value = number if math.isfinite(number) else None
-        name = match.group(1)[len(prefix):]
-        if name in values:
-            previous = values[name]
-            values[name] = None if previous is None or value is None else previous + value
+        key = name[len(prefix):]
+        if key in values:
+            previous = values[key]
+            values[key] = None if previous is None or value is None else previous + value
         else:
-            values[name] = value
+            values[key] = value
     return values
 
 
@@ -300,7 +292,7 @@ class MetricsSampler:
     def sample(self) -> MetricsSample:
         """One sample now (does not write it)."""
         t, elapsed = time.time(), time.monotonic() - self._t0
-        metrics, error = self._scrape()
+        metrics, error, server = self._scrape()
         try:
             memory = self.launcher.memory_bytes()
         except Exception:  # noqa: BLE001 - the contract says it never raises; don't trust it
@@ -311,28 +303,31 @@ class MetricsSampler:
         return {"t": t, "elapsed_s": round(elapsed, 4), "server_memory_bytes": memory,
                 "server_memory_source": self.launcher.memory_source if memory is not None else None,
                 "gpu_memory_used_bytes": gpu_used, "gpu_memory_total_bytes": gpu_total,
-                "gpu_memory_source": gpu_source, "metrics": metrics, "metrics_error": error, "host": host,
+                "gpu_memory_source": gpu_source, "metrics": metrics, "metrics_error": error, "server": server,
+                "host": host,
                 "power_watts": power.watts if power else None, "energy_joules": power.joules if power else None,
                 "power_source": power.source if power else None, "power_error": power.error if power else None,
                 "power_devices": self._power.devices if self._power is not None else None,
                 "gpus": self._telemetry.read() if self._telemetry is not None else None}
 
-    def _scrape(self) -> tuple[dict[str, float | None] | None, str | None]:
+    def _scrape(self) -> tuple[dict[str, float | None] | None, str | None, ServerReading | None]:
+        """llama.cpp's counters (the token accounting reads them) and any server's reading (``read_server``)."""
         if self.metrics_unavailable is not None or self._session is None:
-            return None, self.metrics_unavailable
+            return None, self.metrics_unavailable, None
         try:
             response = self._session.get(f"{self.url}/metrics", timeout=SCRAPE_TIMEOUT_S)
         except requests.RequestException as exc:
-            return None, f"scrape_failed:{type(exc).__name__}"
+            return None, f"scrape_failed:{type(exc).__name__}", None
         if response.status_code in METRICS_UNAVAILABLE:
-            return None, self._unavailable(f"http_{response.status_code}")
+            return None, self._unavailable(f"http_{response.status_code}"), None
         if response.status_code != 200:
-            return None, f"http_{response.status_code}"
+            return None, f"http_{response.status_code}", None
         values = parse_prometheus(response.text)
         metrics = {name: values[name] for name in (*SERVER_COUNTERS.values(), *SERVER_GAUGES) if name in values}
-        if not metrics:
-            return None, self._unavailable("not_llamacpp")
-        return metrics, None
+        server = read_server(response.text)
+        if not metrics and server is None:
+            return None, self._unavailable("not_llamacpp"), None
+        return metrics or None, None if metrics else "not_llamacpp", server
 
     def _unavailable(self, why: str) -> str:
         self.metrics_unavailable = why

@@ -56,7 +56,10 @@ TIMELINE_CHARTS = (("decode", "decode tokens/s (counted as the chunks arrived)",
                    ("power", "power", "W", "linear"),
                    ("gpu_util", "GPU utilization (mean over the server's GPUs)", "%", "linear"),
                    ("gpu_temperature", "GPU temperature (the hottest)", "°C", "linear"),
-                   ("gpu_sm_clock", "GPU SM clock (the slowest: a drop is a throttle)", "MHz", "linear"))
+                   ("gpu_sm_clock", "GPU SM clock (the slowest: a drop is a throttle)", "MHz", "linear"),
+                   ("running", "requests running (the server's /metrics)", "requests", "hv"),
+                   ("waiting", "requests waiting: the server's queue (its /metrics)", "requests", "hv"),
+                   ("kv_usage", "KV cache in use (the server's /metrics)", "%", "hv"))
 
 
 def _style(runs: list[RunCurves]) -> dict[str, dict[str, Any]]:

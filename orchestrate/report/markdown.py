@@ -14,6 +14,7 @@ from pathlib import Path
 
 from orchestrate.report.aggregates.gputelemetry import gpu_line
 from orchestrate.report.aggregates.pacing_figures import LATENCY_KEYS
+from orchestrate.report.aggregates.serverside import server_side_line
 from orchestrate.report.aggregates.uisteps import FEW_COMPLETED
 from orchestrate.report.console import (
     condition_lines,
@@ -141,7 +142,8 @@ def diagnostics(summary: Summary) -> list[str]:
                    + ("agrees with the records" if summary.crosscheck_agrees else "**differs from the records**")
                    + "  ")
     out += [f"{line}  " for line in (server_metrics_line(summary.server_metrics), memory_line(summary.memory),
-                                     gpu_line(summary.gpus), host_line(summary.host)) if line]
+                                     server_side_line(summary.server_side), gpu_line(summary.gpus),
+                                     host_line(summary.host)) if line]
     return out
 
 

@@ -29,6 +29,7 @@ from orchestrate.report.aggregates.precision import until_block
 from orchestrate.report.aggregates.recordsfile import read_records
 from orchestrate.report.aggregates.request import request_block
 from orchestrate.report.aggregates.servermetrics import jsonl_rows, load_metrics, server_metrics, summarize_metrics
+from orchestrate.report.aggregates.serverside import server_side
 from orchestrate.report.aggregates.steadystate import schedule_of, steady_state, window_intervals
 from orchestrate.report.aggregates.sweep import sweep_block
 from orchestrate.report.aggregates.trace import trace_block
@@ -81,6 +82,7 @@ def build_summary(paths: VariantPaths, scenario: str, variant: str, facts: RunFa
         goodput=goodput(records, facts.slo, head.duration_s), locust_crosscheck=check,
         crosscheck_agrees=crosscheck_agrees(requests, head.tokens, check), connections=connections(records),
         memory=metrics.memory, host=summarize_host(samples, host_limits), gpus=gpu_telemetry(samples),
+        server_side=server_side(samples, records),
         server_metrics=server_metrics(metrics, records),
         server=server, server_down=server_down(records, server.down_at, samples)
         if facts.status in ("crashed", "server_lost") else None,

@@ -150,6 +150,9 @@ def metrics_timeline(path: Path) -> pd.DataFrame:
     for column in (_METRIC + "requests_processing", _METRIC + "requests_deferred",
                    "server_memory_bytes", "gpu_memory_used_bytes", "power_watts"):
         out[column.removeprefix(_METRIC)] = numeric_column(df, column)
+    readings = df["server"] if "server" in df else pd.Series([None] * len(df), index=df.index)
+    for key in ("running", "waiting", "kv_usage"):  # any server's, in the report's names (load/prometheus.py)
+        out[f"server_{key}"] = [r["series"].get(key) if isinstance(r, dict) else None for r in readings]
     states = df["gpus"] if "gpus" in df else pd.Series([None] * len(df), index=df.index)
     for key, name, pick in (("gpu_util_pct", "util_pct", lambda v: sum(v) / len(v)),
                              ("gpu_temperature_c", "temperature_c", max), ("gpu_sm_clock_mhz", "sm_clock_mhz", min)):

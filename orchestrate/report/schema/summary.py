@@ -36,6 +36,7 @@ from orchestrate.report.schema.runfacts import (
     Warmup,
 )
 from orchestrate.report.schema.server import Memory, Server, ServerMetrics
+from orchestrate.report.schema.serverside import ServerSide
 from orchestrate.report.schema.steady import Goodput, SteadyState
 from orchestrate.report.schema.sweep import Sweep
 from orchestrate.report.schema.trace import Trace
@@ -174,6 +175,9 @@ class Summary(Headline, RunFacts, Names):
     intervals: Intervals | None = omitted()
     """95 % intervals of the headline figures over the whole run, from this run alone (``Intervals``); absent when
     no request completed."""
+    server_side: ServerSide | None = omitted()
+    """The server's own view from its ``/metrics`` (llama.cpp, vLLM, SGLang, TGI in one vocabulary): queue, running,
+    KV-cache use, its latency histograms beside the client's; absent when it exported none of them."""
     gpus: GpuTelemetry | None = omitted()
     """Each charged GPU's utilization, temperature, SM clock and throttling over the run; absent without GPU
     telemetry."""

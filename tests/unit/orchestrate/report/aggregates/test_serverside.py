@@ -1,0 +1,46 @@
+"""orchestrate/report/aggregates/serverside.py: the server's own view over a run, beside the client's."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from orchestrate.load.prometheus import read_server
+from orchestrate.report.aggregates.serverside import quantile, server_side, server_side_line
+
+FIXTURES = Path(__file__).resolve().parents[4] / "fixtures" / "metrics"
+EMPTY = {"dialect": "vllm", "series": {"running": 0.0, "waiting": 0.0, "kv_usage": 0.0, "prompt_tokens": 0.0,
+                                        "generation_tokens": 0.0, "prefix_queries": 0.0, "prefix_hits": 0.0},
+         "histograms": {}, "extra": {}}
+
+
+def test_histogram_quantiles_interpolate_within_their_bucket() -> None:
+    buckets = [(0.02, 0.0), (0.04, 10.0), (0.1, 50.0), (0.25, 90.0), (0.5, 100.0), (float("inf"), 100.0)]
+    assert quantile(buckets, 0.5) == pytest.approx((0.1, 0.04, 0.1))
+    assert quantile(buckets, 0.99) == pytest.approx((0.475, 0.25, 0.5))
+    assert quantile([(1.0, 0.0), (float("inf"), 4.0)], 0.5) == (1.0, 1.0, 1.0)  # the open bucket: its lower bound
+    assert quantile([(1.0, 0.0)], 0.5) is None
+
+
+def test_the_run_s_block_from_its_first_and_last_scrape(  # vLLM from nothing to the fixture's counts
+        ) -> None:
+    last = read_server((FIXTURES / "vllm.txt").read_text())
+    records = pd.DataFrame({"status": ["ok"] * 3, "ttft_ms": [95.0, 104.0, 300.0], "e2e_ms": [9000.0] * 3})
+    block = server_side([{"server": EMPTY}, {"server": last}, {"server": None}], records)
+    assert block is not None and (block.dialect, block.samples) == ("vllm", 2)
+    assert {g.name: (g.mean, g.max) for g in block.gauges} == {"running": (12.0, 24.0), "waiting": (4.0, 8.0),
+                                                               "kv_usage": (0.21, 0.42)}
+    assert (block.prompt_tokens, block.generation_tokens, block.prefix_hit_rate) == (20000.0, 25600.0, 0.25)
+    ttft = {h.name: h for h in block.histograms}["ttft_s"]
+    assert (ttft.count, ttft.mean_ms, ttft.p50_ms, ttft.p90_ms) == (100.0, 115.0, pytest.approx(100.0),
+                                                                    pytest.approx(250.0))
+    assert ttft.client_p50_ms == 104.0 and ttft.p50_bucket_ms == pytest.approx((40.0, 100.0)) and ttft.agrees
+    e2e = {h.name: h for h in block.histograms}["e2e_s"]
+    assert e2e.agrees is False and block.disagrees == ("e2e_s",)  # the client's 9 s against a 1–2.5 s bucket
+    line = server_side_line(block)
+    assert line is not None and line.startswith("the server's own /metrics (vllm, 2 scrapes): running mean 12.0")
+    assert "KV cache mean 21 %, max 42 %" in line and "its E2E p50 2.2 s (bucket 1.0 s–2.5 s), the client's " \
+                                                      "9.0 s: **differs**" in line
+    assert server_side([{"server": None}], records) is None
