@@ -19,14 +19,16 @@ from typing import Any
 import pandas as pd
 import pyarrow.parquet as pq
 import pytest
+import requests
 import yaml
 
+from orchestrate.load.prometheus import read_server
 from orchestrate.scenario.flags import FLAG_ALIASES, RENAMED, SHORT_NAMES, flag_args, llama_server_argv
 from orchestrate.scenario.parse import load_scenario
 from orchestrate.scenario.spec import ServerSpec
 from orchestrate.server.llama_build import serves
 from orchestrate.server.llama_recipe import cached_binary, host_cpu, recipe_for, verified_on
-from tests.browser import artifacts_dir, assert_shows_the_summaries, open_report
+from tests.browser import artifacts_dir, assert_shows_the_summaries, open_report, page_figures
 from tests.helpers import read_jsonl, tokenswarm_run
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(1200)]
@@ -229,6 +231,29 @@ def test_a_variant_this_build_refuses_at_load_is_failed_to_load_and_the_next_run
     assert "MTP" in failed["server"]["cause"] or "model loading" in failed["server"]["cause"], failed["server"]
     assert "failed to create MTP context" in (run / "mtp-missing" / "server.log").read_text()
     assert summary_of(run, "ngram")["status"] == "completed"  # the variant after it
+
+
+def test_the_real_servers_queue_over_time_is_what_its_metrics_said(real_server, tmp_path: Path,
+                                                                   llama_server_binary: Path) -> None:
+    """8 users on 4 slots: llama.cpp defers the rest (its queue). report.html's running and waiting curves are
+    the scrapes metrics.jsonl kept, the last scrape's counters equal a direct scrape once the load is over, and
+    the queue was seen."""
+    scenario = write_real_scenario(tmp_path, llama_server_binary, [{"name": "queued"}])
+    proc, run = tokenswarm_run(tmp_path, scenario, "--url", real_server.url, "--users", "8", "--num-prompts", "16",
+                               "--max-tokens", "32", timeout_s=600)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    samples = read_jsonl(run / "queued" / "metrics.jsonl")
+    scraped = [s["server"] for s in samples if s.get("server")]
+    assert scraped and all(r["dialect"] == "llama.cpp" for r in scraped)
+    block = summary_of(run, "queued")["server_side"]
+    assert block["dialect"] == "llama.cpp" and block["samples"] == len(scraped)
+    waiting = {g["name"]: g for g in block["gauges"]}["waiting"]
+    assert waiting["max"] >= 1 and waiting["max"] == max(r["series"]["waiting"] for r in scraped)
+    curves = {f["layout"]["title"]["text"]: f["data"][0]["y"] for f in page_figures(run / "report.html").values()}
+    assert curves["requests waiting: the server's queue (its /metrics)"] == [r["series"]["waiting"] for r in scraped]
+    assert curves["requests running (the server's /metrics)"] == [r["series"]["running"] for r in scraped]
+    direct = read_server(requests.get(f"{real_server.url}/metrics", timeout=10).text)
+    assert direct is not None and direct["series"] == {**scraped[-1]["series"], "running": 0.0, "waiting": 0.0}
 
 
 def test_a_server_without_apply_template_uses_its_props_template(real_server, tmp_path: Path,
