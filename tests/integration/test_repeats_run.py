@@ -61,6 +61,8 @@ def test_the_demo_matrix_runs_interleaved_repeats_and_reads_effects_with_their_r
     assert len(decode["x"]) == len(clean) and clean
     for x, plus, minus, e in zip(decode["x"], decode["error_x"]["array"], decode["error_x"]["arrayminus"], clean):
         low, high = e["range"]["decode_tok_s"]
+        if low == high and "interval" in e:  # one repeat left out (a busy host): the run's own 95 % interval
+            low, high = e["interval"]["decode_tok_s"]
         assert x == pytest.approx(e["ratios"]["decode_tok_s"], rel=1e-4)
         assert (x - minus, x + plus) == pytest.approx((low, high), rel=1e-3)
 
