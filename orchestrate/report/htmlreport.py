@@ -28,7 +28,8 @@ from markdown_it import MarkdownIt
 from orchestrate import version
 from orchestrate.report import charts, compare_report
 from orchestrate.report.aggregates import series
-from orchestrate.report.aggregates.recordsfile import read_records
+from orchestrate.report.aggregates.chunkcolumn import without_offsets
+from orchestrate.report.aggregates.recordsfile import forget_records, records_of
 from orchestrate.report.aggregates.servermetrics import metrics_timeline
 from orchestrate.report.compare import CAPACITY_EFFECT, EFFECT_METRICS, ENERGY_EFFECT, GOODPUT_EFFECT
 from orchestrate.report.definitions import METRIC_DEFINITIONS
@@ -168,9 +169,10 @@ def _file_curves(files: tuple[Path, Path], stamps: tuple[tuple[int, int] | None,
     latency: dict[str, Any] = {}
     timeline: dict[str, Any] = {}
     spans: dict[str, Any] = {}
-    records = read_records(records_path) if stamps[0] is not None else None
+    records = records_of(records_path) if stamps[0] is not None else None
     if records is not None and not records.empty and "send_ts" in records:
-        ok = records[records["status"] == "ok"]
+        light = without_offsets(records)
+        ok = light[light["status"] == "ok"]
         for key, _ in charts.LATENCY_CHARTS:
             if f"{key}_ms" in ok and (key != "ttfo" or reasoning):
                 latency[key] = series.distribution(ok[f"{key}_ms"])
@@ -333,6 +335,9 @@ def write_html_report(run_dir: Path, found: list[VariantPaths] | None = None) ->
         return None
     target = report_html(run_dir)
     tmp = target.with_suffix(".tmp")
-    tmp.write_text(render(run_dir, found), encoding="utf-8")
+    try:
+        tmp.write_text(render(run_dir, found), encoding="utf-8")
+    finally:
+        forget_records()  # the summary's frame, drawn here: no longer needed
     tmp.replace(target)
     return target

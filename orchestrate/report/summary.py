@@ -13,6 +13,7 @@ import json
 from dataclasses import asdict, fields, replace
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from orchestrate.report.aggregates.accounting import connections, server_down, unsent
@@ -26,7 +27,7 @@ from orchestrate.report.aggregates.headline import summarize_records
 from orchestrate.report.aggregates.host import summarize_host
 from orchestrate.report.aggregates.pacing_figures import load_mode_summary
 from orchestrate.report.aggregates.precision import until_block
-from orchestrate.report.aggregates.recordsfile import read_records
+from orchestrate.report.aggregates.recordsfile import records_of
 from orchestrate.report.aggregates.request import request_block
 from orchestrate.report.aggregates.servermetrics import jsonl_rows, load_metrics, server_metrics, summarize_metrics
 from orchestrate.report.aggregates.serverside import server_side
@@ -55,7 +56,7 @@ def build_summary(paths: VariantPaths, scenario: str, variant: str, facts: RunFa
     a server, with the facts ``run.json`` kept); writes ``run.json``, then the summary and its reports."""
     paths.run_json.write_text(json.dumps({"scenario": scenario, "variant": variant, "host_limits": asdict(host_limits),
                                           "known": to_json(facts, run_json=True)}, indent=1, default=str) + "\n")
-    records = read_records(paths.records)
+    records = records_of(paths.records)
     head = summarize_records(records)
     metrics_frame = load_metrics(paths.metrics)  # read once: memory and counters here, energy below
     metrics, samples = summarize_metrics(metrics_frame), jsonl_rows(paths.metrics)
@@ -95,8 +96,9 @@ def build_summary(paths: VariantPaths, scenario: str, variant: str, facts: RunFa
         capacity=found, until=until_block(load.until if load else {}, steady, read_json(paths.until_json),
                                           facts.stopped_by == UNTIL, facts.stopped_by))
     summary = replace(summary, cost=cost(facts.cost_rates, summary.duration_s, summary.energy, summary.tokens),
-                      intervals=window_intervals(records, records, first, first + head.duration_s, facts.slo,
-                                                 asdict(summary.throughput), whole=True)
+                      intervals=window_intervals(records, np.ones(len(records), dtype=bool), first,
+                                                 first + head.duration_s, facts.slo, asdict(summary.throughput),
+                                                 whole=True)
                       if first is not None and summary.requests.completed else None)
     summary = replace(summary, notes=tuple(notes(summary)))
     write_reports(summary, paths, records, load)

@@ -180,3 +180,13 @@ class ChunkOffsetsArray(ExtensionArray):
             return cls(to_concat[0]._values, np.concatenate([a._starts for a in to_concat]), lengths)
         sizes = np.maximum(lengths, 0)  # rows from different buffers: one new buffer, rows in order
         return cls(np.concatenate([a.offsets().gather() for a in to_concat]), np.cumsum(sizes) - sizes, lengths)
+
+
+TIMING_COLUMNS = ("send_ts", "status", "ttft_ms", "ttfo_ms", "tpot_ms", "e2e_ms", "prompt_tokens", "output_tokens")
+"""What windows, rates and latencies read of a record."""
+
+
+def without_offsets(records: pd.DataFrame, keep: tuple[str, ...] = TIMING_COLUMNS) -> pd.DataFrame:
+    """The records' ``keep`` columns only: a copy of a few small columns (a row filter on the whole frame would
+    copy a million records' offsets and every text too)."""
+    return records[[c for c in keep if c in records]]

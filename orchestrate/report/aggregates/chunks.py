@@ -29,12 +29,15 @@ def chunk_tokens(df: pd.DataFrame) -> np.ndarray:
     return _tokens_per_chunk(numeric_column(df, "tokens_per_chunk").to_numpy(dtype=float))
 
 
-def gap_blocks(df: pd.DataFrame, weights: np.ndarray | None = None) -> tuple[Blocks, int]:
-    """The inter-chunk gaps of ``df``'s rows (``itl_gaps_ms`` of each) in blocks, each gap weighted by
-    its row's ``weights`` (None: 1 each), and how many there are. In row order while they fit in
-    memory; past that in the order the rows' offsets lie in the buffer (read faster, and the order of
-    pooled gaps changes no percentile)."""
+def gap_blocks(df: pd.DataFrame, weights: np.ndarray | None = None,
+               rows: np.ndarray | None = None) -> tuple[Blocks, int]:
+    """The inter-chunk gaps of ``df``'s rows (``itl_gaps_ms`` of each; only of ``rows``, a mask, if given: no copy
+    of the frame) in blocks, each gap weighted by its row's ``weights`` (None: 1 each), and how many there are. In
+    row order while they fit in memory; past that in the order the rows' offsets lie in the buffer (read faster,
+    and the order of pooled gaps changes no percentile)."""
     offsets = chunk_offsets(df)
+    if rows is not None:
+        offsets = replace(offsets, counts=np.where(rows, offsets.counts, 0))
     count = int(np.maximum(offsets.counts - 1, 0).sum())
     if not fits(count):
         order = np.argsort(offsets.starts, kind="stable")
@@ -48,9 +51,9 @@ def gap_blocks(df: pd.DataFrame, weights: np.ndarray | None = None) -> tuple[Blo
     return blocks, count
 
 
-def itl_stats(ok: pd.DataFrame) -> dict[str, float] | None:
-    """Pooled inter-chunk gaps, each weighted by its request's tokens per chunk."""
-    return pooled_stats(*gap_blocks(ok, chunk_tokens(ok)))
+def itl_stats(ok: pd.DataFrame, rows: np.ndarray | None = None) -> dict[str, float] | None:
+    """Pooled inter-chunk gaps, each weighted by its request's tokens per chunk (of ``rows`` only, if given)."""
+    return pooled_stats(*gap_blocks(ok, chunk_tokens(ok), rows))
 
 
 def _arrivals(records: pd.DataFrame, t0: float = 0.0, rows: np.ndarray | None = None
@@ -97,12 +100,21 @@ def output_tokens_per_second(records: pd.DataFrame, width: float = 1.0) -> pd.Se
     return pd.Series(total[count > 0], index=index if width == 1.0 else index * width)
 
 
-def tokens_received(records: pd.DataFrame, windows: list[tuple[float, float]]) -> list[float]:
-    """Tokens in the chunks that arrived (wall clock) within each [start, end), over every record: a
-    failed or cancelled request's chunks arrived too, and one of unknown size counts 1 token."""
+def tokens_received(records: pd.DataFrame, windows: list[tuple[float, float]],
+                    rows: np.ndarray | None = None) -> list[float]:
+    """Tokens in the chunks that arrived (wall clock) within each [start, end), over every record (of ``rows``, a
+    mask, if given): a failed or cancelled request's chunks arrived too, and one of unknown size counts 1 token.
+    Windows that follow one another are one histogram's bins (one pass over the arrivals, not one per window)."""
     sums = np.zeros(len(windows))
-    for arrival, tpc in _arrivals(records):
+    edges = np.array([a for a, _ in windows] + [windows[-1][1]]) if windows else np.zeros(0)
+    contiguous = bool(windows) and all(windows[i][1] == windows[i + 1][0] for i in range(len(windows) - 1))
+    for arrival, tpc in _arrivals(records, rows=rows):
         tokens = _tokens_per_chunk(tpc)
+        if contiguous:
+            inside = (arrival >= edges[0]) & (arrival < edges[-1])
+            slot = np.searchsorted(edges, arrival[inside], side="right") - 1
+            sums += np.bincount(slot, weights=tokens[inside], minlength=len(windows))[:len(windows)]
+            continue
         for i, (start, end) in enumerate(windows):
             sums[i] += tokens[(arrival >= start) & (arrival < end)].sum()
     return sums.tolist()

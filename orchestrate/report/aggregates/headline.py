@@ -15,7 +15,6 @@ import pandas as pd
 
 from locustfiles.endpoints import ONE_BODY
 from locustfiles.records import CANCELLED, ERROR, OK
-from orchestrate.report.aggregates.chunkcolumn import COLUMN
 from orchestrate.report.aggregates.chunks import itl_stats
 from orchestrate.report.aggregates.concurrency import request_ends
 from orchestrate.report.aggregates.stats import as_stats, column_sum, numeric_column, per_second, value_stats
@@ -37,7 +36,7 @@ def _stat(df: pd.DataFrame, column: str) -> Stats | None:
     return value_stats(df[column].dropna().to_numpy()) if column in df else None
 
 
-_COMPLETED_FIELDS = frozenset({"endpoint", "prompt_index", "ttft_ms", "ttfo_ms", "tpot_ms", "answer_tpot_ms", "e2e_ms", COLUMN,
+_COMPLETED_FIELDS = frozenset({"endpoint", "prompt_index", "ttft_ms", "ttfo_ms", "tpot_ms", "answer_tpot_ms", "e2e_ms",
                                "n_chunks", "tokens_per_chunk", "prompt_tokens", "cached_tokens", "cached_tokens_source",
                                "prefill_tokens", "output_tokens", "output_tokens_source", "max_tokens",
                                "reasoning_tokens", "reasoning_tokens_source", "prompt_ms", "predicted_ms",
@@ -49,7 +48,8 @@ def summarize_records(df: pd.DataFrame) -> Headline:
     """The headline blocks of ``summary.json`` from the per-request records."""
     if df.empty:
         return Headline()
-    ok = df.loc[df["status"] == OK, [c for c in df if c in _COMPLETED_FIELDS]]
+    completed = (df["status"] == OK).to_numpy()
+    ok = df.loc[completed, [c for c in df if c in _COMPLETED_FIELDS]]  # the offsets stay put: read through a mask
     errors = df.loc[df["status"] == ERROR, [c for c in ("error_class", "error_detail") if c in df]]
     duration = float(request_ends(df).max() - df["send_ts"].min())
     tokens = Tokens(prompt=column_sum(ok, "prompt_tokens") or 0, cached=column_sum(ok, "cached_tokens") or 0,
@@ -69,7 +69,7 @@ def summarize_records(df: pd.DataFrame) -> Headline:
                               decode_tok_s=per_second(tokens.output, duration),
                               requests_per_s=per_second(len(ok), duration)),
         latency_ms=LatencyMs(ttft=_stat(ok, "ttft_ms"), ttfo=_stat(ok, "ttfo_ms"), tpot=_stat(ok, "tpot_ms"),
-                             itl=as_stats(itl_stats(ok)), e2e=_stat(ok, "e2e_ms")),
+                             itl=as_stats(itl_stats(df, completed)), e2e=_stat(ok, "e2e_ms")),
         reasoning=reasoning(ok),
         tokens_per_chunk=tokens.output / chunks if chunks else None,
         output_tokens_source=_sources(ok, "output_tokens_source"),

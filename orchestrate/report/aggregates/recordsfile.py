@@ -49,6 +49,32 @@ _PARSE = pj.ParseOptions(explicit_schema=pa.schema([*SCHEMA, *(pa.field(old, SCH
                          unexpected_field_behavior="ignore")
 
 
+_KEPT: list[tuple[tuple[str, int, int], pd.DataFrame]] = []
+"""The last file read by ``records_of``, with its stamp."""
+
+
+def records_of(path: Path) -> pd.DataFrame:
+    """``read_records``, kept for the next reader of the same unchanged file: the summary reads a variant's records
+    and ``report.html`` draws them, a million records parsed once, not twice (``forget_records`` lets it go).
+    Readers never change the frame."""
+    try:
+        stat = path.stat()
+    except OSError:
+        return read_records(path)
+    stamp = (str(path), stat.st_mtime_ns, stat.st_size)
+    if _KEPT and _KEPT[0][0] == stamp:
+        return _KEPT[0][1]
+    _KEPT.clear()  # the old frame goes before the new one is read: one in memory at a time
+    frame = read_records(path)
+    _KEPT.append((stamp, frame))
+    return frame
+
+
+def forget_records() -> None:
+    """Let the kept frame go (after the page that drew it is written)."""
+    _KEPT.clear()
+
+
 def record_tables(path: Path, block_bytes: int = BLOCK_BYTES) -> Iterator[pa.Table]:
     """The records a block at a time, each a table of ``SCHEMA`` (exports stream them: memory stays one block)."""
     return (table for table, _ in _tables(path, block_bytes))

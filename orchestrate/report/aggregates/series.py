@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from orchestrate.report.aggregates.chunkcolumn import without_offsets
 from orchestrate.report.aggregates.chunks import output_tokens_per_second
 from orchestrate.report.aggregates.concurrency import in_flight, request_ends
 from orchestrate.report.aggregates.stats import numeric_column
@@ -84,7 +85,8 @@ def prefill_per_second(records: pd.DataFrame, width: float = 1.0) -> tuple[list[
     t0 = first_send(records)
     if t0 is None or "prompt_tokens" not in records:
         return [], []
-    done = records[records["status"] == "ok"]
+    light = without_offsets(records)
+    done = light[light["status"] == "ok"]
     ends = request_ends(done).max()
     if done.empty or pd.isna(ends):
         return [], []

@@ -30,6 +30,7 @@ import numpy as np
 import pandas as pd
 
 from locustfiles.records import CANCELLED, OK
+from orchestrate.report.aggregates.chunkcolumn import without_offsets
 from orchestrate.report.aggregates.chunks import itl_stats, tokens_received
 from orchestrate.report.aggregates.concurrency import in_flight, request_ends
 from orchestrate.report.aggregates.goodput import good_requests, goodput
@@ -166,16 +167,16 @@ def _percentiles(values: pd.Series) -> Percentiles | None:
 
 def _figures(records: pd.DataFrame, inside: np.ndarray, start: float, end: float,
              slo: dict[str, float] | None) -> dict[str, Any]:
-    """Counts, throughput and latency of the window [start, end) (wall clock): ``SteadyState``'s fields."""
-    first = float(numeric_column(records, "send_ts").min())
+    """Counts, throughput and latency of the window [start, end) (wall clock): ``SteadyState``'s fields. The chunk
+    offsets are read through masks, the other columns copied: a million records' offsets are never copied."""
+    light = without_offsets(records)
+    first = float(numeric_column(light, "send_ts").min())
     duration = end - start
-    ok_mask = (records["status"] == OK).to_numpy()
-    ok = records[ok_mask]
-    mine = records[inside]
-    mine_ok = records[inside & ok_mask]
-    output = tokens_received(ok, [(start, end)])[0] if len(ok) else 0.0
-    ends = request_ends(ok).to_numpy(dtype=float)
-    rates = {"prefill_tok_s": per_second(prompt_tokens_within(ok, [(start, end)])[0], duration),
+    ok_mask = (light["status"] == OK).to_numpy()
+    mine, mine_ok = light[inside], light[inside & ok_mask]
+    output = tokens_received(records, [(start, end)], rows=ok_mask)[0] if ok_mask.any() else 0.0
+    ends = request_ends(light[ok_mask]).to_numpy(dtype=float)
+    rates = {"prefill_tok_s": per_second(prompt_tokens_within(light[ok_mask], [(start, end)])[0], duration),
              "decode_tok_s": per_second(output, duration),
              "requests_per_s": per_second(int(((ends >= start) & (ends < end)).sum()), duration)}
     return {"start_s": start - first, "end_s": end - first, "duration_s": duration,
@@ -184,38 +185,47 @@ def _figures(records: pd.DataFrame, inside: np.ndarray, start: float, end: float
             "ttft_ms": _percentiles(numeric_column(mine_ok, "ttft_ms")),
             "tpot_ms": _percentiles(numeric_column(mine_ok, "tpot_ms")),
             "goodput": goodput(mine, slo, duration),
-            "intervals": window_intervals(records, mine, start, end, slo, rates)}
+            "intervals": window_intervals(records, inside, start, end, slo, rates)}
 
 
-def window_intervals(records: pd.DataFrame, mine: pd.DataFrame, start: float, end: float,
+def window_intervals(records: pd.DataFrame, inside: np.ndarray, start: float, end: float,
                      slo: dict[str, float] | None, rates: dict[str, float | None], whole: bool = False) -> Intervals:
     """95 % intervals of the figures of [start, end) (wall clock): its ``rates`` (decode_tok_s, prefill_tok_s,
     requests_per_s, as the block states them) ± batch means over ``BATCHES`` slices (tokens of every completed
-    request that fall inside), its latencies (of ``mine``, the requests sent in it) by order statistics and batch
-    means, its SLO attainment by batch means and Wilson (``aggregates/intervals.py``). ``whole``: the run's
-    headline, which also has E2E and ITL."""
-    ok = records[records["status"] == OK] if len(records) else records
+    request that fall inside), its latencies (of the requests sent in it: ``inside``, a mask) by order statistics
+    and batch means, its SLO attainment by batch means and Wilson (``aggregates/intervals.py``). ``whole``: the
+    run's headline, which also has E2E and ITL."""
+    light = without_offsets(records)
+    ok_mask = (light["status"] == OK).to_numpy()
     windows = slices(start, end)
     width = (end - start) / len(windows)
-    ends = request_ends(ok).to_numpy(dtype=float)
-    decode = tokens_received(ok, windows) if len(ok) else [0.0] * len(windows)
-    done = [float(((ends >= a) & (ends < b)).sum()) for a, b in windows]
-    mine = mine.iloc[np.argsort(numeric_column(mine, "send_ts").to_numpy(dtype=float), kind="stable")]
-    mine_ok = mine[mine["status"] == OK]
+    decode = tokens_received(records, windows, rows=ok_mask) if ok_mask.any() else [0.0] * len(windows)
+    ends = request_ends(light[ok_mask]).to_numpy(dtype=float)
+    edges = np.array([a for a, _ in windows] + [windows[-1][1]])
+    ends = ends[(ends >= edges[0]) & (ends < edges[-1])]  # half-open, as every window here
+    done = np.bincount(np.searchsorted(edges, ends, side="right") - 1, minlength=len(windows)).astype(float).tolist()
+    send = numeric_column(light, "send_ts").to_numpy(dtype=float)
+    order = np.flatnonzero(inside)[np.argsort(send[inside], kind="stable")]  # the window's requests, sent in order
+    done_order = order[ok_mask[order]]
+
     def rate(key: str, per_slice: list[float]) -> Interval | None:  # ± around the figure the block states
         values = [x / width for x in per_slice]
         return batch_means(values) if rates.get(key) is None else around(float(rates[key] or 0.0), values)
 
     def latency(metric: str) -> PercentileIntervals | None:
-        return percentile_intervals(numeric_column(mine_ok, metric).to_numpy(dtype=float))
+        return percentile_intervals(numeric_column(light, metric).to_numpy(dtype=float)[done_order])
 
+    itl = None
+    if whole:
+        rows = np.zeros(len(records), dtype=bool)
+        rows[done_order] = True
+        itl = itl_intervals(records, done_order, itl_stats(records, rows))
     return Intervals(batches=len(windows), decode_tok_s=rate("decode_tok_s", decode),
-                     prefill_tok_s=rate("prefill_tok_s", prompt_tokens_within(ok, windows)),
+                     prefill_tok_s=rate("prefill_tok_s", prompt_tokens_within(light[ok_mask], windows)),
                      requests_per_s=rate("requests_per_s", done),
-                     goodput_share=share_interval(good_requests(mine, slo)) if slo else None,
+                     goodput_share=share_interval(good_requests(light.iloc[order], slo)) if slo else None,
                      ttft_ms=latency("ttft_ms"), tpot_ms=latency("tpot_ms"),
-                     e2e_ms=latency("e2e_ms") if whole else None,
-                     itl_ms=itl_intervals(mine_ok, itl_stats(mine_ok)) if whole else None)
+                     e2e_ms=latency("e2e_ms") if whole else None, itl_ms=itl)
 
 
 def prompt_tokens_within(ok: pd.DataFrame, windows: list[tuple[float, float]]) -> list[float]:

@@ -128,8 +128,8 @@ def test_a_page_rewritten_after_each_variant_reads_each_records_file_once_until_
         tmp_path: Path, monkeypatch: Any) -> None:
     """A matrix rewrites report.html after every variant: a finished variant's records are not read again."""
     read: list[Path] = []
-    real = htmlreport.read_records
-    monkeypatch.setattr(htmlreport, "read_records", lambda path: read.append(path) or real(path))
+    real = htmlreport.records_of
+    monkeypatch.setattr(htmlreport, "records_of", lambda path: read.append(path) or real(path))
     run = tmp_path / "run"
     a = variant(run, "a", HEADLINE)
     htmlreport.write_html_report(run)
@@ -140,3 +140,18 @@ def test_a_page_rewritten_after_each_variant_reads_each_records_file_once_until_
         f.write(study_records()[0].to_json() + "\n")
     htmlreport.write_html_report(run)
     assert read == [a.records, b.records, a.records]
+
+
+def test_the_summary_s_records_are_drawn_without_a_second_read(tmp_path: Path, monkeypatch: Any) -> None:
+    """``records_of`` keeps the last frame for the page: one parse of a million records, not two; the page lets
+    it go once written."""
+    from orchestrate.report.aggregates import recordsfile
+    parsed: list[Path] = []
+    real = recordsfile.read_records
+    monkeypatch.setattr(recordsfile, "read_records", lambda path: parsed.append(path) or real(path))
+    run = tmp_path / "run"
+    paths = variant(run, "a", HEADLINE)
+    first = recordsfile.records_of(paths.records)
+    assert recordsfile.records_of(paths.records) is first and parsed == [paths.records]
+    htmlreport.write_html_report(run)
+    assert parsed == [paths.records] and not recordsfile._KEPT

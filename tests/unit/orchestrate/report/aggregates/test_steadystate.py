@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -282,7 +283,8 @@ def test_a_run_where_no_request_completed_has_no_window(load: LoadSpec) -> None:
 def test_the_whole_run_s_intervals_hold_its_headline_figures() -> None:
     """40 requests of 2 s, one every 0.25 s, their TTFT rising 1 ms a request; 8 miss a 1,030 ms TTFT limit."""
     records = frame([rec(i * 0.25, ttft=1000.0 + i, offsets=[1000.0 + i, 1500.0, 2000.0]) for i in range(40)])
-    found = window_intervals(records, records, T0, T0 + 11.75, {"ttft_ms": 1030.0}, {"decode_tok_s": 120 / 11.75},
+    every = np.ones(len(records), dtype=bool)
+    found = window_intervals(records, every, T0, T0 + 11.75, {"ttft_ms": 1030.0}, {"decode_tok_s": 120 / 11.75},
                              whole=True)
     assert found.batches == 10
     assert found.ttft_ms is not None and found.ttft_ms.mean is not None
@@ -291,5 +293,5 @@ def test_the_whole_run_s_intervals_hold_its_headline_figures() -> None:
     assert found.goodput_share is not None and found.goodput_share.low < 31 / 40 < found.goodput_share.high
     decode = found.decode_tok_s
     assert decode is not None and decode.low < 120 / 11.75 < decode.high  # 3 tokens × 40 over the run
-    steady = window_intervals(records, records, T0, T0 + 11.75, None, {})
+    steady = window_intervals(records, every, T0, T0 + 11.75, None, {})
     assert steady.e2e_ms is None and steady.itl_ms is None and steady.goodput_share is None
