@@ -195,7 +195,8 @@ def measure(result: VariantRun, launcher: Launcher, stepper: Stepper) -> str | N
     (``liveness.DIED`` or ``LOST``)."""
     result.watch = watch = ServerWatch(stepper.url, launcher, result.variant.load.server_lost_after_s)
     with MetricsSampler(stepper.url, launcher, result.paths.metrics, session_factory=preflight_session,
-                        server_gone=lambda: watch.down() is not None) as sampler, watch:
+                        server_gone=lambda: watch.down() is not None,
+                        extra=result.variant.server.metrics_extra) as sampler, watch:
         run_steps(result, launcher, replace(stepper, down=watch.down, sampler=sampler))
         return watch.settle()
 

@@ -184,12 +184,15 @@ class MetricsSampler:
     :param launcher: gives the server's own memory (``Launcher.memory_bytes()``).
     :param out: ``metrics.jsonl`` (overwritten).
     :param session_factory: makes the HTTP session (tests pass a fake).
+    :param extra: more ``/metrics`` names to keep in every sample (``server.extra``).
     """
 
     def __init__(self, url: str, launcher: Launcher, out: Path, interval_s: float = 1.0,
                  session_factory: Callable[[], requests.Session] = requests.Session,
-                 server_gone: Callable[[], bool] = lambda: False) -> None:
+                 server_gone: Callable[[], bool] = lambda: False, extra: tuple[str, ...] = ()) -> None:
         self.url = url.rstrip("/")
+        self.extra = extra
+        """More metric names to keep as they read (``ServerSpec.metrics_extra``)."""
         self.server_gone = server_gone
         """True once the server died or was lost (``liveness``): stop without waiting on a scrape it won't answer."""
         self.launcher = launcher
@@ -324,7 +327,7 @@ class MetricsSampler:
             return None, f"http_{response.status_code}", None
         values = parse_prometheus(response.text)
         metrics = {name: values[name] for name in (*SERVER_COUNTERS.values(), *SERVER_GAUGES) if name in values}
-        server = read_server(response.text)
+        server = read_server(response.text, self.extra)
         if not metrics and server is None:
             return None, self._unavailable("not_llamacpp"), None
         return metrics or None, None if metrics else "not_llamacpp", server

@@ -55,6 +55,7 @@ TOP_KEYS = {"name", "description", "server", "load", "variants", "matrix", "on_l
 VARIANT_KEYS = {"name", "server", "load", "on_load_failure", "slo", "search"}
 FAILURE_KEYS = {"retry_with"}
 _FLAG_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9-]*$")
+METRIC_NAME = re.compile(r"^[A-Za-z_:][A-Za-z0-9_:]*$")
 
 
 def _set_target(key: str) -> tuple[str, ...]:
@@ -89,10 +90,14 @@ def _server(check: Checker, raw: dict[str, Any], at: Origin) -> ServerSpec:
         if not raw.get(key):
             raise check.fail(at(key), f"launcher {launcher} needs {key}" + (": http://HOST:PORT (or pass --url)"
                                                                            if key == "url" else ""))
+    extra = raw.get("metrics_extra", [])
+    if not isinstance(extra, list) or not all(isinstance(n, str) and METRIC_NAME.match(n) for n in extra):
+        raise check.fail(at("metrics_extra"), f"must be a list of Prometheus metric names (e.g. "
+                                              f"[tgi_batch_current_max_tokens]), got {extra!r}")
     return ServerSpec(launcher=launcher, model=raw.get("model", "tiny"), draft_model=raw.get("draft_model"),
                       flags=dict(flags), url=raw.get("url"), binary=raw.get("binary", "llama-server"),
                       image=raw.get("image", DEFAULT_IMAGE), docker=dict(docker_opts),
-                      host=raw.get("host", "127.0.0.1"), port=port,
+                      host=raw.get("host", "127.0.0.1"), port=port, metrics_extra=tuple(extra),
                       ready_timeout_s=check.number(raw.get("ready_timeout_s", 300.0),
                                                    at("ready_timeout_s"), float, 0.1))
 

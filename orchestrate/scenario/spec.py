@@ -44,7 +44,7 @@ LAUNCHER_KINDS = {
 }
 """Server kinds a scenario may name."""
 SERVER_KEYS = {"launcher", "model", "draft_model", "flags", "ready_timeout_s", "url", "binary", "image",
-               "docker", "host", "port"}
+               "docker", "host", "port", "metrics_extra"}
 SAMPLING_KEYS = {"min_prompt_tokens", "min_output_tokens", "max_prompt_tokens", "max_total_tokens",
                  "fixed_output_tokens"}
 DEFAULT_IMAGE = "ghcr.io/ggml-org/llama.cpp:server-cuda"
@@ -131,6 +131,9 @@ class ServerSpec:
     """``launcher: docker``: the llama.cpp server image."""
     docker: dict[str, Any] = field(default_factory=dict)
     """``launcher: docker`` options (``gpus``, ``volumes``, ``entrypoint``, …), validated by the launcher."""
+    metrics_extra: tuple[str, ...] = ()
+    """More ``/metrics`` names to keep in every sample as they read (``metrics.jsonl``'s ``server.extra``), beside
+    the ones ``load/prometheus.py`` knows: a server's own (``tgi_batch_current_max_tokens``), a proxy's."""
     host: str = "127.0.0.1"
     """Address the server binds (published on, for docker); anything else is warned about."""
     port: int = 0

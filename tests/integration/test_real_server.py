@@ -238,7 +238,8 @@ def test_the_real_servers_queue_over_time_is_what_its_metrics_said(real_server, 
     """8 users on 4 slots: llama.cpp defers the rest (its queue). report.html's running and waiting curves are
     the scrapes metrics.jsonl kept, the last scrape's counters equal a direct scrape once the load is over, and
     the queue was seen."""
-    scenario = write_real_scenario(tmp_path, llama_server_binary, [{"name": "queued"}])
+    scenario = write_real_scenario(tmp_path, llama_server_binary, [
+        {"name": "queued", "server": {"metrics_extra": ["llamacpp:n_busy_slots_per_decode"]}}])
     proc, run = tokenswarm_run(tmp_path, scenario, "--url", real_server.url, "--users", "8", "--num-prompts", "16",
                                "--max-tokens", "32", timeout_s=600)
     assert proc.returncode == 0, proc.stdout + proc.stderr
@@ -254,6 +255,8 @@ def test_the_real_servers_queue_over_time_is_what_its_metrics_said(real_server, 
     assert curves["requests running (the server's /metrics)"] == [r["series"]["running"] for r in scraped]
     direct = read_server(requests.get(f"{real_server.url}/metrics", timeout=10).text)
     assert direct is not None and direct["series"] == {**scraped[-1]["series"], "running": 0.0, "waiting": 0.0}
+    busy = {g["name"]: g for g in block["extra"]}["llamacpp:n_busy_slots_per_decode"]  # a metric the scenario named
+    assert busy["max"] == max(r["extra"]["llamacpp:n_busy_slots_per_decode"] for r in scraped) > 1
 
 
 def test_a_server_without_apply_template_uses_its_props_template(real_server, tmp_path: Path,

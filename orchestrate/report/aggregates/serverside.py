@@ -75,10 +75,15 @@ def _ms(found: tuple[float, float, float] | None) -> float | None:
 
 def server_side(samples: list[dict[str, Any]], records: pd.DataFrame) -> ServerSide | None:
     """The block; None when no scrape was read in a known vocabulary."""
-    readings = [s["server"] for s in samples if isinstance(s.get("server"), dict) and s["server"].get("dialect")
-                and s["server"]["dialect"] != "unknown"]
+    every = [s["server"] for s in samples if isinstance(s.get("server"), dict)]
+    named: dict[str, list[float]] = {}
+    for r in every:
+        for key, value in (r.get("extra") or {}).items():
+            named.setdefault(key, []).append(float(value))
+    extra = tuple(GaugeOverRun(name=k, mean=statistics.fmean(v), max=max(v)) for k, v in sorted(named.items()))
+    readings = [r for r in every if r.get("dialect") not in (None, "unknown")]
     if not readings:
-        return None
+        return ServerSide(dialect="unknown", samples=len(every), extra=extra) if extra else None
     dialect = Counter(r["dialect"] for r in readings).most_common(1)[0][0]
     readings = [r for r in readings if r["dialect"] == dialect]
     first, last = readings[0], readings[-1]
@@ -100,7 +105,8 @@ def server_side(samples: list[dict[str, Any]], records: pd.DataFrame) -> ServerS
                       generation_tokens=_delta(series[0].get("generation_tokens"), series[1].get("generation_tokens")),
                       prefix_hit_rate=hits / queries if hits is not None and queries else
                       statistics.fmean(rates) if rates else None,
-                      histograms=histograms, disagrees=tuple(h.name for h in histograms if h.agrees is False))
+                      histograms=histograms, disagrees=tuple(h.name for h in histograms if h.agrees is False),
+                      extra=extra)
 
 
 LABELS = {"running": "running", "waiting": "queue", "kv_usage": "KV cache", "ttft_s": "TTFT", "itl_s": "ITL",
@@ -120,6 +126,8 @@ def server_side_line(block: ServerSide | None) -> str | None:
                      f"max {shown(g.max) if g.max is not None else '–'}")
     if block.prefix_hit_rate is not None:
         parts.append(f"prefix-cache hits {100 * block.prefix_hit_rate:.0f} %")
+    parts += [f"{g.name} mean {g.mean:,.4g}, max {g.max:,.4g}" for g in block.extra
+              if g.mean is not None and g.max is not None]
     for h in block.histograms:
         said = f"its {LABELS.get(h.name, h.name)} p50 {fmt_ms(h.p50_ms)}"
         if h.agrees is not None and len(h.p50_bucket_ms) == 2:

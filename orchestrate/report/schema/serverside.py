@@ -69,3 +69,5 @@ class ServerSide:
     """Its own latency histograms."""
     disagrees: tuple[str, ...] = ()
     """The histograms whose median the client's does not fall within."""
+    extra: tuple[GaugeOverRun, ...] = omitted(())
+    """The metrics the scenario named (``server.metrics_extra``), each's mean and max over the scrapes."""

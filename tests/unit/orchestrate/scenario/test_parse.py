@@ -189,7 +189,7 @@ def test_demo_scenario_is_valid():
               model: m
               modle: m
      """, "study.yaml:7 variants.1.server.modle: unknown key; allowed: binary, docker, draft_model, flags, "
-          "host, image, launcher, model, port, ready_timeout_s, url",
+          "host, image, launcher, metrics_extra, model, port, ready_timeout_s, url",
      id="unknown_key_in_variant_server"),
     pytest.param("""\
         load:
@@ -872,3 +872,11 @@ def test_any_text_gives_a_scenario_or_a_one_line_error(text: str):
         parse_scenario(text, PATH)
     except ScenarioError as exc:
         assert "\n" not in str(exc)
+
+
+def test_metrics_extra_names_prometheus_metrics_or_says_what_is_wrong() -> None:
+    scenario = parse("name: x\nserver:\n  metrics_extra: [tgi_batch_current_max_tokens, 'proxy:depth']\n")
+    assert scenario.variants[0].server.metrics_extra == ("tgi_batch_current_max_tokens", "proxy:depth")
+    assert error_of("name: x\nserver:\n  metrics_extra: [queue depth]\n") == (
+        "study.yaml:3 server.metrics_extra: must be a list of Prometheus metric names (e.g. "
+        "[tgi_batch_current_max_tokens]), got ['queue depth']")

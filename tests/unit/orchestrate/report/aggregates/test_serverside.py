@@ -44,3 +44,13 @@ def test_the_run_s_block_from_its_first_and_last_scrape(  # vLLM from nothing to
     assert "KV cache mean 21 %, max 42 %" in line and "its E2E p50 2.2 s (bucket 1.0 s–2.5 s), the client's " \
                                                       "9.0 s: **differs**" in line
     assert server_side([{"server": None}], records) is None
+
+
+def test_metrics_the_scenario_named_are_kept_even_from_an_unknown_server() -> None:
+    readings = [read_server(f"proxy_queue_depth {n}\n", extra=("proxy_queue_depth",)) for n in (2, 4, 9)]
+    block = server_side([{"server": r} for r in readings], pd.DataFrame({"status": ["ok"]}))
+    assert block is not None and block.dialect == "unknown" and block.samples == 3
+    (depth,) = block.extra
+    assert (depth.name, depth.mean, depth.max) == ("proxy_queue_depth", 5.0, 9.0)
+    assert server_side_line(block) == ("the server's own /metrics (unknown, 3 scrapes): proxy_queue_depth mean 5, "
+                                       "max 9")
