@@ -155,9 +155,10 @@ def share_interval(passed: np.ndarray) -> Interval | None:
     centre = (share + Z * Z / (2 * n)) / (1 + Z * Z / n)
     half = Z * math.sqrt(share * (1 - share) / n + Z * Z / (4 * n * n)) / (1 + Z * Z / n)
     low, high = centre - half, centre + half
-    batched = around(share, [float(passed[part].mean()) for part in _batches(n)]) if _batches(n) else None
-    if batched is not None:
-        low, high = min(low, batched.low or 0.0), max(high, batched.high or 1.0)
+    parts = _batches(n)
+    batched = around(share, [float(passed[part].mean()) for part in parts]) if parts else None
+    if batched is not None and batched.low is not None and batched.high is not None:
+        low, high = min(low, batched.low), max(high, batched.high)
     return Interval(low=max(0.0, low), high=min(1.0, high))
 
 

@@ -88,3 +88,5 @@ def test_a_share_is_never_narrower_than_wilson_s_interval_of_its_count() -> None
     assert found is not None and wilson is not None
     assert found.low < wilson.low and found.high > wilson.high
     assert share_interval(np.zeros(0, dtype=bool)) is None
+    none_passed = share_interval(np.zeros(30, dtype=bool))  # every batch 0.0: Wilson's [0, 0.114], not [0, 1]
+    assert none_passed is not None and none_passed.low == 0.0 and none_passed.high == pytest.approx(0.1135, abs=1e-3)
