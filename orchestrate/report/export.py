@@ -28,6 +28,7 @@ import pyarrow.parquet as pq
 from orchestrate.errors import ResultsError
 from orchestrate.report.aggregates.chunkcolumn import COLUMN
 from orchestrate.report.aggregates.recordsfile import INTEGERS, SCHEMA, record_tables
+from orchestrate.report.aggregates.servermetrics import jsonl_rows
 from orchestrate.results import VariantPaths
 
 FORMATS = ("parquet", "csv")
@@ -75,23 +76,12 @@ def _offsets_as_json(table: pa.Table) -> pa.Table:
 
 def export_samples(metrics: Path, out: Path, fmt: str) -> Path:
     """``metrics.jsonl`` → ``out``, nested keys flattened with dots; a torn last line is left out."""
-    frame = pd.json_normalize(list(_lines(metrics)), sep=".")
+    frame = pd.json_normalize([row for row in jsonl_rows(metrics) if isinstance(row, dict)], sep=".")
     if fmt == "parquet":
         frame.to_parquet(out, index=False)
     else:
         frame.to_csv(out, index=False)
     return out
-
-
-def _lines(path: Path) -> Iterator[dict[str, Any]]:
-    with path.open("rb") as f:
-        for line in f:
-            try:
-                row = orjson.loads(line)
-            except orjson.JSONDecodeError:
-                continue
-            if isinstance(row, dict):
-                yield row
 
 
 def leaves(data: Any, at: str = "") -> Iterator[tuple[str, Any]]:

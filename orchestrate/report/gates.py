@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from orchestrate.report.formats import fmt_num
-from orchestrate.report.htmlreport import lookup
+from orchestrate.report.jsontypes import lookup
 from orchestrate.report.schema import Summary
 from orchestrate.scenario.gates import LATENCIES, Gate
 

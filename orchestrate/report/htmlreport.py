@@ -17,7 +17,7 @@ import json
 import math
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, is_dataclass
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -35,6 +35,7 @@ from orchestrate.report.compare import CAPACITY_EFFECT, EFFECT_METRICS, ENERGY_E
 from orchestrate.report.definitions import METRIC_DEFINITIONS
 from orchestrate.report.formats import GIB, fmt_bytes, fmt_ms, fmt_num, fmt_pct
 from orchestrate.report.intervallines import interval_text
+from orchestrate.report.jsontypes import lookup
 from orchestrate.report.markdown import summary_md
 from orchestrate.report.schema import Summary
 from orchestrate.report.summary import read_summary
@@ -100,15 +101,6 @@ STEADY = (Figure("steady_state.duration_s", "window s", fmt_num),
           Figure("steady_state.tpot_ms.p99", "TPOT p99", fmt_ms, "steady_state.intervals.tpot_ms.p99"),
           Figure("energy.steady_state.joules_per_output_token", "J per output token", lambda x: fmt_num(x, 3)))
 """The same inside each run's steady-state window."""
-
-
-def lookup(summary: Summary, path: str) -> Any:
-    """The value at a dotted ``summary.json`` path (``latency_ms.ttft.p50``) of the typed summary, None where any
-    part is None."""
-    node: Any = summary
-    for part in path.split("."):
-        node = getattr(node, part, None) if is_dataclass(node) else None
-    return node
 
 
 @dataclass

@@ -263,3 +263,11 @@ def _collect_below(tp: Any, value: Any, path: str, keys: str, out: set[str]) -> 
         for v in value.values():
             out.add(f"{path}.{keys}")
             _collect_below(item, v, f"{path}.{keys}", "<key>", out)
+
+
+def lookup(node: Any, path: str) -> Any:
+    """The value at a dotted ``summary.json`` path (``latency_ms.ttft.p50``) of a typed block, None where any part
+    is None: the page's tables, the gates and ``until`` read figures by their JSON names."""
+    for part in path.split("."):
+        node = getattr(node, part, None) if is_dataclass(node) else None
+    return node

@@ -13,6 +13,7 @@ from typing import Any
 from orchestrate.report.aggregates.intervals import relative_half_width as relative_half_width_of
 from orchestrate.report.aggregates.recordsfile import read_records
 from orchestrate.report.aggregates.steadystate import schedule_of, steady_state
+from orchestrate.report.jsontypes import lookup
 from orchestrate.report.schema.steady import SteadyState
 from orchestrate.report.schema.until import Until, UntilTarget
 from orchestrate.results import VariantPaths, read_json
@@ -22,18 +23,12 @@ STEADY_PATHS = {"slo_attainment": ("goodput.share", "goodput_share")}
 """A target's figure → (its place in the steady state, its interval's), where the names differ."""
 
 
-def _get(node: Any, dotted: str) -> Any:
-    for part in dotted.split("."):
-        node = getattr(node, part, None)
-    return node
-
-
 def figure_and_interval(steady: SteadyState | None, name: str) -> tuple[float | None, Any]:
     """A target figure's value in the steady window and its 95 % interval (None where absent)."""
     if steady is None or not steady.found:
         return None, None
     value_at, interval_at = STEADY_PATHS.get(name, (name, name))
-    return _get(steady, value_at), _get(steady.intervals, interval_at)
+    return lookup(steady, value_at), lookup(steady.intervals, interval_at)
 
 
 def relative_half_width(steady: SteadyState | None, name: str) -> float | None:

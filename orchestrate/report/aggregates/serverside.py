@@ -1,8 +1,9 @@
 """``summary.json``'s ``server_side``: the server's own view of the run from its ``/metrics`` scrapes
 (``metrics.jsonl``'s ``server``), in one vocabulary for any server, beside the client's.
 
-Stage: records → report. Gauges (queue, running, KV-cache use) are averaged over the scrapes; counters and
-histograms are the last scrape less the first (the sampler takes one just before the load and one just after).
+Stage: records → report. Gauges (queue, running, KV-cache use) are averaged over the scrapes; counters grow by
+Prometheus' ``increase`` over every scrape (``servermetrics.counter_increase``), histograms are the last scrape
+less the first (the sampler takes one just before the load and one just after).
 A histogram's percentiles are interpolated within their bucket as Prometheus' ``histogram_quantile`` does; the
 bucket is all the server can say, so the client's median is compared with it: inside (or above by at most
 ``NETWORK_MS`` plus ``NETWORK_SHARE``: the client's clock also runs over the network) agrees.
@@ -17,6 +18,7 @@ from typing import Any
 
 import pandas as pd
 
+from orchestrate.report.aggregates.servermetrics import counter_increase
 from orchestrate.report.aggregates.stats import numeric_column
 from orchestrate.report.formats import fmt_ms
 from orchestrate.report.schema.serverside import GaugeOverRun, ServerHistogram, ServerSide
@@ -92,8 +94,10 @@ def server_side(samples: list[dict[str, Any]], records: pd.DataFrame) -> ServerS
         values = [float(r["series"][name]) for r in readings if isinstance(r["series"].get(name), (int, float))]
         if values:
             gauges.append(GaugeOverRun(name=name, mean=statistics.fmean(values), max=max(values)))
-    series = (first["series"], last["series"])
-    hits, queries = (_delta(series[0].get(k), series[1].get(k)) for k in ("prefix_hits", "prefix_queries"))
+    def increase(key: str) -> float | None:  # Prometheus' increase over every scrape: a restart's drop counted
+        return counter_increase(pd.Series([r["series"].get(key) for r in readings], dtype=float))
+
+    hits, queries = increase("prefix_hits"), increase("prefix_queries")
     rates = [float(r["series"]["prefix_hit_rate"]) for r in readings
              if isinstance(r["series"].get("prefix_hit_rate"), (int, float))]
     ok = records[records["status"] == "ok"] if "status" in records else records
@@ -101,8 +105,7 @@ def server_side(samples: list[dict[str, Any]], records: pd.DataFrame) -> ServerS
                                   numeric_column(ok, CLIENT[name]) if name in CLIENT else None)
                        for name in sorted(last["histograms"]))
     return ServerSide(dialect=dialect, samples=len(readings), gauges=tuple(gauges),
-                      prompt_tokens=_delta(series[0].get("prompt_tokens"), series[1].get("prompt_tokens")),
-                      generation_tokens=_delta(series[0].get("generation_tokens"), series[1].get("generation_tokens")),
+                      prompt_tokens=increase("prompt_tokens"), generation_tokens=increase("generation_tokens"),
                       prefix_hit_rate=hits / queries if hits is not None and queries else
                       statistics.fmean(rates) if rates else None,
                       histograms=histograms, disagrees=tuple(h.name for h in histograms if h.agrees is False),
