@@ -36,7 +36,9 @@ def test_a_run_stops_at_the_precision_asked_and_says_when_or_why_not(tmp_path: P
         assert until["stopped"] is True and until["checks"] >= 1
         for target in until["targets"]:  # the final window: within what was asked, and seen to hold while it ran
             assert target["reached"] <= targets[target["figure"]] + 0.005 and target["held_at_s"] > 0
-        assert "until: stopped at the precision asked" in (run_dir / "default" / "summary.md").read_text()
+        # the final window ends at the stop and can be a hair wider than the check that stopped the run: said so
+        lead = "stopped at the precision asked" if until["held"] else "stopped when every target held at a check"
+        assert f"until: {lead}" in (run_dir / "default" / "summary.md").read_text()
         assert json.loads((run_dir / "default" / "until.json").read_text())["stopped"] is True
         # a target no 40 requests can meet: the cap ends the run, and the summary says so
         proc, run_dir = tokenswarm_run(tmp_path / "capped", scenario(tmp_path, num_prompts=40), "--url", url,
