@@ -10,8 +10,9 @@ writes them: ~64 chunk offsets each, 2 % errors of four classes, the users' last
 by the stop, 2 % EOS-only replies, usage and timings fields), `metrics.jsonl` (one sample a second,
 counters that agree with the records), Locust's `locust_stats.json`/`.csv` (agreeing too),
 `server.json`, `client.json`, the `summary.json` a run leaves and `scenario.yaml`. Then it runs
-`tokenswarm report DIR` as a user would and reads the child's CPU (user + sys) and peak RSS from
-`wait4`. This process stays small on purpose: a child's `ru_maxrss` starts at its parent's size.
+`tokenswarm report DIR` as a user would, twice (the first parses `requests.jsonl` and leaves
+`requests.parquet`; the second, like every later report, reads that), and reads the child's CPU (user + sys)
+and peak RSS from `wait4`. This process stays small on purpose: a child's `ru_maxrss` starts at its parent's size.
 
 `--before REV` also reports, on a smaller folder (`--before-records`), with the code of git
 revision REV (`git archive` into a temporary folder, first on PYTHONPATH) and with this tree, one
@@ -215,9 +216,19 @@ def compare(folder: Path) -> dict[str, list[str]]:
 
 
 def compare_files(folder: Path) -> dict[str, list[str]]:
-    variant = folder / "v"
-    return {name: differences(json.loads((variant / f"{name}.before").read_text()),
-                              json.loads((variant / name).read_text())) for name in OUTPUTS}
+    """Before vs now, file by file; ``vllm_bench.json``'s per-request lists only where both wrote them (vLLM's
+    ``--save-detailed`` lists, written since only when asked for)."""
+    sys.path.insert(0, str(ROOT))
+    from orchestrate.report.vllm_format import DETAILED
+
+    variant, found = folder / "v", {}
+    for name in OUTPUTS:
+        before, after = (json.loads((variant / f"{name}.before").read_text()),
+                         json.loads((variant / name).read_text()))
+        if name == "vllm_bench.json":
+            before = {k: v for k, v in before.items() if k not in DETAILED or k in after}
+        found[name] = differences(before, after)
+    return found
 
 
 def measure(work: Path, n: int, seed: int, before: Path | None) -> dict[str, Any]:
@@ -232,9 +243,11 @@ def measure(work: Path, n: int, seed: int, before: Path | None) -> dict[str, Any
         out["before"] = report(folder, str(before))
         for name in OUTPUTS:  # a copy: the summary.json left in place is the one a rerun keeps keys from
             shutil.copy(folder / "v" / name, folder / "v" / f"{name}.before")
-    out["after"] = report(folder, str(ROOT))
+    out["after"] = report(folder, str(ROOT))  # parses requests.jsonl, leaves requests.parquet
     if before is not None:
         out["differences"] = compare(folder)
+    out["again"] = report(folder, str(ROOT))  # reads requests.parquet
+    out["columns_bytes"] = (folder / "v" / "requests.parquet").stat().st_size
     new = json.loads((folder / "v" / "summary.json").read_text())
     out["summary"] = {"requests": new["requests"], "latency_ms": new["latency_ms"],
                       "crosscheck_agrees": new["crosscheck_agrees"],
@@ -255,7 +268,9 @@ def extract(rev: str, into: Path) -> Path:
 
 def doc_lines(data: dict[str, Any]) -> list[str]:
     rows = [(label, m["file"]["records"], m[key]) for m in data["runs"]
-            for key, label in (("before", f"before ({data['before_rev']})"), ("after", "this tree")) if key in m]
+            for key, label in (("before", f"before ({data['before_rev']})"),
+                               ("after", "this tree, first report (parses, writes requests.parquet)"),
+                               ("again", "this tree, any later report (reads requests.parquet)")) if key in m]
     lines = [f"Measured {data['date']} on {data['machine']}. Command: `{data['command']}` (raw figures: "
              f"`{data['json']}`).", "",
              "`tokenswarm report` on a generated run folder (an hour at 256 users: ~64 chunk offsets a record, "
@@ -312,7 +327,7 @@ def main() -> int:
     write_section(args.doc, "records_scale", doc_lines(data))
     print(f"{'code':12} {'records':>10} {'CPU s':>7} {'peak MiB':>9} {'wall s':>7}")
     for m in runs:
-        for label in ("before", "after"):
+        for label in ("before", "after", "again"):
             if label in m:
                 r = m[label]
                 print(f"{label:12} {m['file']['records']:>10,} {r['cpu_s']:7.1f} {r['peak_rss_mib']:9,} "

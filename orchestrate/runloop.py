@@ -55,7 +55,7 @@ from orchestrate.variantrun import Carried, Context, Ending, VariantRun
 
 
 def run_scenario(scenario: Scenario, results_root: Path, swarm: Swarm = Swarm(), ui: WebUi | None = None,
-                 resume: Path | None = None) -> Path:
+                 resume: Path | None = None, detailed: bool = False) -> Path:
     """Run every variant (``repeats`` times, interleaved); returns the run directory. A failing variant
     does not stop the next. ``resume``: that run's folder, whose finished variants are kept (``resume.py``)."""
     if resume is not None:
@@ -79,7 +79,7 @@ def run_scenario(scenario: Scenario, results_root: Path, swarm: Swarm = Swarm(),
             folder.mkdir(exist_ok=True)
             scenario_copy(folder).write_text(as_run)
         context = Context(scenario.name, Repeat(index, k, order) if k > 1 else None, scenario.host_limits,
-                          cost=scenario.cost)
+                          cost=scenario.cost, detailed=detailed)
         earlier = folder / variant.name if resume is not None and (folder / variant.name).exists() else None
         if earlier is not None and (status := finished(earlier)) is not None:
             print(f"[{variant.name}] {status} before: kept ({earlier})", flush=True)
@@ -299,6 +299,6 @@ def variant_facts(result: VariantRun) -> RunFacts:
         if context.resumed.set_aside else None,
         warmup=Warmup(warmup, "steps/warmup") if warmup else None,
         slo=variant.slo.as_dict() if variant.slo is not None else {},  # `tokenswarm report` judges goodput again
-        cost_rates=context.cost,
+        cost_rates=context.cost, save_detailed=context.detailed,
         planned_prompts=plan.planned_prompts(result.done),
         sampling=Sampling(**prepared.sampling_block()) if prepared else None, **plan.run_facts(result.paths))

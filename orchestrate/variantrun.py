@@ -47,6 +47,8 @@ class Context:
     resumed: Carried = Carried()
     cost: CostRates | None = None
     """The scenario's prices (``cost:``), kept in each variant's ``run.json``."""
+    detailed: bool = False
+    """``--save-detailed``: ``vllm_bench.json`` with its per-request lists."""
 
 
 @dataclass(frozen=True)

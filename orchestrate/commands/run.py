@@ -41,7 +41,8 @@ def run_main(args: argparse.Namespace) -> int:
     refuse_until(scenario, ui is not None)
     baseline = baseline_of(args, scenario.gates)
     export_api_key(api_key)
-    return exit_code(run_scenario(scenario, args.results_dir, swarm, ui=ui, resume=args.resume), scenario.gates,
+    return exit_code(run_scenario(scenario, args.results_dir, swarm, ui=ui, resume=args.resume,
+                                   detailed=args.save_detailed), scenario.gates,
                      baseline)
 
 
@@ -116,7 +117,8 @@ def capacity_main(args: argparse.Namespace) -> int:
     refuse_until(scenario, False)
     baseline = baseline_of(args, scenario.gates)
     export_api_key(api_key)
-    return exit_code(run_scenario(scenario, args.results_dir, swarm, resume=args.resume), scenario.gates, baseline)
+    return exit_code(run_scenario(scenario, args.results_dir, swarm, resume=args.resume,
+                                   detailed=args.save_detailed), scenario.gates, baseline)
 
 
 def add_noise_floor_arguments(p: argparse.ArgumentParser) -> None:

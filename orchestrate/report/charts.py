@@ -59,7 +59,9 @@ TIMELINE_CHARTS = (("decode", "decode tokens/s (counted as the chunks arrived)",
                    ("gpu_sm_clock", "GPU SM clock (the slowest: a drop is a throttle)", "MHz", "linear"),
                    ("running", "requests running (the server's /metrics)", "requests", "hv"),
                    ("waiting", "requests waiting: the server's queue (its /metrics)", "requests", "hv"),
-                   ("kv_usage", "KV cache in use (the server's /metrics)", "%", "hv"))
+                   ("kv_usage", "KV cache in use (the server's /metrics)", "%", "hv"),
+                   ("server_decode", "tokens generated/s by the server's count (its /metrics, per scrape)", "tokens/s",
+                    "hv"))
 
 
 def _style(runs: list[RunCurves]) -> dict[str, dict[str, Any]]:

@@ -5,7 +5,8 @@ Stage: report (from files alone). Per variant folder, beside the files they come
 
 - ``requests.parquet|csv``: one row per record of ``requests.jsonl``, read in blocks (``recordsfile``), so a
   million records never sit in memory at once. Integer fields are int64, times float64, ``chunk_offsets_ms`` a
-  list of float64 (in CSV: its JSON text).
+  list of float64 (in CSV: its JSON text). Beside the file it is the report's own columnar copy, kept as is
+  when fresh.
 - ``metrics.parquet|csv``: one row per sample of ``metrics.jsonl``, nested keys flattened with dots
   (``metrics.requests_processing``, ``host.steal_pct``).
 - ``summary.parquet|csv``: every leaf of ``summary.json`` as a row (``figure``, ``number`` or ``text``):
@@ -27,13 +28,11 @@ import pyarrow.parquet as pq
 
 from orchestrate.errors import ResultsError
 from orchestrate.report.aggregates.chunkcolumn import COLUMN
-from orchestrate.report.aggregates.recordsfile import INTEGERS, SCHEMA, record_tables
+from orchestrate.report.aggregates.recordsfile import COLUMNS_SCHEMA, columns_path, keep_columns, record_tables
 from orchestrate.report.aggregates.servermetrics import jsonl_rows
 from orchestrate.results import VariantPaths
 
 FORMATS = ("parquet", "csv")
-RECORDS_SCHEMA = pa.schema([pa.field(f.name, pa.int64()) if f.name in INTEGERS else f for f in SCHEMA])
-"""``requests.jsonl`` as exported: the reader's schema, integer fields as int64."""
 SUMMARY_SCHEMA = pa.schema([("figure", pa.string()), ("number", pa.float64()), ("text", pa.string())])
 
 
@@ -52,12 +51,14 @@ def export_variant(paths: VariantPaths, fmt: str, out: Path) -> list[Path]:
 
 def export_records(records: Path, out: Path, fmt: str) -> Path:
     """``requests.jsonl`` → ``out``, a block at a time."""
-    schema = RECORDS_SCHEMA if fmt == "parquet" else _csv_schema(RECORDS_SCHEMA)
+    if fmt == "parquet" and out == columns_path(records) and keep_columns(records) is not None:
+        return out
+    schema = COLUMNS_SCHEMA if fmt == "parquet" else _csv_schema(COLUMNS_SCHEMA)
     writer: Any = pq.ParquetWriter(out, schema) if fmt == "parquet" else pacsv.CSVWriter(out, schema)
     with writer:
         for table in record_tables(records):
             try:
-                table = table.cast(RECORDS_SCHEMA)  # safe: a fraction in an integer field raises
+                table = table.cast(COLUMNS_SCHEMA)  # safe: a fraction in an integer field raises
             except pa.ArrowInvalid as exc:
                 raise ResultsError(f"{records}: a record does not fit its field's type ({exc})") from None
             writer.write_table(table if fmt == "parquet" else _offsets_as_json(table))

@@ -181,7 +181,8 @@ def _file_curves(files: tuple[Path, Path], stamps: tuple[tuple[int, int] | None,
                                        ("gpu_memory", "gpu_memory_used_bytes", GIB), ("power", "power_watts", 1),
                                        ("gpu_util", "gpu_util_pct", 1), ("gpu_temperature", "gpu_temperature_c", 1),
                                        ("gpu_sm_clock", "gpu_sm_clock_mhz", 1), ("running", "server_running", 1),
-                                       ("waiting", "server_waiting", 1), ("kv_usage", "server_kv_usage", 0.01)):
+                                       ("waiting", "server_waiting", 1), ("kv_usage", "server_kv_usage", 0.01),
+                                       ("server_decode", "server_generation_tok_s", 1)):
                 timeline[key] = series.thin(since, samples[column] / scale)
     return latency, timeline, spans
 

@@ -97,6 +97,9 @@ def json_fields(cls: type) -> tuple[JsonField, ...]:
     return tuple(out)
 
 
+_PLAIN = frozenset({int, float, str, bool, type(None)})
+
+
 def to_json(value: Any, run_json: bool = False) -> Any:
     """A dataclass (and what it holds) as JSON values: its fields in order by their JSON keys, an omitted one
     left out while it holds its default, a ``run_json_only`` one unless ``run_json``."""
@@ -110,6 +113,8 @@ def to_json(value: Any, run_json: bool = False) -> Any:
                 out[jf.key] = to_json(item, run_json)
         return out
     if isinstance(value, (list, tuple)):
+        if all(type(v) in _PLAIN for v in value):  # a long list of numbers (a million prompt indices): as it is
+            return list(value)
         return [to_json(v, run_json) for v in value]
     if isinstance(value, dict):
         return {k: to_json(v, run_json) for k, v in value.items()}

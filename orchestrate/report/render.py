@@ -8,8 +8,9 @@ Stage: report. Writing only: ``summary.json`` is ``jsontypes.to_json`` of the su
 
 from __future__ import annotations
 
-import json
 from typing import Any
+
+import orjson
 
 from orchestrate.report import plots
 from orchestrate.report.jsontypes import to_json
@@ -23,7 +24,7 @@ from orchestrate.scenario.spec import LoadSpec
 def write_reports(summary: Summary, paths: VariantPaths, records: Any = None, load: LoadSpec | None = None) -> None:
     """Write ``summary.json`` (machine), the plots, then ``summary.md`` (person) linking them, and
     ``vllm_bench.json`` (of ``load``, the load the result ran: its rate, users and stages)."""
-    paths.summary_json.write_text(json.dumps(to_json(summary), indent=2, default=str) + "\n")
+    paths.summary_json.write_bytes(orjson.dumps(to_json(summary), default=str, option=orjson.OPT_INDENT_2) + b"\n")
     name = summary.variant
     found, sweep, steps = summary.capacity, summary.sweep, summary.ui_steps
     images = [p.name for p in (plots.capacity(found, paths.capacity_png) if found is not None else None,
@@ -32,4 +33,4 @@ def write_reports(summary: Summary, paths: VariantPaths, records: Any = None, lo
                                plots.latency(summary, records, paths.plot_png),
                                plots.throughput(summary, paths.metrics, paths.throughput_png)) if p is not None]
     paths.summary_md.write_text(summary_md(summary, images))
-    write_vllm_bench(summary, records, paths.vllm_bench_json, load)
+    write_vllm_bench(summary, records, paths.vllm_bench_json, load, detailed=summary.save_detailed)

@@ -30,6 +30,9 @@ results/<UTC timestamp>-<scenario>/
     requests.jsonl                   one record per request (exact floats), appended as each ends; its
                                      request_id is sent as the X-Request-Id header, to match server or proxy logs
                                      (a step's ids start with its label: `probe-03-users-8/local-12`)
+    requests.parquet                 the same records as columns, left by the first report: a later report
+                                     (or `tokenswarm export`) reads them back in seconds while requests.jsonl
+                                     is unchanged (its size and time are stamped in the file)
     metrics.jsonl                    every second: server memory, GPU/system memory, /metrics counters,
                                      the host's own load (foreign CPU, steal, other GPU processes)
     locust_stats.csv  locust_stats_history.csv  locust_failures.csv  locust_exceptions.csv
@@ -41,7 +44,8 @@ results/<UTC timestamp>-<scenario>/
     search.json  capacity.png  steps/probe-NN-<over>-<value>/   (capacity search) the search and its probes
     run.json                         what the run knew that its files do not say (status, settings, SLO):
                                      `tokenswarm report` rebuilds the summary from it and the files
-    vllm_bench.json                  the result as `vllm bench serve --save-result --save-detailed` writes it
+    vllm_bench.json                  the result as `vllm bench serve --save-result` writes it (with
+                                     `--save-detailed`: every request's lengths, TTFT, ITLs and errors too)
     client.json                      the load generators' self-check (loop lag, CPU) per process
     arrivals.json  stages.json       (open loop / ramp stages) the schedule; when each stage began
     ui_steps.png  llm_history.csv    (--ui) each user level held as a step; the live charts' points

@@ -83,7 +83,7 @@ def build_summary(paths: VariantPaths, scenario: str, variant: str, facts: RunFa
         goodput=goodput(records, facts.slo, head.duration_s), locust_crosscheck=check,
         crosscheck_agrees=crosscheck_agrees(requests, head.tokens, check), connections=connections(records),
         memory=metrics.memory, host=summarize_host(samples, host_limits), gpus=gpu_telemetry(samples),
-        server_side=server_side(samples, records),
+        server_side=server_side(samples, records, steady, first),
         server_metrics=server_metrics(metrics, records),
         server=server, server_down=server_down(records, server.down_at, samples)
         if facts.status in ("crashed", "server_lost") else None,
@@ -98,7 +98,7 @@ def build_summary(paths: VariantPaths, scenario: str, variant: str, facts: RunFa
     summary = replace(summary, cost=cost(facts.cost_rates, summary.duration_s, summary.energy, summary.tokens),
                       intervals=window_intervals(records, np.ones(len(records), dtype=bool), first,
                                                  first + head.duration_s, facts.slo, asdict(summary.throughput),
-                                                 whole=True)
+                                                 whole=True, itl=None if head.latency_ms.itl is None else asdict(head.latency_ms.itl))
                       if first is not None and summary.requests.completed else None)
     summary = replace(summary, notes=tuple(notes(summary)))
     write_reports(summary, paths, records, load)
@@ -124,10 +124,10 @@ def read_summary(paths: VariantPaths) -> Summary | None:
     return from_json(Summary, data, str(paths.summary_json)) if isinstance(data, dict) else None
 
 
-def rebuild_summary(paths: VariantPaths, scenario: str) -> Summary:
+def rebuild_summary(paths: VariantPaths, scenario: str, detailed: bool = False) -> Summary:
     """``tokenswarm report``: a variant's summary rebuilt from its files and ``run.json`` (what the run knew);
     a sweep's steps and a search's probes are rebuilt first, then its ``sweep`` or ``capacity`` block from
-    their new summaries."""
+    their new summaries. ``detailed``: ``vllm_bench.json`` lists every request (also when the run did not)."""
     run = read_json(paths.run_json)
     old = read_json(paths.summary_json) or {}
     if run:
@@ -138,16 +138,17 @@ def rebuild_summary(paths: VariantPaths, scenario: str) -> Summary:
         facts = from_json(RunFacts, old, str(paths.summary_json))
         limits = HostLimits(**((old.get("host") or {}).get("limits") or {}))
         scenario, variant = old.get("scenario", scenario), old.get("variant", paths.dir.name)
+    facts = replace(facts, save_detailed=facts.save_detailed or detailed)
     if facts.sweep:
         block = facts.sweep
         sweep = Sweep(block.key, tuple(block.values), block.warmup_prompts, block.settle_s)
         for value in sweep.values:
             step = VariantPaths(paths.dir / "steps" / sweep.label(value))
             if step.summary_json.is_file():
-                rebuild_summary(step, scenario)
+                rebuild_summary(step, scenario, detailed)
         facts = replace(facts, sweep=sweep_block(paths, sweep))
     for probe in (read_json(paths.search_json) or {}).get("probes") or []:  # a capacity search's probes
         step = VariantPaths(paths.dir / "steps" / probe["label"])
         if step.summary_json.is_file():
-            rebuild_summary(step, scenario)
+            rebuild_summary(step, scenario, detailed)
     return build_summary(paths, scenario, variant, facts, limits)

@@ -1,4 +1,5 @@
-"""``vllm_bench.json``: a variant's result in the JSON of ``vllm bench serve --save-result --save-detailed``.
+"""``vllm_bench.json``: a variant's result in the JSON of ``vllm bench serve --save-result`` (with ``--save-detailed``:
+its per-request lists too).
 
 Stage: report. Written so that dashboards built on vLLM's result files read tokenswarm's; the field
 names, units and aggregates are those of vLLM's ``vllm/benchmarks/serve.py`` (``benchmark()``'s
@@ -35,6 +36,9 @@ Where the per-request definitions coincide and where not (tokenswarm's are in do
 - ``start_times``: wall-clock send times (``time.time()``); vLLM's are ``perf_counter()`` values, so
   only their differences mean anything in either.
 - ``generated_texts``: empty strings; tokenswarm does not keep the text.
+- The per-request lists (``DETAILED``) are written only as vLLM writes them, with ``--save-detailed``
+  (``tokenswarm run|report --save-detailed``): a million requests' ``itls`` are 0.7 GB and most of the
+  report's time.
 - ``itls`` are written to 0.1 µs, the records' own resolution (chunk offsets carry 4 decimals of ms), so a
   gap reads as the exact difference of its offsets rather than with the float subtraction's last digits;
   a long run's million lists are written block by block, never held as Python lists.
@@ -79,6 +83,8 @@ BACKEND = "openai-chat"
 USED = frozenset({"send_ts", "status", "error_class", "error_detail", "prompt_tokens", "expected_prompt_tokens",
                   "output_tokens", "ttft_ms", "tpot_ms", "e2e_ms", "tokens_per_chunk", "chunk_offsets_ms"})
 """The record fields a ``vllm_bench.json`` is made of."""
+DETAILED = ("input_lens", "output_lens", "start_times", "ttfts", "itls", "generated_texts", "errors")
+"""The per-request lists vLLM leaves out without ``--save-detailed`` (``vllm/benchmarks/serve.py``)."""
 DATE_FORMAT = "%Y%m%d-%H%M%S"
 """vLLM's ``date`` (``datetime.now().strftime``), local time."""
 RESOLUTION_DECIMALS = 7
@@ -152,10 +158,11 @@ def _traffic(load: LoadSpec | None) -> dict[str, Any]:
             "max_concurrency": users}
 
 
-def vllm_bench(summary: Summary, records: pd.DataFrame, load: LoadSpec | None = None) -> dict[str, Any] | None:
+def vllm_bench(summary: Summary, records: pd.DataFrame, load: LoadSpec | None = None,
+               detailed: bool = False) -> dict[str, Any] | None:
     """The ``vllm bench serve`` result of a variant; None when it sent no request (vLLM writes none).
     The per-request lists are numpy arrays (a long run has a million requests), ``itls`` a
-    ``RequestGaps``; ``write_vllm_bench`` writes them as JSON lists."""
+    ``RequestGaps``; ``write_vllm_bench`` writes them as JSON lists. ``detailed``: with the ``DETAILED`` ones."""
     if records is None or records.empty or "status" not in records:
         return None
     used = [c for c in records if c in USED]  # sorted below: not every column, a long run's frame is large
@@ -186,13 +193,12 @@ def vllm_bench(summary: Summary, records: pd.DataFrame, load: LoadSpec | None = 
         "request_goodput": goodput.requests_per_s if goodput else None,
         "output_throughput": decode,
         "total_token_throughput": prefill + decode if prefill is not None and decode is not None else None,
-        "input_lens": prompt.to_numpy().astype(np.int64), "output_lens": output.astype(np.int64),
-        "ttfts": (numeric_column(rows, "ttft_ms").fillna(0) / 1000).to_numpy(),
-        "itls": RequestGaps(chunk_offsets(rows)),
+        **({"input_lens": prompt.to_numpy().astype(np.int64), "output_lens": output.astype(np.int64),
+            "ttfts": (numeric_column(rows, "ttft_ms").fillna(0) / 1000).to_numpy(),
+            "itls": RequestGaps(chunk_offsets(rows))} if detailed else {}),
         "latencies": np.where(done, numeric_column(rows, "e2e_ms").fillna(0) / 1000, 0.0),
-        "start_times": sends,
-        "generated_texts": [""] * len(rows),
-        "errors": _errors(rows, done),
+        **({"start_times": sends, "generated_texts": [""] * len(rows), "errors": _errors(rows, done)}
+           if detailed else {}),
         "max_output_tokens_per_s": float(per_second.max()) if not per_second.empty else 0.0,
         "max_concurrent_requests": peak_in_flight(sends[done], ends[done]),
     }
@@ -203,10 +209,10 @@ def vllm_bench(summary: Summary, records: pd.DataFrame, load: LoadSpec | None = 
 
 
 def write_vllm_bench(summary: Summary, records: pd.DataFrame | None, path: Path,
-                     load: LoadSpec | None = None) -> Path | None:
-    """Write ``vllm_bench.json`` (``load``: the load the result ran); a variant that sent nothing has none (a
-    stale one is removed)."""
-    result = vllm_bench(summary, records, load) if records is not None else None
+                     load: LoadSpec | None = None, detailed: bool = False) -> Path | None:
+    """Write ``vllm_bench.json`` (``load``: the load the result ran; ``detailed``: ``--save-detailed``'s lists too); a
+    variant that sent nothing has none (a stale one is removed)."""
+    result = vllm_bench(summary, records, load, detailed) if records is not None else None
     if result is None:
         path.unlink(missing_ok=True)
         return None

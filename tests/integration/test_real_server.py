@@ -23,6 +23,7 @@ import requests
 import yaml
 
 from orchestrate.load.prometheus import read_server
+from orchestrate.report.aggregates.recordsfile import fresh_columns
 from orchestrate.scenario.flags import FLAG_ALIASES, RENAMED, SHORT_NAMES, flag_args, llama_server_argv
 from orchestrate.scenario.parse import load_scenario
 from orchestrate.scenario.spec import ServerSpec
@@ -218,6 +219,8 @@ def test_tokenswarm_export_gives_the_real_runs_records_as_parquet_value_for_valu
     rows = pq.read_table(tmp_path / "fa-on" / "requests.parquet").to_pylist()
     assert len(rows) == len(records) == REAL_LOAD["num_prompts"]
     assert all({key: row[key] for key in record} == record for row, record in zip(rows, records))
+    kept = pq.read_table(run / "fa-on" / "requests.parquet")  # the run's report left its columns: the same rows
+    assert kept.to_pylist() == rows and fresh_columns(run / "fa-on" / "requests.jsonl") is not None
     samples = pd.read_parquet(tmp_path / "fa-on" / "metrics.parquet")
     assert [None if pd.isna(x) else x for x in samples["metrics.tokens_predicted_total"]] == [
         (s["metrics"] or {}).get("tokens_predicted_total") for s in read_jsonl(run / "fa-on" / "metrics.jsonl")]
@@ -253,6 +256,10 @@ def test_the_real_servers_queue_over_time_is_what_its_metrics_said(real_server, 
     curves = {f["layout"]["title"]["text"]: f["data"][0]["y"] for f in page_figures(run / "report.html").values()}
     assert curves["requests waiting: the server's queue (its /metrics)"] == [r["series"]["waiting"] for r in scraped]
     assert curves["requests running (the server's /metrics)"] == [r["series"]["running"] for r in scraped]
+    timed = [(s["t"], s["server"]["series"]["generation_tokens"]) for s in samples if s.get("server")]
+    rates = [(b - a) / (tb - ta) for (ta, a), (tb, b) in zip(timed, timed[1:])]  # its counter, scrape to scrape
+    drawn = curves["tokens generated/s by the server's count (its /metrics, per scrape)"]
+    assert drawn == [pytest.approx(r, rel=1e-4) for r in rates] and max(rates) > 0  # the first scrape: no rate
     direct = read_server(requests.get(f"{real_server.url}/metrics", timeout=10).text)
     assert direct is not None and direct["series"] == {**scraped[-1]["series"], "running": 0.0, "waiting": 0.0}
     busy = {g["name"]: g for g in block["extra"]}["llamacpp:n_busy_slots_per_decode"]  # a metric the scenario named

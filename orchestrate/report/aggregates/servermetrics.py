@@ -136,7 +136,8 @@ def _rate(tokens: float | None, seconds: float | None) -> float | None:
 def metrics_timeline(path: Path) -> pd.DataFrame:
     """Per sample: its wall clock ``t``, the server's prefill/decode tok/s over the interval that ends there
     (counter deltas / wall seconds: the aggregate over slots), requests processing/deferred, memory in
-    bytes and the machine's power in watts.
+    bytes and the machine's power in watts; from any server's ``/metrics``: running, waiting, KV use and its
+    generated tokens/s over the interval (``server_generation_tok_s``).
 
     llama.cpp adds a request's prompt tokens when its prefill ends but its generated tokens only when
     the request ends, so decode tok/s here lags and bunches up at request ends.
@@ -153,6 +154,10 @@ def metrics_timeline(path: Path) -> pd.DataFrame:
     readings = df["server"] if "server" in df else pd.Series([None] * len(df), index=df.index)
     for key in ("running", "waiting", "kv_usage"):  # any server's, in the report's names (load/prometheus.py)
         out[f"server_{key}"] = [r["series"].get(key) if isinstance(r, dict) else None for r in readings]
+    generated = pd.to_numeric(pd.Series([r["series"].get("generation_tokens") if isinstance(r, dict) else None
+                                         for r in readings], index=df.index, dtype=object), errors="coerce").dropna()
+    step = generated.diff()  # per scrape interval; a drop (a restart) is no rate
+    out["server_generation_tok_s"] = (step / numeric_column(df, "t")[generated.index].diff()).where(step >= 0)
     states = df["gpus"] if "gpus" in df else pd.Series([None] * len(df), index=df.index)
     for key, name, pick in (("gpu_util_pct", "util_pct", lambda v: sum(v) / len(v)),
                              ("gpu_temperature_c", "temperature_c", max), ("gpu_sm_clock_mhz", "sm_clock_mhz", min)):

@@ -21,7 +21,8 @@ import pandas as pd
 from orchestrate.report.aggregates.servermetrics import counter_increase
 from orchestrate.report.aggregates.stats import numeric_column
 from orchestrate.report.formats import fmt_ms
-from orchestrate.report.schema.serverside import GaugeOverRun, ServerHistogram, ServerSide
+from orchestrate.report.schema.serverside import GaugeOverRun, ServerHistogram, ServerSide, ServerWindow
+from orchestrate.report.schema.steady import SteadyState
 
 GAUGES = ("running", "waiting", "kv_usage")
 CLIENT = {"ttft_s": "ttft_ms", "tpot_s": "tpot_ms", "e2e_s": "e2e_ms"}
@@ -75,9 +76,12 @@ def _ms(found: tuple[float, float, float] | None) -> float | None:
     return None if found is None else 1000 * found[0]
 
 
-def server_side(samples: list[dict[str, Any]], records: pd.DataFrame) -> ServerSide | None:
-    """The block; None when no scrape was read in a known vocabulary."""
-    every = [s["server"] for s in samples if isinstance(s.get("server"), dict)]
+def server_side(samples: list[dict[str, Any]], records: pd.DataFrame,
+                steady: SteadyState | None = None, first_send: float | None = None) -> ServerSide | None:
+    """The block; None when no scrape was read in a known vocabulary. ``steady``: the steady-state window (its
+    times after ``first_send``), whose scrapes give the counters' rates within it."""
+    scraped = [s for s in samples if isinstance(s.get("server"), dict)]
+    every = [s["server"] for s in scraped]
     named: dict[str, list[float]] = {}
     for r in every:
         for key, value in (r.get("extra") or {}).items():
@@ -87,7 +91,8 @@ def server_side(samples: list[dict[str, Any]], records: pd.DataFrame) -> ServerS
     if not readings:
         return ServerSide(dialect="unknown", samples=len(every), extra=extra) if extra else None
     dialect = Counter(r["dialect"] for r in readings).most_common(1)[0][0]
-    readings = [r for r in readings if r["dialect"] == dialect]
+    timed = [(s.get("t"), s["server"]) for s in scraped if s["server"].get("dialect") == dialect]
+    readings = [r for _, r in timed]
     first, last = readings[0], readings[-1]
     gauges = []
     for name in GAUGES:
@@ -109,7 +114,29 @@ def server_side(samples: list[dict[str, Any]], records: pd.DataFrame) -> ServerS
                       prefix_hit_rate=hits / queries if hits is not None and queries else
                       statistics.fmean(rates) if rates else None,
                       histograms=histograms, disagrees=tuple(h.name for h in histograms if h.agrees is False),
-                      extra=extra)
+                      extra=extra, window=_window(timed, steady, first_send))
+
+
+def _window(timed: list[tuple[Any, dict[str, Any]]], steady: SteadyState | None,
+            first_send: float | None) -> ServerWindow | None:
+    """The counters' increase between the first and last scrape inside the steady-state window, over their span."""
+    if steady is None or first_send is None or steady.start_s is None or steady.end_s is None:
+        return None  # no window: too few requests, or none in a steady state
+    start, end = first_send + steady.start_s, first_send + steady.end_s
+    inside = [(float(t), r) for t, r in timed if isinstance(t, (int, float)) and start <= t <= end]
+    if len(inside) < 2 or inside[-1][0] <= inside[0][0]:
+        return None
+    span = inside[-1][0] - inside[0][0]
+
+    def increase(key: str) -> float | None:
+        return counter_increase(pd.Series([r["series"].get(key) for _, r in inside], dtype=float))
+
+    prompt, generation = increase("prompt_tokens"), increase("generation_tokens")
+    return ServerWindow(start_s=inside[0][0] - first_send, end_s=inside[-1][0] - first_send, samples=len(inside),
+                        prompt_tokens=prompt, generation_tokens=generation,
+                        prompt_tok_s=None if prompt is None else prompt / span,
+                        generation_tok_s=None if generation is None else generation / span,
+                        client_decode_tok_s=steady.decode_tok_s)
 
 
 LABELS = {"running": "running", "waiting": "queue", "kv_usage": "KV cache", "ttft_s": "TTFT", "itl_s": "ITL",
@@ -138,4 +165,9 @@ def server_side_line(block: ServerSide | None) -> str | None:
             said += (f" (bucket {fmt_ms(low)}–{fmt_ms(high)}), the client's {fmt_ms(h.client_p50_ms)}: "
                      + ("agrees" if h.agrees else "**differs**"))
         parts.append(said)
+    w = block.window
+    if w is not None and w.generation_tok_s is not None:
+        parts.append(f"in the steady window it generated {w.generation_tok_s:,.1f} tok/s"
+                     + (f" (the client received {w.client_decode_tok_s:,.1f})" if w.client_decode_tok_s is not None
+                        else ""))
     return f"the server's own /metrics ({block.dialect}, {block.samples} scrapes): " + "; ".join(parts)

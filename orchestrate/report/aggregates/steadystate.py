@@ -31,7 +31,7 @@ import pandas as pd
 
 from locustfiles.records import CANCELLED, OK
 from orchestrate.report.aggregates.chunkcolumn import without_offsets
-from orchestrate.report.aggregates.chunks import itl_stats, tokens_received
+from orchestrate.report.aggregates.chunks import tokens_received, tokens_received_sets
 from orchestrate.report.aggregates.concurrency import in_flight, request_ends
 from orchestrate.report.aggregates.goodput import good_requests, goodput
 from orchestrate.report.aggregates.intervals import (
@@ -174,10 +174,12 @@ def _figures(records: pd.DataFrame, inside: np.ndarray, start: float, end: float
     duration = end - start
     ok_mask = (light["status"] == OK).to_numpy()
     mine, mine_ok = light[inside], light[inside & ok_mask]
-    output = tokens_received(records, [(start, end)], rows=ok_mask)[0] if ok_mask.any() else 0.0
+    window, parts = [(start, end)], slices(start, end)
+    output, *decode = (tokens_received_sets(records, [window, parts], rows=ok_mask) if ok_mask.any()
+                       else [[0.0], [0.0] * len(parts)])
     ends = request_ends(light[ok_mask]).to_numpy(dtype=float)
     rates = {"prefill_tok_s": per_second(prompt_tokens_within(light[ok_mask], [(start, end)])[0], duration),
-             "decode_tok_s": per_second(output, duration),
+             "decode_tok_s": per_second(output[0], duration),
              "requests_per_s": per_second(int(((ends >= start) & (ends < end)).sum()), duration)}
     return {"start_s": start - first, "end_s": end - first, "duration_s": duration,
             "requests": int(inside.sum()), "completed": int(len(mine_ok)),
@@ -185,21 +187,25 @@ def _figures(records: pd.DataFrame, inside: np.ndarray, start: float, end: float
             "ttft_ms": _percentiles(numeric_column(mine_ok, "ttft_ms")),
             "tpot_ms": _percentiles(numeric_column(mine_ok, "tpot_ms")),
             "goodput": goodput(mine, slo, duration),
-            "intervals": window_intervals(records, inside, start, end, slo, rates)}
+            "intervals": window_intervals(records, inside, start, end, slo, rates, decode=decode[0])}
 
 
 def window_intervals(records: pd.DataFrame, inside: np.ndarray, start: float, end: float,
-                     slo: dict[str, float] | None, rates: dict[str, float | None], whole: bool = False) -> Intervals:
+                     slo: dict[str, float] | None, rates: dict[str, float | None],
+                     whole: bool = False, itl: dict[str, float] | None = None,
+                     decode: list[float] | None = None) -> Intervals:
     """95 % intervals of the figures of [start, end) (wall clock): its ``rates`` (decode_tok_s, prefill_tok_s,
     requests_per_s, as the block states them) ± batch means over ``BATCHES`` slices (tokens of every completed
     request that fall inside), its latencies (of the requests sent in it: ``inside``, a mask) by order statistics
     and batch means, its SLO attainment by batch means and Wilson (``aggregates/intervals.py``). ``whole``: the
-    run's headline, which also has E2E and ITL."""
+    run's headline, which also has E2E and ITL (around ``itl``, the headline's pooled ITL). ``decode``: the
+    slices' tokens when the caller has them (``tokens_received`` over ``slices(start, end)``)."""
     light = without_offsets(records)
     ok_mask = (light["status"] == OK).to_numpy()
     windows = slices(start, end)
     width = (end - start) / len(windows)
-    decode = tokens_received(records, windows, rows=ok_mask) if ok_mask.any() else [0.0] * len(windows)
+    if decode is None:
+        decode = tokens_received(records, windows, rows=ok_mask) if ok_mask.any() else [0.0] * len(windows)
     ends = request_ends(light[ok_mask]).to_numpy(dtype=float)
     edges = np.array([a for a, _ in windows] + [windows[-1][1]])
     ends = ends[(ends >= edges[0]) & (ends < edges[-1])]  # half-open, as every window here
@@ -215,17 +221,13 @@ def window_intervals(records: pd.DataFrame, inside: np.ndarray, start: float, en
     def latency(metric: str) -> PercentileIntervals | None:
         return percentile_intervals(numeric_column(light, metric).to_numpy(dtype=float)[done_order])
 
-    itl = None
-    if whole:
-        rows = np.zeros(len(records), dtype=bool)
-        rows[done_order] = True
-        itl = itl_intervals(records, done_order, itl_stats(records, rows))
+    itl_ms = itl_intervals(records, done_order, itl) if whole else None
     return Intervals(batches=len(windows), decode_tok_s=rate("decode_tok_s", decode),
                      prefill_tok_s=rate("prefill_tok_s", prompt_tokens_within(light[ok_mask], windows)),
                      requests_per_s=rate("requests_per_s", done),
                      goodput_share=share_interval(good_requests(light.iloc[order], slo)) if slo else None,
                      ttft_ms=latency("ttft_ms"), tpot_ms=latency("tpot_ms"),
-                     e2e_ms=latency("e2e_ms") if whole else None, itl_ms=itl)
+                     e2e_ms=latency("e2e_ms") if whole else None, itl_ms=itl_ms)
 
 
 def prompt_tokens_within(ok: pd.DataFrame, windows: list[tuple[float, float]]) -> list[float]:

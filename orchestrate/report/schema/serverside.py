@@ -50,6 +50,28 @@ class ServerHistogram:
 
 
 @dataclass(frozen=True)
+class ServerWindow:
+    """The server's counters between its first and last scrape inside the steady-state window."""
+
+    start_s: float = 0.0
+    """The first scrape inside the window, s after the first request was sent."""
+    end_s: float = 0.0
+    """The last scrape inside it, s after the first request was sent."""
+    samples: int = 0
+    """Scrapes inside the window."""
+    prompt_tokens: float | None = None
+    """Its prompt token counter's increase between them."""
+    generation_tokens: float | None = None
+    """Its generated token counter's increase between them."""
+    prompt_tok_s: float | None = None
+    """``prompt_tokens`` over ``end_s`` − ``start_s``."""
+    generation_tok_s: float | None = None
+    """``generation_tokens`` over ``end_s`` − ``start_s``: the server's decode rate."""
+    client_decode_tok_s: float | None = None
+    """The client's decode rate over the window (``steady_state.decode_tok_s``), to compare."""
+
+
+@dataclass(frozen=True)
 class ServerSide:
     """``server_side``; absent when the server exported none of the metrics ``load/prometheus.py`` knows."""
 
@@ -71,3 +93,6 @@ class ServerSide:
     """The histograms whose median the client's does not fall within."""
     extra: tuple[GaugeOverRun, ...] = omitted(())
     """The metrics the scenario named (``server.metrics_extra``), each's mean and max over the scrapes."""
+    window: ServerWindow | None = omitted()
+    """The same counters within the steady-state window, as rates beside the client's; absent without a window
+    holding two scrapes."""

@@ -99,6 +99,9 @@ class RunFacts:
     """The ``slo:`` limits, ms (``ttft_ms``, ``tpot_ms``, ``e2e_ms``: those set); absent without an SLO."""
     cost_rates: CostRates | None = omitted()
     """The prices the run was given (``cost:``, ``--usd-per-hour``, ``--usd-per-kwh``); absent without prices."""
+    save_detailed: bool = run_json_only(False)
+    """``--save-detailed``: ``vllm_bench.json`` lists every request (vLLM's flag). Kept in ``run.json`` only, so
+    that ``tokenswarm report`` writes the same file again."""
     repeat: Repeat | None = omitted()
     """Which repeat this is; absent without repeats."""
     warmup: Warmup | None = omitted()

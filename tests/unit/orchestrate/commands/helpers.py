@@ -39,11 +39,13 @@ class FakeRunLoop:
         self.resumes: list[Path | None] = []
         self.roots: list[Path] = []
         self.api_keys: list[str | None] = []
+        self.detailed: list[bool] = []
         self.status = "completed"
 
     def __call__(self, scenario: Scenario, results_root: Path, swarm: Swarm = Swarm(),
-                 ui: WebUi | None = None, resume: Path | None = None) -> Path:
+                 ui: WebUi | None = None, resume: Path | None = None, detailed: bool = False) -> Path:
         self.resumes.append(resume)
+        self.detailed.append(detailed)
         self.scenarios.append(scenario)
         self.swarms.append(swarm)
         self.uis.append(ui)

@@ -31,11 +31,11 @@ def test_run_rejects_bad_numbers_in_one_line(capsys, no_run, flag: str, value: s
 
 def test_locust_and_vllm_habits_mean_the_same(no_run, tmp_path: Path):
     assert main(["run", str(DEMO), "-u", "8", "-r", "2", "-t", "1m30s", "--seed", "7", "--request-rate", "3",
-                 "--result-dir", str(tmp_path), "--save-result"]) == 0
+                 "--result-dir", str(tmp_path), "--save-result", "--save-detailed"]) == 0
     (scenario,) = no_run.scenarios
     load = scenario.variants[0].load
     assert (load.users, load.spawn_rate, load.max_seconds, load.seed, load.rate) == (8, 2.0, 90.0, 7, 3.0)
-    assert no_run.roots == [tmp_path]
+    assert no_run.roots == [tmp_path] and no_run.detailed == [True]
 
 
 @pytest.mark.parametrize("text, seconds", [("90", 90), ("30s", 30), ("5m", 300), ("1h30m", 5400), ("1m30s", 90),

@@ -141,7 +141,8 @@ def test_capacity_runs_every_variant_with_the_search_of_its_flags(tmp_path: Path
                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     scenarios: list[Scenario] = []
 
-    def run_scenario(scenario: Scenario, results_root: Path, swarm: object, resume: Path | None = None) -> Path:
+    def run_scenario(scenario: Scenario, results_root: Path, swarm: object, resume: Path | None = None,
+                     detailed: bool = False) -> Path:
         """Starts nothing: one completed summary per variant."""
         scenarios.append(scenario)
         for v in scenario.variants:

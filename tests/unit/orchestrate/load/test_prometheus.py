@@ -45,6 +45,51 @@ def test_a_histogram_keeps_its_cumulative_buckets_summed_over_labels() -> None:
     assert read_server(twice)["series"] == {"running": 1.0}  # type: ignore[index]
 
 
+# Real texts, quoted from each project (tests/fixtures/metrics/README.md says where); the values below are read
+# from those texts by eye.
+
+def test_sglang_s_own_docs_example_lands_on_the_report_s_names() -> None:
+    found = reading("sglang-docs.txt")
+    assert found["dialect"] == "sglang" and found["extra"] == {}
+    assert found["series"] == {"running": 162.0, "waiting": 2826.0, "kv_usage": 0.28, "prompt_tokens": 8.128902e+06,
+                               "generation_tokens": 7.557572e+06, "prefix_hit_rate": 0.007507552643049313}
+    assert set(found["histograms"]) == {"ttft_s", "e2e_s", "tpot_s"}  # sglang:func_latency_seconds is not mapped
+    assert found["histograms"]["ttft_s"] == {
+        "buckets": [[0.001, 0.0], [0.005, 0.0], [0.01, 0.0], [0.02, 0.0], [0.04, 1.0], [0.06, 3.0], [0.08, 6.0],
+                    [0.1, 6.0], [0.25, 6.0], [0.5, 6.0], [0.75, 6.0], [1.0, 27.0], [2.5, 140.0], [5.0, 314.0],
+                    [7.5, 941.0], [10.0, 1330.0], [15.0, 1970.0], [20.0, 2326.0], [25.0, 2417.0], [30.0, 2513.0],
+                    [None, 11008.0]],
+        "sum": 2.3518979474117756e+06, "count": 11008.0}
+    e2e, tpot = found["histograms"]["e2e_s"], found["histograms"]["tpot_s"]
+    assert (e2e["buckets"][0], e2e["buckets"][-1], e2e["sum"], e2e["count"]) == (
+        [0.3, 0.0], [None, 11228.0], 3.116093850019932e+06, 11228.0)
+    assert (tpot["buckets"][0], tpot["buckets"][-1], tpot["sum"], tpot["count"]) == (
+        [0.005, 1.0], [None, 7.400757e+06], 866964.5791549598, 7.400757e+06)
+
+
+def test_vllm_s_design_docs_example_with_its_elisions() -> None:
+    found = reading("vllm-docs-design.txt")  # "$ curl ..." and "..." lines are not samples
+    assert found["dialect"] == "vllm" and found["series"] == {"running": 8.0, "generation_tokens": 27453.0}
+    assert found["histograms"] == {"ttft_s": {
+        "buckets": [[0.001, 0.0], [0.005, 0.0], [0.01, 0.0], [0.02, 13.0], [0.04, 97.0], [0.06, 123.0],
+                    [0.08, 138.0], [0.1, 140.0]],
+        "sum": None, "count": 140.0}}  # quoted without its +Inf bucket and _sum
+
+
+def test_vllm_s_usage_docs_example_is_vllm_with_nothing_the_report_reads() -> None:
+    found = reading("vllm-docs-usage.txt")  # only vllm:iteration_tokens_total, which the report does not read
+    assert found == {"dialect": "vllm", "series": {}, "histograms": {}, "extra": {}}
+
+
+def test_vllm_s_deprecated_prefix_cache_names_still_read() -> None:
+    """vLLM 0.10 still exports ``vllm:gpu_prefix_cache_*_total`` (deprecated for ``vllm:prefix_cache_*``)."""
+    text = "\n".join(['vllm:kv_cache_usage_perc{engine="0",model_name="m"} 0.25',
+                      'vllm:gpu_prefix_cache_queries_total{engine="0",model_name="m"} 32.0',
+                      'vllm:gpu_prefix_cache_hits_total{engine="0",model_name="m"} 8.0'])
+    assert read_server(text) == {"dialect": "vllm", "series": {"kv_usage": 0.25, "prefix_queries": 32.0,
+                                                               "prefix_hits": 8.0}, "histograms": {}, "extra": {}}
+
+
 def test_unknown_text_is_no_reading_unless_asked_for_by_name() -> None:
     assert read_server("<html>not found</html>") is None and read_server("") is None
     assert read_server("my_queue_depth 7\n", extra=("my_queue_depth",)) == {

@@ -10,7 +10,8 @@ import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 
-from orchestrate.report.export import RECORDS_SCHEMA, export_variant, leaves
+from orchestrate.report.aggregates.recordsfile import COLUMNS_SCHEMA
+from orchestrate.report.export import export_variant, leaves
 from orchestrate.results import VariantPaths
 from tests.unit.orchestrate.report.aggregates.test_headline import study_records
 
@@ -36,7 +37,7 @@ def test_parquet_reads_back_every_record_value_for_value(tmp_path: Path) -> None
     assert [p.name for p in written] == ["requests.parquet", "metrics.parquet", "summary.parquet"]
     rows = pq.read_table(paths.dir / "requests.parquet").to_pylist()
     records = [json.loads(r.to_json()) for r in study_records()]  # the torn last line is no record
-    assert len(rows) == len(records) and pq.read_schema(paths.dir / "requests.parquet") == RECORDS_SCHEMA
+    assert len(rows) == len(records) and pq.read_schema(paths.dir / "requests.parquet") == COLUMNS_SCHEMA
     for row, record in zip(rows, records):
         assert {key: row[key] for key in record} == record
         assert all(row[key] is None for key in row if key not in record)

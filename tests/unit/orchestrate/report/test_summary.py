@@ -173,3 +173,19 @@ def test_run_json_keeps_the_load_and_the_report_reads_it_not_the_settings(tmp_pa
     rebuilt = rebuild_typed(paths, "s")
     assert rebuilt.load == LoadSpec(users=2) and rebuilt.steady_state is not None
     assert rebuilt.steady_state.rule == CLOSED_RULE
+
+
+def test_save_detailed_is_kept_in_run_json_and_a_report_can_ask_for_it(tmp_path: Path) -> None:
+    """vLLM's --save-detailed: the per-request lists in vllm_bench.json; a rebuild keeps what the run chose, and
+    ``tokenswarm report --save-detailed`` adds them to a run made without."""
+    paths = VariantPaths.create(tmp_path, "v")
+    write_records(paths, 4)
+    build_summary(paths, "s", "v", RunFacts("completed"))
+    assert "itls" not in json.loads(paths.vllm_bench_json.read_text())
+    assert "save_detailed" not in json.loads(paths.run_json.read_text())["known"]
+    rebuild_typed(paths, "s", detailed=True)
+    assert len(json.loads(paths.vllm_bench_json.read_text())["itls"]) == 4
+    assert json.loads(paths.run_json.read_text())["known"]["save_detailed"] is True
+    assert "save_detailed" not in json.loads(paths.summary_json.read_text())
+    rebuild_summary(paths, "s")
+    assert len(json.loads(paths.vllm_bench_json.read_text())["itls"]) == 4

@@ -18,7 +18,7 @@ from orchestrate.report.aggregates.recordsfile import read_records
 from orchestrate.report.jsontypes import from_json
 from orchestrate.report.schema import Summary
 from orchestrate.report.schema.server import Server
-from orchestrate.report.vllm_format import vllm_bench, write_vllm_bench
+from orchestrate.report.vllm_format import DETAILED, vllm_bench, write_vllm_bench
 from orchestrate.scenario.settings import load_of
 from orchestrate.scenario.spec import LoadSpec
 
@@ -86,7 +86,7 @@ for _metric in ("ttft", "tpot", "itl", "e2el"):
 
 def test_every_field_with_its_type_and_json_without_nan(tmp_path: Path) -> None:
     summary, df = summary_and_frame()
-    path = write_vllm_bench(summary, df, tmp_path / "vllm_bench.json", LOAD)
+    path = write_vllm_bench(summary, df, tmp_path / "vllm_bench.json", LOAD, detailed=True)
     assert path is not None
     bench = json.loads(path.read_text())
     json.dumps(bench, allow_nan=False)  # dashboards parse strict JSON
@@ -103,9 +103,18 @@ def test_every_field_with_its_type_and_json_without_nan(tmp_path: Path) -> None:
                                             [95.0, bench["p95_ttft_ms"]], [99.0, bench["p99_ttft_ms"]]]
 
 
+def test_without_save_detailed_the_per_request_lists_are_left_out_as_vllm_does(tmp_path: Path) -> None:
+    summary, df = summary_and_frame()
+    full = vllm_bench(summary, df, LOAD, detailed=True)
+    bench = json.loads(write_vllm_bench(summary, df, tmp_path / "v.json", LOAD).read_text())  # type: ignore[union-attr]
+    assert full is not None and set(full) - set(bench) == set(DETAILED) and set(bench) <= set(full)
+    assert bench["latencies"] == [pytest.approx(x) for x in full["latencies"]]  # vLLM keeps this one
+    assert bench["p99_itl_ms"] == full["p99_itl_ms"] and bench["completed"] == full["completed"]
+
+
 def test_values_by_hand() -> None:
     summary, df = summary_and_frame()
-    bench = vllm_bench(summary, df, LOAD)
+    bench = vllm_bench(summary, df, LOAD, detailed=True)
     assert bench is not None
     assert (bench["backend"], bench["endpoint_type"], bench["label"]) == ("openai-chat", "openai-chat",
                                                                           "study/fa-off")
@@ -191,8 +200,8 @@ def test_the_columnar_frame_gives_the_same_file(tmp_path: Path) -> None:
     summary, df = summary_and_frame()
     path = tmp_path / "requests.jsonl"
     path.write_text("".join(r.to_json() + "\n" for r in records()))
-    lists = json.loads(write_vllm_bench(summary, df, tmp_path / "a.json", LOAD).read_text())  # type: ignore[union-attr]
-    cols = json.loads(write_vllm_bench(summary, read_records(path), tmp_path / "b.json", LOAD).read_text())  # type: ignore[union-attr]
+    lists = json.loads(write_vllm_bench(summary, df, tmp_path / "a.json", LOAD, True).read_text())  # type: ignore[union-attr]
+    cols = json.loads(write_vllm_bench(summary, read_records(path), tmp_path / "b.json", LOAD, True).read_text())  # type: ignore[union-attr]
     assert cols == lists
 
 
@@ -202,5 +211,5 @@ def test_itls_are_written_at_the_records_resolution(tmp_path: Path) -> None:
     r.chunk_offsets_ms = [138.266, 152.4106, 160.0]
     summary, _ = summary_and_frame()
     df = pd.DataFrame([asdict(r)])
-    bench = json.loads(write_vllm_bench(summary, df, tmp_path / "v.json", LOAD).read_text())  # type: ignore[union-attr]
+    bench = json.loads(write_vllm_bench(summary, df, tmp_path / "v.json", LOAD, True).read_text())  # type: ignore[union-attr]
     assert bench["itls"] == [[0.0141446, 0.0075894]]

@@ -11,7 +11,13 @@ import pandas as pd
 import pytest
 
 from orchestrate.report.aggregates import blockstats, chunkcolumn
-from orchestrate.report.aggregates.chunks import itl_stats, output_tokens_per_second, tokens_received
+from orchestrate.report.aggregates.chunkcolumn import COLUMN
+from orchestrate.report.aggregates.chunks import (
+    itl_stats,
+    output_tokens_per_second,
+    tokens_received,
+    tokens_received_sets,
+)
 from orchestrate.report.aggregates.headline import summarize_records
 from tests.unit.orchestrate.report.aggregates.test_headline import T0, columnar, frame, ok_record, study_records
 
@@ -69,3 +75,15 @@ def test_tokens_received_in_windows_counts_every_records_chunks(tmp_path: Path):
     # 1001.40 1001.50 1001.55 1001.70; the error's at 1001.75 and the cancelled one's at 1001.60 count 1 each
     df = columnar(tmp_path, study_records())
     assert tokens_received(df, [(T0, T0 + 0.2), (T0 + 0.2, T0 + 1.0), (T0 + 1.0, T0 + 5.0)]) == [2.0, 5.0, 6.0]
+
+
+def test_several_sets_of_windows_in_one_pass_sum_as_each_alone() -> None:
+    records = pd.DataFrame({"send_ts": [100.0, 101.0, 102.5], "status": ["ok", "error", "ok"],
+                            "tokens_per_chunk": [1.0, None, 2.0],
+                            COLUMN: [[100.0, 600.0, 1200.0], [50.0], [0.0, 400.0, 900.0]]})
+    sets = [[(100.0, 103.0)], [(100.0, 101.0), (101.0, 102.0), (102.0, 103.0)], [(100.5, 101.2), (102.6, 104.0)]]
+    rows = np.array([True, False, True])
+    together = tokens_received_sets(records, sets, rows)
+    assert together == [tokens_received(records, windows, rows) for windows in sets]
+    # by hand: arrivals 100.1, 100.6, 101.2 (1 token each), 102.5, 102.9, 103.4 (2 each)
+    assert together == [[7.0], [2.0, 1.0, 4.0], [1.0, 4.0]]

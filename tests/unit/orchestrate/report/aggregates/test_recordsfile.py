@@ -260,3 +260,48 @@ def test_read_records_missing_file_is_empty(tmp_path: Path):
     df = read_records(tmp_path / "nope.jsonl")
     assert df.empty
     assert summarize_records(df).requests.sent == 0
+
+
+# --- the columnar copy (requests.parquet) -----------------------------------------------------------------------
+
+def test_the_first_read_leaves_a_stamped_copy_the_next_reads_instead(tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    import pandas as pd
+
+    from orchestrate.report.aggregates import recordsfile
+    records = generated(60, seed=7)
+    path = write(tmp_path, [r.to_json() for r in records[:40]])
+    parsed = read_records(path, block_bytes=4096)  # several blocks: several row groups
+    assert recordsfile.fresh_columns(path) is not None and (tmp_path / "requests.parquet").is_file()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["requests.jsonl", "requests.parquet"]  # no temporary left
+    monkeypatch.setattr(recordsfile, "_parse", lambda block: pytest.fail("parsed again"))
+    again = read_records(path)
+    pd.testing.assert_frame_equal(again.drop(columns=["chunk_offsets_ms"]), parsed.drop(columns=["chunk_offsets_ms"]))
+    assert again["chunk_offsets_ms"].tolist() == parsed["chunk_offsets_ms"].tolist() == [
+        r.chunk_offsets_ms for r in records[:40]]
+    monkeypatch.undo()
+    with path.open("a") as f:  # the run went on: the copy is stale, read anew and written again
+        f.write("".join(r.to_json() + "\n" for r in records[40:]))
+    assert recordsfile.fresh_columns(path) is None
+    assert read_records(path)["request_id"].tolist() == [r.request_id for r in records]
+    assert recordsfile.fresh_columns(path) is not None
+
+
+def test_a_copy_that_cannot_be_written_is_not_kept_and_the_records_are_read_all_the_same(tmp_path: Path) -> None:
+    from orchestrate.report.aggregates import recordsfile
+    records = generated(10, seed=8)
+    path = write(tmp_path, [r.to_json() for r in records])
+    (tmp_path / "requests.parquet").mkdir()  # in the way (as a read-only folder would be)
+    assert read_records(path)["request_id"].tolist() == [r.request_id for r in records]
+    assert recordsfile.fresh_columns(path) is None
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["requests.jsonl", "requests.parquet"]  # no temporary left
+
+
+def test_a_copy_that_is_not_parquet_is_ignored_and_replaced(tmp_path: Path) -> None:
+    from orchestrate.report.aggregates import recordsfile
+    records = generated(10, seed=9)
+    path = write(tmp_path, [r.to_json() for r in records])
+    (tmp_path / "requests.parquet").write_text("not parquet")
+    assert recordsfile.fresh_columns(path) is None
+    assert read_records(path)["request_id"].tolist() == [r.request_id for r in records]
+    assert recordsfile.fresh_columns(path) is not None

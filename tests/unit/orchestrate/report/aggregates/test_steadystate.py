@@ -12,6 +12,7 @@ import pytest
 
 from locustfiles.pacing_params import Stage
 from locustfiles.records import CANCELLED, ERROR, OK
+from orchestrate.report.aggregates.chunks import itl_stats
 from orchestrate.report.aggregates.steadystate import (
     CLOSED_RULE,
     MIN_OPEN_LOOP_REQUESTS,
@@ -285,7 +286,7 @@ def test_the_whole_run_s_intervals_hold_its_headline_figures() -> None:
     records = frame([rec(i * 0.25, ttft=1000.0 + i, offsets=[1000.0 + i, 1500.0, 2000.0]) for i in range(40)])
     every = np.ones(len(records), dtype=bool)
     found = window_intervals(records, every, T0, T0 + 11.75, {"ttft_ms": 1030.0}, {"decode_tok_s": 120 / 11.75},
-                             whole=True)
+                             whole=True, itl=itl_stats(records, every))
     assert found.batches == 10
     assert found.ttft_ms is not None and found.ttft_ms.mean is not None
     assert found.ttft_ms.mean.low < 1019.5 < found.ttft_ms.mean.high  # the mean TTFT, 1,019.5
