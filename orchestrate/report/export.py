@@ -5,8 +5,7 @@ Stage: report (from files alone). Per variant folder, beside the files they come
 
 - ``requests.parquet|csv``: one row per record of ``requests.jsonl``, read in blocks (``recordsfile``), so a
   million records never sit in memory at once. Integer fields are int64, times float64, ``chunk_offsets_ms`` a
-  list of float64 (in CSV: its JSON text). Beside the file it is the report's own columnar copy, kept as is
-  when fresh.
+  list of float64 (in CSV: its JSON text).
 - ``metrics.parquet|csv``: one row per sample of ``metrics.jsonl``, nested keys flattened with dots
   (``metrics.requests_processing``, ``host.steal_pct``).
 - ``summary.parquet|csv``: every leaf of ``summary.json`` as a row (``figure``, ``number`` or ``text``):
@@ -28,7 +27,7 @@ import pyarrow.parquet as pq
 
 from orchestrate.errors import ResultsError
 from orchestrate.report.aggregates.chunkcolumn import COLUMN
-from orchestrate.report.aggregates.recordsfile import COLUMNS_SCHEMA, columns_path, keep_columns, record_tables
+from orchestrate.report.aggregates.recordsfile import COLUMNS_SCHEMA, record_tables
 from orchestrate.report.aggregates.servermetrics import jsonl_rows
 from orchestrate.results import VariantPaths
 
@@ -51,8 +50,6 @@ def export_variant(paths: VariantPaths, fmt: str, out: Path) -> list[Path]:
 
 def export_records(records: Path, out: Path, fmt: str) -> Path:
     """``requests.jsonl`` → ``out``, a block at a time."""
-    if fmt == "parquet" and out == columns_path(records) and keep_columns(records) is not None:
-        return out
     schema = COLUMNS_SCHEMA if fmt == "parquet" else _csv_schema(COLUMNS_SCHEMA)
     writer: Any = pq.ParquetWriter(out, schema) if fmt == "parquet" else pacsv.CSVWriter(out, schema)
     with writer:

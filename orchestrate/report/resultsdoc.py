@@ -30,9 +30,9 @@ results/<UTC timestamp>-<scenario>/
     requests.jsonl                   one record per request (exact floats), appended as each ends; its
                                      request_id is sent as the X-Request-Id header, to match server or proxy logs
                                      (a step's ids start with its label: `probe-03-users-8/local-12`)
-    requests.parquet                 the same records as columns, left by the first report: a later report
-                                     (or `tokenswarm export`) reads them back in seconds while requests.jsonl
-                                     is unchanged (its size and time are stamped in the file)
+    requests.columns.parquet  requests.offsets.f64   the same records as columns, kept by the first report:
+                                     a later one reads them in seconds while requests.jsonl is unchanged (its
+                                     size and time are stamped in them); a cache, safe to delete
     metrics.jsonl                    every second: server memory, GPU/system memory, /metrics counters,
                                      the host's own load (foreign CPU, steal, other GPU processes)
     locust_stats.csv  locust_stats_history.csv  locust_failures.csv  locust_exceptions.csv

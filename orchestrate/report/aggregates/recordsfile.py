@@ -8,16 +8,12 @@ a record lacks (an older version) is missing, one the schema lacks is ignored. A
 (a torn line from a killed writer, or a value of another type) is read line by line instead: an
 unparsable line is skipped, as it always was, and a value of the wrong type is missing.
 
-Parsing is most of a report's time at a million records, so the first read leaves the same columns as
-``requests.parquet`` beside the file (``tokenswarm export``'s records file), stamped with the size and
-modification time of the ``requests.jsonl`` it holds: a later report of the unchanged file reads the
-columns back in about a second. A stale, unstamped or unreadable copy is ignored and written anew.
+Parsing is most of a report's time at a million records, so the first read leaves the records as columns
+beside the file, and a later read of the unchanged file reads those (``recordscache.py``).
 """
 
 from __future__ import annotations
 
-import contextlib
-import os
 from collections.abc import Iterator
 from dataclasses import fields
 from pathlib import Path
@@ -29,10 +25,10 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.json as pj
-import pyarrow.parquet as pq
 
 from locustfiles.records import RequestRecord
 from orchestrate.report.aggregates.chunkcolumn import COLUMN, ChunkOffsetsArray
+from orchestrate.report.aggregates.recordscache import CacheWriter, read_cached
 
 BLOCK_BYTES = 8 << 20
 """The file is parsed this much at a time (whole lines)."""
@@ -54,8 +50,6 @@ INTEGERS = frozenset(f.name for f in fields(RequestRecord) if str(f.type).starts
 """Read as float64 (a JSON number of any form parses), stored as int64 when no record lacks them."""
 COLUMNS_SCHEMA = pa.schema([pa.field(f.name, pa.int64()) if f.name in INTEGERS else f for f in SCHEMA])
 """``requests.parquet``'s: the reader's schema, integer fields as int64."""
-STAMP = b"tokenswarm.source"
-"""The Parquet copy's key for the size and modification time of the ``requests.jsonl`` it holds."""
 _PARSE = pj.ParseOptions(explicit_schema=pa.schema([*SCHEMA, *(pa.field(old, SCHEMA.field(new).type)
                                                                for old, new in RENAMED.items())]),
                          unexpected_field_behavior="ignore")
@@ -92,101 +86,28 @@ def record_tables(path: Path, block_bytes: int = BLOCK_BYTES) -> Iterator[pa.Tab
     return (table for table, _ in _tables(path, block_bytes))
 
 
-def columns_path(path: Path) -> Path:
-    """Where the columnar copy of ``path`` (a ``requests.jsonl``) is kept."""
-    return path.with_suffix(".parquet")
-
-
-def _stamp(path: Path) -> bytes | None:
-    try:
-        stat = path.stat()
-    except OSError:
-        return None
-    return f"{stat.st_size}:{stat.st_mtime_ns}".encode()
-
-
-def fresh_columns(path: Path) -> pq.ParquetFile | None:
-    """The columnar copy of ``path`` when it holds the file as it is now; None when there is none, or it is stale
-    (the file changed since) or unreadable."""
-    copy, stamp = columns_path(path), _stamp(path)
-    try:
-        columns = pq.ParquetFile(copy)
-    except (OSError, pa.ArrowException):
-        return None
-    metadata = columns.schema_arrow.metadata or {}
-    return columns if stamp is not None and metadata.get(STAMP) == stamp else None
-
-
 def _tables(path: Path, block_bytes: int) -> Iterator[tuple[pa.Table, float]]:
-    """Each block's table with the share of the records read so far (by bytes of the file, or by rows of
-    its copy): from the fresh columnar copy when there is one, else parsed (the copy written as it goes)."""
-    columns = fresh_columns(path)
-    if columns is not None:
-        rows, total = 0, max(columns.metadata.num_rows, 1)
-        for group in range(columns.num_row_groups):
-            table = columns.read_row_group(group)
-            rows += table.num_rows
-            yield table, rows / total
-        return
-    size, stamp = (path.stat().st_size, _stamp(path)) if path.exists() else (0, None)
-    with _ColumnsWriter(columns_path(path), stamp) as writer:
+    """Each parsed block's table with the share of the file read so far; the kept copy is written as they go."""
+    size = path.stat().st_size if path.exists() else 0
+    with CacheWriter(path, COLUMNS_SCHEMA) as cache:
         read = 0
         for block in _blocks(path, block_bytes):
             read += len(block)
             table = _parse(block)
-            writer.write(table)
+            cache.write(table)
             if table.num_rows:
                 yield table, read / max(size, 1)
-        writer.complete = read == size and _stamp(path) == stamp
-
-
-def keep_columns(path: Path) -> Path | None:
-    """The fresh columnar copy of ``path``, read and written now if it had none; None when it cannot be kept."""
-    if fresh_columns(path) is None:
-        for _ in _tables(path, BLOCK_BYTES):
-            pass
-    return columns_path(path) if fresh_columns(path) is not None else None
-
-
-class _ColumnsWriter:
-    """Writes the parsed blocks as the columnar copy: into a temporary file renamed into place once the whole
-    unchanged file was read; a copy that cannot be written (a read-only folder, a fraction in an integer field)
-    is simply not kept."""
-
-    def __init__(self, copy: Path, stamp: bytes | None) -> None:
-        self.copy, self.complete = copy, False
-        self.partial = copy.with_name(f".{copy.name}.{os.getpid()}")
-        self.writer: pq.ParquetWriter | None = None
-        if stamp is not None:
-            try:
-                self.writer = pq.ParquetWriter(self.partial, COLUMNS_SCHEMA.with_metadata({STAMP: stamp}))
-            except OSError:
-                self.writer = None
-
-    def write(self, table: pa.Table) -> None:
-        if self.writer is None:
-            return
-        try:
-            self.writer.write_table(table.cast(COLUMNS_SCHEMA))  # a safe cast: a fraction raises
-        except (OSError, pa.ArrowInvalid):
-            self.writer.close()
-            self.writer = None
-
-    def __enter__(self) -> "_ColumnsWriter":
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        with contextlib.suppress(OSError):  # a folder in the way, a full disk: the records were read, no copy kept
-            if self.writer is not None:
-                self.writer.close()
-                if self.complete and exc[0] is None:
-                    os.replace(self.partial, self.copy)
-        with contextlib.suppress(OSError):
-            self.partial.unlink(missing_ok=True)
+        cache.complete = read == size
 
 
 def read_records(path: Path, block_bytes: int = BLOCK_BYTES) -> pd.DataFrame:
-    """The records as a frame (``chunk_offsets_ms`` columnar); an empty frame for no file or no record."""
+    """The records as a frame (``chunk_offsets_ms`` columnar); an empty frame for no file or no record. Read from
+    the kept copy when it holds the file as it is, else parsed (and the copy kept)."""
+    cached = read_cached(path)
+    if cached is not None:
+        table, values, lengths = cached
+        sizes = np.maximum(lengths, 0)
+        return _frame(table, ChunkOffsetsArray(values, np.cumsum(sizes) - sizes, lengths))
     offsets, scalars = _Offsets(), []
     for table, share in _tables(path, block_bytes):
         offsets.add(table.column(COLUMN), share)
@@ -196,9 +117,16 @@ def read_records(path: Path, block_bytes: int = BLOCK_BYTES) -> pd.DataFrame:
         return pd.DataFrame()
     joined = pa.concat_tables(scalars)
     del scalars
-    frame = pa.table({name: _narrow(name, joined.column(name)) for name in joined.column_names}).to_pandas(
+    return _frame(joined, offsets.array())
+
+
+def _frame(scalars: pa.Table, offsets: ChunkOffsetsArray) -> pd.DataFrame:
+    """The frame of the records' other columns (integer fields narrowed) with the offsets in their place."""
+    if not scalars.num_rows:
+        return pd.DataFrame()
+    frame = pa.table({name: _narrow(name, scalars.column(name)) for name in scalars.column_names}).to_pandas(
         split_blocks=True, self_destruct=True)
-    frame.insert(SCHEMA.get_field_index(COLUMN), COLUMN, offsets.array())
+    frame.insert(SCHEMA.get_field_index(COLUMN), COLUMN, offsets)
     pa.default_memory_pool().release_unused()
     return frame
 

@@ -20,6 +20,7 @@ from locustfiles.records import CANCELLED, ERROR, OK, RequestRecord
 from orchestrate.report.aggregates import blockstats
 from orchestrate.report.aggregates.chunkcolumn import chunk_offsets
 from orchestrate.report.aggregates.headline import summarize_records
+from orchestrate.report.aggregates.recordscache import read_cached
 from orchestrate.report.aggregates.recordsfile import read_records
 from orchestrate.report.jsontypes import to_json
 from orchestrate.report.schema.headline import Headline
@@ -262,7 +263,10 @@ def test_read_records_missing_file_is_empty(tmp_path: Path):
     assert summarize_records(df).requests.sent == 0
 
 
-# --- the columnar copy (requests.parquet) -----------------------------------------------------------------------
+# --- the kept copy (recordscache.py) ------------------------------------------------------------------------------
+
+KEPT = ["requests.columns.parquet", "requests.jsonl", "requests.offsets.f64"]
+
 
 def test_the_first_read_leaves_a_stamped_copy_the_next_reads_instead(tmp_path: Path,
                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
@@ -270,38 +274,45 @@ def test_the_first_read_leaves_a_stamped_copy_the_next_reads_instead(tmp_path: P
 
     from orchestrate.report.aggregates import recordsfile
     records = generated(60, seed=7)
+    records[3].chunk_offsets_ms = None  # a record without the field: a missing row, not an empty one
     path = write(tmp_path, [r.to_json() for r in records[:40]])
     parsed = read_records(path, block_bytes=4096)  # several blocks: several row groups
-    assert recordsfile.fresh_columns(path) is not None and (tmp_path / "requests.parquet").is_file()
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["requests.jsonl", "requests.parquet"]  # no temporary left
+    assert read_cached(path) is not None and sorted(p.name for p in tmp_path.iterdir()) == KEPT  # no temporary
     monkeypatch.setattr(recordsfile, "_parse", lambda block: pytest.fail("parsed again"))
     again = read_records(path)
     pd.testing.assert_frame_equal(again.drop(columns=["chunk_offsets_ms"]), parsed.drop(columns=["chunk_offsets_ms"]))
     assert again["chunk_offsets_ms"].tolist() == parsed["chunk_offsets_ms"].tolist() == [
         r.chunk_offsets_ms for r in records[:40]]
+    assert again["chunk_offsets_ms"].isna().tolist() == [i == 3 for i in range(40)]
     monkeypatch.undo()
     with path.open("a") as f:  # the run went on: the copy is stale, read anew and written again
         f.write("".join(r.to_json() + "\n" for r in records[40:]))
-    assert recordsfile.fresh_columns(path) is None
+    assert read_cached(path) is None
     assert read_records(path)["request_id"].tolist() == [r.request_id for r in records]
-    assert recordsfile.fresh_columns(path) is not None
+    assert read_cached(path) is not None
 
 
 def test_a_copy_that_cannot_be_written_is_not_kept_and_the_records_are_read_all_the_same(tmp_path: Path) -> None:
-    from orchestrate.report.aggregates import recordsfile
     records = generated(10, seed=8)
     path = write(tmp_path, [r.to_json() for r in records])
-    (tmp_path / "requests.parquet").mkdir()  # in the way (as a read-only folder would be)
+    (tmp_path / "requests.columns.parquet").mkdir()  # in the way (as a read-only folder would be)
     assert read_records(path)["request_id"].tolist() == [r.request_id for r in records]
-    assert recordsfile.fresh_columns(path) is None
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["requests.jsonl", "requests.parquet"]  # no temporary left
+    assert read_cached(path) is None
+    assert sorted(p.name for p in tmp_path.iterdir()) == KEPT  # the folder in the way; no temporary left
 
 
-def test_a_copy_that_is_not_parquet_is_ignored_and_replaced(tmp_path: Path) -> None:
-    from orchestrate.report.aggregates import recordsfile
+@pytest.mark.parametrize("damage", ["not parquet", "offsets cut", "offsets gone"])
+def test_a_damaged_copy_is_ignored_and_replaced(tmp_path: Path, damage: str) -> None:
     records = generated(10, seed=9)
     path = write(tmp_path, [r.to_json() for r in records])
-    (tmp_path / "requests.parquet").write_text("not parquet")
-    assert recordsfile.fresh_columns(path) is None
-    assert read_records(path)["request_id"].tolist() == [r.request_id for r in records]
-    assert recordsfile.fresh_columns(path) is not None
+    read_records(path)
+    columns, offsets = tmp_path / "requests.columns.parquet", tmp_path / "requests.offsets.f64"
+    if damage == "not parquet":
+        columns.write_text("not parquet")
+    elif damage == "offsets cut":
+        offsets.write_bytes(offsets.read_bytes()[:-8])
+    else:
+        offsets.unlink()
+    assert read_cached(path) is None
+    assert read_records(path)["chunk_offsets_ms"].tolist() == [r.chunk_offsets_ms for r in records]
+    assert read_cached(path) is not None
