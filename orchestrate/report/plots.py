@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from orchestrate.report.aggregates.capacity import decode_by_load
-from orchestrate.report.aggregates.chunks import output_tokens_per_second
+from orchestrate.report.aggregates.series import bin_width, decode_per_second
 from orchestrate.report.aggregates.servermetrics import metrics_timeline
 from orchestrate.report.formats import GIB, MIB, fmt_figure, slo_text
 from orchestrate.report.schema import Summary
@@ -60,8 +60,8 @@ def latency(summary: Summary, records: Any, path: Path) -> Path | None:
         ax.hist(values, bins=40, color="#4477aa")
         ax.set_title(title)
         ax.set_ylabel("requests")
-    per_s = output_tokens_per_second(records)
-    axes[2].step(per_s.index, per_s.values, where="post", color="#228833")
+    times, rates = decode_per_second(records, bin_width(records))  # the page's curve, binned once for both
+    axes[2].step(times, rates, where="post", color="#228833")
     axes[2].set_title("output tokens received per second")
     axes[2].set_xlabel("s since first request")
     fig.suptitle(f"{summary.scenario} / {summary.variant}")

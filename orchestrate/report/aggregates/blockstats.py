@@ -49,10 +49,15 @@ class Totals:
     def mean(self) -> float:
         return self.weighted_sum / self.weight
 
-    def add(self, values: np.ndarray, weights: np.ndarray) -> "Totals":
-        weight, weighted_sum = float(weights.sum()), float((values * weights).sum())
+    def add(self, values: np.ndarray, weights: np.ndarray | None) -> "Totals":
+        """One more block; ``weights`` None: 1 each (the same sums, without multiplying by ones)."""
+        if weights is None:
+            weight, weighted_sum = float(values.size), float(values.sum())
+        else:
+            weight, weighted_sum = float(weights.sum()), float((values * weights).sum())
         block_mean = weighted_sum / weight
-        m2 = float(((values - block_mean) ** 2 * weights).sum())
+        squares = (values - block_mean) ** 2
+        m2 = float((squares if weights is None else squares * weights).sum())
         total = self.weight + weight
         delta = block_mean - (self.mean if self.weight else block_mean)
         return Totals(self.count + values.size, total, self.weighted_sum + weighted_sum,
@@ -128,14 +133,14 @@ def _histograms(blocks: Blocks, search: _Search, first: bool = False
     for values, weights in blocks():
         if not values.size:
             continue
-        w = _weights(values, weights)
         if first:
-            total = total.add(values, w)
+            total = total.add(values, None if weights is None else np.asarray(weights, dtype=float))
         keys = _keys(values)
         m = search.matches(keys)
         digits = search.digits(keys[m])
-        counts += np.bincount(digits, minlength=size)
-        weight += np.bincount(digits, minlength=size) if weights is None else np.bincount(digits, w[m], size)
+        found = np.bincount(digits, minlength=size)
+        counts += found
+        weight += found if weights is None else np.bincount(digits, _weights(values, weights)[m], size)
     return (total if total.count else None), (weight, counts)
 
 

@@ -71,21 +71,23 @@ def _arrivals(records: pd.DataFrame, t0: float = 0.0, rows: np.ndarray | None = 
 
 
 _PER_SECOND: list[tuple[weakref.ref[pd.DataFrame], float, pd.Series]] = []
-"""The last frame ``output_tokens_per_second`` binned (while it lives), its width and its answer."""
+"""The last few frames ``output_tokens_per_second`` binned (while they live), with the width and the answer."""
+KEPT_ANSWERS = 4
 
 
 def output_tokens_per_second(records: pd.DataFrame, width: float = 1.0) -> pd.Series:
     """Output tokens received in each whole second since the first send (from chunk arrivals), indexed by
     the second's start; a chunk of a record without ``tokens_per_chunk`` (failed, cancelled) is left out.
-    The answer for the last frame is kept: the plot and the page bin a million records' chunks once. Callers
-    never change the frame or the answer.
+    The answers for the last few frames are kept: the plot and the page bin a million records' chunks once.
+    Callers never change the frame or the answer.
 
     :param width: the bins' length in seconds, when not whole seconds (the tokens of each bin, not per second).
     """
-    if _PER_SECOND and _PER_SECOND[0][0]() is records and _PER_SECOND[0][1] == width:
-        return _PER_SECOND[0][2]
+    for ref, kept_width, kept in _PER_SECOND:
+        if ref() is records and kept_width == width:
+            return kept
     found = _tokens_per_bin(records, width)
-    _PER_SECOND[:] = [(weakref.ref(records), width, found)]
+    _PER_SECOND[:] = [(weakref.ref(records), width, found), *_PER_SECOND[:KEPT_ANSWERS - 1]]
     return found
 
 

@@ -17,7 +17,7 @@ from orchestrate.report.aggregates.chunkcolumn import without_offsets
 from orchestrate.report.aggregates.chunks import output_tokens_per_second
 from orchestrate.report.aggregates.concurrency import in_flight, request_ends
 from orchestrate.report.aggregates.stats import numeric_column
-from orchestrate.report.aggregates.steadystate import prompt_tokens_within
+from orchestrate.report.aggregates.steadystate import prompt_tokens_binned
 
 MAX_POINTS = 400
 """The most points one curve keeps (a distribution's quantiles, a timeline's samples)."""
@@ -90,9 +90,9 @@ def prefill_per_second(records: pd.DataFrame, width: float = 1.0) -> tuple[list[
     ends = request_ends(done).max()
     if done.empty or pd.isna(ends):
         return [], []
-    starts = np.arange(0, max(1, int(np.ceil(round((ends - t0) / width, 9)))), dtype=float) * width
-    tokens = prompt_tokens_within(done, [(t0 + s, t0 + s + width) for s in starts])
-    return starts.tolist(), [t / width for t in tokens]
+    bins = max(1, int(np.ceil(round((ends - t0) / width, 9))))
+    tokens = prompt_tokens_binned(done, t0, width, bins)
+    return (np.arange(bins, dtype=float) * width).tolist(), (tokens / width).tolist()
 
 
 def in_flight_over_time(records: pd.DataFrame, points: int = MAX_POINTS) -> tuple[list[float], list[float]]:

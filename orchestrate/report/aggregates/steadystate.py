@@ -230,14 +230,38 @@ def window_intervals(records: pd.DataFrame, inside: np.ndarray, start: float, en
                      e2e_ms=latency("e2e_ms") if whole else None, itl_ms=itl_ms)
 
 
+def _prefills(ok: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Each completed request's send, end of prefill (its first token, or its end for a reply without content),
+    wall clock, and prompt tokens (0 where unknown)."""
+    send = numeric_column(ok, "send_ts").to_numpy(dtype=float)
+    first = numeric_column(ok, "ttft_ms").fillna(numeric_column(ok, "e2e_ms")).fillna(0).to_numpy(dtype=float)
+    return send, send + first / 1000.0, numeric_column(ok, "prompt_tokens").fillna(0).to_numpy(dtype=float)
+
+
+def prompt_tokens_binned(ok: pd.DataFrame, t0: float, width: float, bins: int) -> np.ndarray:
+    """``prompt_tokens_within`` over ``bins`` bins of ``width`` s from ``t0``, in one pass however many bins (the
+    page's curve: the same tokens, summed in another order): a request's first and last bin get their parts, the
+    bins between a full bin's share each (a difference array)."""
+    send, done, tokens = _prefills(ok)
+    a, b = (send - t0) / width, (done - t0) / width  # in bins
+    first, last = np.floor(a).astype(np.int64), np.floor(b).astype(np.int64)
+    length = b - a
+    rate = np.divide(tokens, length, out=np.zeros_like(tokens), where=length > 0)  # tokens per bin's width
+    one = first == last
+    out = np.bincount(first[one].clip(0, bins - 1), tokens[one], bins)  # a prefill inside one bin (or none long)
+    many = ~one
+    out += np.bincount(first[many].clip(0, bins - 1), rate[many] * (first[many] + 1 - a[many]), bins)
+    out += np.bincount(last[many].clip(0, bins - 1), rate[many] * (b[many] - last[many]), bins)
+    between = np.bincount((first[many] + 1).clip(0, bins), rate[many], bins + 1)
+    between -= np.bincount(last[many].clip(0, bins), rate[many], bins + 1)
+    return np.maximum(out + np.cumsum(between)[:bins], 0.0)  # the running sum's last digits: never below 0
+
+
 def prompt_tokens_within(ok: pd.DataFrame, windows: list[tuple[float, float]]) -> list[float]:
     """Prompt tokens of completed requests, each spread evenly over its send → first token (or its end,
     for a reply without content), that fall within each [start, end) (wall clock): the steady state's
     prefill and ``report.html``'s prefill curve."""
-    send = numeric_column(ok, "send_ts").to_numpy(dtype=float)
-    first = numeric_column(ok, "ttft_ms").fillna(numeric_column(ok, "e2e_ms")).fillna(0).to_numpy(dtype=float)
-    done = send + first / 1000.0
-    tokens = numeric_column(ok, "prompt_tokens").fillna(0).to_numpy(dtype=float)
+    send, done, tokens = _prefills(ok)
     length = done - send
     out = []
     for start, end in windows:

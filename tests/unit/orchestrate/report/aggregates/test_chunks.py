@@ -87,3 +87,12 @@ def test_several_sets_of_windows_in_one_pass_sum_as_each_alone() -> None:
     assert together == [tokens_received(records, windows, rows) for windows in sets]
     # by hand: arrivals 100.1, 100.6, 101.2 (1 token each), 102.5, 102.9, 103.4 (2 each)
     assert together == [[7.0], [2.0, 1.0, 4.0], [1.0, 4.0]]
+
+
+def test_the_plot_and_the_page_bin_a_frame_once() -> None:
+    records = pd.DataFrame({"send_ts": [100.0, 101.0], "status": ["ok", "ok"], "tokens_per_chunk": [1.0, 2.0],
+                            COLUMN: [[100.0, 600.0], [0.0, 400.0]]})
+    first = output_tokens_per_second(records)
+    other = output_tokens_per_second(records.iloc[:1])  # another frame between (vllm_bench.json's) keeps the first
+    assert output_tokens_per_second(records) is first and first.to_dict() == {0: 2.0, 1: 4.0}
+    assert other.to_dict() == {0: 2.0} and output_tokens_per_second(records, 0.5) is not first

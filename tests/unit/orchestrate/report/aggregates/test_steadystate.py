@@ -17,6 +17,8 @@ from orchestrate.report.aggregates.steadystate import (
     CLOSED_RULE,
     MIN_OPEN_LOOP_REQUESTS,
     OPEN_RULE,
+    prompt_tokens_binned,
+    prompt_tokens_within,
     steady_state,
     window_intervals,
 )
@@ -296,3 +298,19 @@ def test_the_whole_run_s_intervals_hold_its_headline_figures() -> None:
     assert decode is not None and decode.low < 120 / 11.75 < decode.high  # 3 tokens × 40 over the run
     steady = window_intervals(records, every, T0, T0 + 11.75, None, {})
     assert steady.e2e_ms is None and steady.itl_ms is None and steady.goodput_share is None
+
+
+def test_the_page_s_prefill_bins_hold_what_each_window_holds() -> None:
+    """Prefills shorter than a bin, across several bins, of no length, with no TTFT (their E2E) or no count."""
+    rng = np.random.default_rng(4)
+    n = 500
+    ttft = rng.choice([0.0, 40.0, 900.0, 7000.0], n)
+    ok = pd.DataFrame({"send_ts": T0 + rng.uniform(0, 60, n), "ttft_ms": np.where(rng.random(n) < 0.05, np.nan, ttft),
+                       "e2e_ms": 8000.0, "prompt_tokens": np.where(rng.random(n) < 0.05, np.nan,
+                                                                  rng.integers(1, 2000, n).astype(float))})
+    width, bins = 2.5, 28
+    windows = [(T0 + k * width, T0 + (k + 1) * width) for k in range(bins)]
+    assert prompt_tokens_binned(ok, T0, width, bins) == pytest.approx(prompt_tokens_within(ok, windows), rel=1e-9, abs=1e-6)
+    by_hand = pd.DataFrame({"send_ts": [T0 + 1.0, T0 + 4.0], "ttft_ms": [3000.0, 0.0], "e2e_ms": 1.0,
+                            "prompt_tokens": [300.0, 7.0]})
+    assert prompt_tokens_binned(by_hand, T0, 1.0, 6).tolist() == [0.0, 100.0, 100.0, 100.0, 7.0, 0.0]
