@@ -248,11 +248,13 @@ def prompt_tokens_binned(ok: pd.DataFrame, t0: float, width: float, bins: int) -
     length = b - a
     rate = np.divide(tokens, length, out=np.zeros_like(tokens), where=length > 0)  # tokens per bin's width
     one = first == last
-    out = np.bincount(first[one].clip(0, bins - 1), tokens[one], bins)  # a prefill inside one bin (or none long)
+    out = np.zeros(bins)
+    out += np.bincount(first[one].clip(0, bins - 1), tokens[one], bins)  # a prefill inside one bin (or none long)
     many = ~one
     out += np.bincount(first[many].clip(0, bins - 1), rate[many] * (first[many] + 1 - a[many]), bins)
     out += np.bincount(last[many].clip(0, bins - 1), rate[many] * (b[many] - last[many]), bins)
-    between = np.bincount((first[many] + 1).clip(0, bins), rate[many], bins + 1)
+    between = np.zeros(bins + 1)
+    between += np.bincount((first[many] + 1).clip(0, bins), rate[many], bins + 1)
     between -= np.bincount(last[many].clip(0, bins), rate[many], bins + 1)
     return np.maximum(out + np.cumsum(between)[:bins], 0.0)  # the running sum's last digits: never below 0
 

@@ -314,3 +314,5 @@ def test_the_page_s_prefill_bins_hold_what_each_window_holds() -> None:
     by_hand = pd.DataFrame({"send_ts": [T0 + 1.0, T0 + 4.0], "ttft_ms": [3000.0, 0.0], "e2e_ms": 1.0,
                             "prompt_tokens": [300.0, 7.0]})
     assert prompt_tokens_binned(by_hand, T0, 1.0, 6).tolist() == [0.0, 100.0, 100.0, 100.0, 7.0, 0.0]
+    assert prompt_tokens_binned(by_hand.iloc[:1], T0, 1.0, 6).tolist() == [0.0, 100.0, 100.0, 100.0, 0.0, 0.0]
+    assert prompt_tokens_binned(by_hand.iloc[1:], T0, 1.0, 6).tolist() == [0.0, 0.0, 0.0, 0.0, 7.0, 0.0]
