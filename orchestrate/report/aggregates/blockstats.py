@@ -12,6 +12,7 @@ would give it.
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
@@ -95,12 +96,37 @@ class _Search:
                        float(cum[d - 1]) if d else self.below, int(counts[d]))
 
 
+Pass = tuple[Totals | None, tuple[np.ndarray, np.ndarray]]
+"""A first pass: the totals (None for no values) and the first digit's (weight, count) histogram."""
+
+
+@dataclass(frozen=True)
+class NamedBlocks:
+    """Blocks that say which values they yield: ``digest`` of where they lie in ``source``, a buffer they are read
+    from. Two streams with the same source and digest yield the same values in the same order (their weights
+    may differ: the headline's ITL weighs a gap by its chunk's tokens, vLLM's does not), so ``select``'s first
+    pass over them is made once."""
+
+    blocks: Blocks
+    source: np.ndarray
+    digest: bytes
+    weighted: bool
+
+    def __call__(self) -> Iterable[tuple[np.ndarray, np.ndarray | None]]:
+        return self.blocks()
+
+
+_FIRST_PASSES: list[tuple[weakref.ref[np.ndarray], bytes, dict[bool, Pass]]] = []
+"""The last first passes of named blocks, weighted and not (while their source lives)."""
+KEPT_PASSES = 2
+
+
 def select(blocks: Blocks, targets: Callable[[Totals], Sequence[float]]) -> tuple[Totals, list[float]] | None:
     """The totals, and for each target t (``targets`` of the totals): the smallest value v whose
     cumulative weight W(≤ v) reaches t (the largest value when t exceeds the total by rounding).
     None for no values."""
     top = _Search(0, 0, 0.0, 0)
-    total, (weight, counts) = _histograms(blocks, top, first=True)
+    total, (weight, counts) = _first_pass(blocks, top)
     if total is None:
         return None
     wanted = list(targets(total))
@@ -118,30 +144,45 @@ def select(blocks: Blocks, targets: Callable[[Totals], Sequence[float]]) -> tupl
             if (s.prefix, s.bits) in sorting:
                 found[i] = _sorted_pick(candidates[(s.prefix, s.bits)], s.below, wanted[i])
                 del searches[i]
-        hist = {g: _histograms(blocks, s)[1] for g, s in groups.items() if g not in sorting}
+        hist = {g: _histograms(blocks, s)[0][1] for g, s in groups.items() if g not in sorting}
         for i, s in searches.items():
             searches[i] = s.narrowed(*hist[(s.prefix, s.bits)], wanted[i])
 
 
-def _histograms(blocks: Blocks, search: _Search, first: bool = False
-                ) -> tuple[Totals | None, tuple[np.ndarray, np.ndarray]]:
+def _first_pass(blocks: Blocks, top: _Search) -> Pass:
+    """The totals and the first digit's histogram; of named blocks, both weighted and not, kept for the next
+    select over the same values."""
+    if not isinstance(blocks, NamedBlocks):
+        return _histograms(blocks, top, first=True)[0]
+    for ref, digest, both in _FIRST_PASSES:
+        if ref() is blocks.source and digest == blocks.digest:
+            return both[blocks.weighted]
+    weighted, unweighted = _histograms(blocks, top, first=True)
+    both = {True: weighted, False: unweighted}
+    _FIRST_PASSES[:] = [(weakref.ref(blocks.source), blocks.digest, both), *_FIRST_PASSES[:KEPT_PASSES - 1]]
+    return both[blocks.weighted]
+
+
+def _histograms(blocks: Blocks, search: _Search, first: bool = False) -> tuple[Pass, Pass]:
     """One pass: the weight and count of each value of the next digit among the values ``search``
-    holds (and, on the first pass, the totals)."""
+    holds (and, on the first pass, the totals); then the same as if every weight were 1."""
     size = 1 << search.width
     weight, counts = np.zeros(size), np.zeros(size, dtype=np.int64)
-    total = Totals(0, 0.0, 0.0, 0.0, np.inf, -np.inf)
+    total = plain = Totals(0, 0.0, 0.0, 0.0, np.inf, -np.inf)
     for values, weights in blocks():
         if not values.size:
             continue
         if first:
             total = total.add(values, None if weights is None else np.asarray(weights, dtype=float))
+            plain = total if weights is None else plain.add(values, None)
         keys = _keys(values)
         m = search.matches(keys)
         digits = search.digits(keys[m])
         found = np.bincount(digits, minlength=size)
         counts += found
         weight += found if weights is None else np.bincount(digits, _weights(values, weights)[m], size)
-    return (total if total.count else None), (weight, counts)
+    return ((total if total.count else None), (weight, counts)), ((plain if plain.count else None),
+                                                                   (counts.astype(float), counts))
 
 
 def _candidates(blocks: Blocks, searches: list[_Search]) -> dict[tuple[int, int], list[tuple[np.ndarray, np.ndarray]]]:

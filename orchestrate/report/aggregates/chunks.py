@@ -8,6 +8,7 @@ in blocks, ``blockstats`` selects exact percentiles from them).
 
 from __future__ import annotations
 
+import hashlib
 import weakref
 from collections.abc import Iterator
 from dataclasses import replace
@@ -15,7 +16,7 @@ from dataclasses import replace
 import numpy as np
 import pandas as pd
 
-from orchestrate.report.aggregates.blockstats import Blocks, fits
+from orchestrate.report.aggregates.blockstats import Blocks, NamedBlocks, fits
 from orchestrate.report.aggregates.chunkcolumn import COLUMN, chunk_offsets, within_row_diffs
 from orchestrate.report.aggregates.stats import numeric_column, pooled_stats
 
@@ -49,7 +50,12 @@ def gap_blocks(df: pd.DataFrame, weights: np.ndarray | None = None,
         for rows, flat, counts in offsets.blocks():
             gaps = within_row_diffs(flat, counts)
             yield gaps, None if weights is None else np.repeat(weights[rows], np.maximum(counts - 1, 0))
-    return blocks, count
+    if fits(count):
+        return blocks, count
+    present = offsets.counts > 0  # the rows whose offsets are read, in the order they are: the gaps' name
+    digest = hashlib.blake2b(offsets.starts[present].tobytes() + offsets.counts[present].tobytes(),
+                             digest_size=16).digest()
+    return NamedBlocks(blocks, offsets.values, digest, weights is not None), count
 
 
 def itl_stats(ok: pd.DataFrame, rows: np.ndarray | None = None) -> dict[str, float] | None:
