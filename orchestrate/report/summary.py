@@ -95,10 +95,11 @@ def build_summary(paths: VariantPaths, scenario: str, variant: str, facts: RunFa
                                            head.tokens, steady),
         capacity=found, until=until_block(load.until if load else {}, steady, read_json(paths.until_json),
                                           facts.stopped_by == UNTIL, facts.stopped_by))
+    pooled_itl = None if head.latency_ms.itl is None else asdict(head.latency_ms.itl)
     summary = replace(summary, cost=cost(facts.cost_rates, summary.duration_s, summary.energy, summary.tokens),
                       intervals=window_intervals(records, np.ones(len(records), dtype=bool), first,
                                                  first + head.duration_s, facts.slo, asdict(summary.throughput),
-                                                 whole=True, itl=None if head.latency_ms.itl is None else asdict(head.latency_ms.itl))
+                                                 whole=True, itl=pooled_itl)
                       if first is not None and summary.requests.completed else None)
     summary = replace(summary, notes=tuple(notes(summary)))
     write_reports(summary, paths, records, load)

@@ -10,9 +10,9 @@ The first read leaves two files beside ``requests.jsonl``:
 - ``requests.offsets.f64``: every record's chunk offsets back to back, little-endian float64, read back with one
   read (Parquet's nested lists took three times as long to decode as the same numbers flat).
 
-A later read of the unchanged file reads these (about 2 s at a million records, the frame built); a changed, copied (a new
-modification time), half-written or unreadable pair is ignored and written anew by the next parse. They are a
-cache: deleting them loses nothing. ``tokenswarm export`` writes the records for people and programs.
+A later read of the unchanged file reads these (about 2 s at a million records, the frame built); a changed,
+copied (a new modification time), half-written or unreadable pair is ignored and written anew by the next parse.
+They are a cache: deleting them loses nothing. ``tokenswarm export`` writes the records for people and programs.
 """
 
 from __future__ import annotations
