@@ -66,7 +66,8 @@ measured is `null`. The run loop's own facts (`status` … `resumed`) are `RunFa
 
 REST = """\
 `vllm_bench.json` is the same variant in vLLM's result JSON, for dashboards that read it: vLLM's
-field names and units (per-request `ttfts`, `itls`, `latencies` in seconds, aggregates in ms),
+field names and units (per-request `latencies`, and with `--save-detailed` `ttfts`, `itls` and the other lists
+vLLM writes only then, in seconds; aggregates in ms),
 `mean/median/std/p50/p90/p95/p99_{ttft,tpot,itl,e2el}_ms` with numpy's estimators as vLLM computes
 them (its median interpolates where `summary.json`'s nearest-rank p50 does not), its unweighted
 per-chunk ITL, `request_goodput` from the `slo:` limits (else null), `request_rate` (the load's
