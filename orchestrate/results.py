@@ -148,6 +148,16 @@ class VariantPaths:
         return VariantPaths.create(self.dir / "steps", label)
 
 
+def file_stamp(path: Path) -> tuple[int, int] | None:
+    """A file's modification time (ns) and size, what its readers key their kept copies by (read again only once
+    it changed); None when it cannot be read."""
+    try:
+        stat = path.stat()
+    except OSError:
+        return None
+    return stat.st_mtime_ns, stat.st_size
+
+
 def read_json(path: Path) -> Any:
     """A result file's content; None when it was not written (or not completely)."""
     try:

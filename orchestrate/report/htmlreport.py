@@ -39,7 +39,7 @@ from orchestrate.report.jsontypes import lookup
 from orchestrate.report.markdown import summary_md
 from orchestrate.report.schema import Summary
 from orchestrate.report.summary import read_summary
-from orchestrate.results import VariantPaths, compare_json, read_json, report_html, variant_dirs
+from orchestrate.results import VariantPaths, compare_json, file_stamp, read_json, report_html, variant_dirs
 
 TEMPLATE = "report.html.j2"
 MARKDOWN = MarkdownIt("commonmark", {"html": False}).enable("table")
@@ -136,20 +136,11 @@ def curves(run: Run) -> charts.RunCurves:
     repeat = run.summary.repeat.index if run.summary.repeat else 1
     out = charts.RunCurves(run.label, run.summary.variant or run.label, repeat)
     files = (run.paths.records, run.paths.metrics)
-    latency, timeline, spans = _file_curves(files, tuple(_stamp(f) for f in files), run.summary.reasoning is not None)
+    latency, timeline, spans = _file_curves(files, tuple(file_stamp(f) for f in files), run.summary.reasoning is not None)
     out.latency.update(latency)
     out.timeline.update(timeline)
     out.spans.update(spans)
     return out
-
-
-def _stamp(path: Path) -> tuple[int, int] | None:
-    """A file's modification time and size: its curves are read again only once it changed."""
-    try:
-        stat = path.stat()
-    except OSError:
-        return None
-    return stat.st_mtime_ns, stat.st_size
 
 
 @functools.lru_cache(maxsize=256)

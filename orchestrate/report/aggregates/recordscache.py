@@ -27,6 +27,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from orchestrate.report.aggregates.chunkcolumn import COLUMN
+from orchestrate.results import file_stamp
 
 STAMP = b"tokenswarm.source"
 """The columns' file key for the size and modification time of the ``requests.jsonl`` they hold."""
@@ -43,12 +44,10 @@ def cache_paths(path: Path) -> tuple[Path, Path]:
 
 
 def stamp(path: Path) -> bytes | None:
-    """``size:mtime_ns`` of ``path``; None when it cannot be read."""
-    try:
-        stat = path.stat()
-    except OSError:
-        return None
-    return f"{stat.st_size}:{stat.st_mtime_ns}".encode()
+    """``size:mtime_ns`` of ``path`` (``results.file_stamp``), as the columns' metadata holds it; None when it
+    cannot be read."""
+    found = file_stamp(path)
+    return None if found is None else f"{found[1]}:{found[0]}".encode()
 
 
 def read_cached(path: Path) -> tuple[pa.Table, np.ndarray, np.ndarray] | None:

@@ -29,6 +29,7 @@ import pyarrow.json as pj
 from locustfiles.records import RequestRecord
 from orchestrate.report.aggregates.chunkcolumn import COLUMN, ChunkOffsetsArray
 from orchestrate.report.aggregates.recordscache import CacheWriter, read_cached
+from orchestrate.results import file_stamp
 
 BLOCK_BYTES = 8 << 20
 """The file is parsed this much at a time (whole lines)."""
@@ -49,7 +50,8 @@ RENAMED = {"requested_max_tokens": "max_tokens"}
 INTEGERS = frozenset(f.name for f in fields(RequestRecord) if str(f.type).startswith("int"))
 """Read as float64 (a JSON number of any form parses), stored as int64 when no record lacks them."""
 COLUMNS_SCHEMA = pa.schema([pa.field(f.name, pa.int64()) if f.name in INTEGERS else f for f in SCHEMA])
-"""``requests.parquet``'s: the reader's schema, integer fields as int64."""
+"""The records as columns (``tokenswarm export``'s ``requests.parquet``, the kept ``requests.columns.parquet``):
+the reader's schema, integer fields as int64."""
 _PARSE = pj.ParseOptions(explicit_schema=pa.schema([*SCHEMA, *(pa.field(old, SCHEMA.field(new).type)
                                                                for old, new in RENAMED.items())]),
                          unexpected_field_behavior="ignore")
@@ -63,11 +65,10 @@ def records_of(path: Path) -> pd.DataFrame:
     """``read_records``, kept for the next reader of the same unchanged file: the summary reads a variant's records
     and ``report.html`` draws them, a million records parsed once, not twice (``forget_records`` lets it go).
     Readers never change the frame."""
-    try:
-        stat = path.stat()
-    except OSError:
+    found = file_stamp(path)
+    if found is None:
         return read_records(path)
-    stamp = (str(path), stat.st_mtime_ns, stat.st_size)
+    stamp = (str(path), *found)
     if _KEPT and _KEPT[0][0] == stamp:
         return _KEPT[0][1]
     _KEPT.clear()  # the old frame goes before the new one is read: one in memory at a time
