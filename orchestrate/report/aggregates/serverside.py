@@ -99,10 +99,7 @@ def server_side(samples: list[dict[str, Any]], records: pd.DataFrame,
         values = [float(r["series"][name]) for r in readings if isinstance(r["series"].get(name), (int, float))]
         if values:
             gauges.append(GaugeOverRun(name=name, mean=statistics.fmean(values), max=max(values)))
-    def increase(key: str) -> float | None:  # Prometheus' increase over every scrape: a restart's drop counted
-        return counter_increase(pd.Series([r["series"].get(key) for r in readings], dtype=float))
-
-    hits, queries = increase("prefix_hits"), increase("prefix_queries")
+    hits, queries = _increase(readings, "prefix_hits"), _increase(readings, "prefix_queries")
     rates = [float(r["series"]["prefix_hit_rate"]) for r in readings
              if isinstance(r["series"].get("prefix_hit_rate"), (int, float))]
     ok = records[records["status"] == "ok"] if "status" in records else records
@@ -110,11 +107,17 @@ def server_side(samples: list[dict[str, Any]], records: pd.DataFrame,
                                   numeric_column(ok, CLIENT[name]) if name in CLIENT else None)
                        for name in sorted(last["histograms"]))
     return ServerSide(dialect=dialect, samples=len(readings), gauges=tuple(gauges),
-                      prompt_tokens=increase("prompt_tokens"), generation_tokens=increase("generation_tokens"),
+                      prompt_tokens=_increase(readings, "prompt_tokens"),
+                      generation_tokens=_increase(readings, "generation_tokens"),
                       prefix_hit_rate=hits / queries if hits is not None and queries else
                       statistics.fmean(rates) if rates else None,
                       histograms=histograms, disagrees=tuple(h.name for h in histograms if h.agrees is False),
                       extra=extra, window=_window(timed, steady, first_send))
+
+
+def _increase(readings: list[dict[str, Any]], key: str) -> float | None:
+    """A counter's growth over the scrapes (Prometheus' ``increase``: a restart's drop counted); None if never seen."""
+    return counter_increase(pd.Series([r["series"].get(key) for r in readings], dtype=float))
 
 
 def _window(timed: list[tuple[Any, dict[str, Any]]], steady: SteadyState | None,
@@ -127,11 +130,8 @@ def _window(timed: list[tuple[Any, dict[str, Any]]], steady: SteadyState | None,
     if len(inside) < 2 or inside[-1][0] <= inside[0][0]:
         return None
     span = inside[-1][0] - inside[0][0]
-
-    def increase(key: str) -> float | None:
-        return counter_increase(pd.Series([r["series"].get(key) for _, r in inside], dtype=float))
-
-    prompt, generation = increase("prompt_tokens"), increase("generation_tokens")
+    readings = [r for _, r in inside]
+    prompt, generation = _increase(readings, "prompt_tokens"), _increase(readings, "generation_tokens")
     return ServerWindow(start_s=inside[0][0] - first_send, end_s=inside[-1][0] - first_send, samples=len(inside),
                         prompt_tokens=prompt, generation_tokens=generation,
                         prompt_tok_s=None if prompt is None else prompt / span,

@@ -262,7 +262,7 @@ def prompt_tokens_binned(ok: pd.DataFrame, t0: float, width: float, bins: int) -
 def prompt_tokens_within(ok: pd.DataFrame, windows: list[tuple[float, float]]) -> list[float]:
     """Prompt tokens of completed requests, each spread evenly over its send → first token (or its end,
     for a reply without content), that fall within each [start, end) (wall clock): the steady state's
-    prefill and ``report.html``'s prefill curve."""
+    prefill (``report.html``'s curve bins the same in one pass: ``prompt_tokens_binned``)."""
     send, done, tokens = _prefills(ok)
     length = done - send
     out = []
