@@ -12,11 +12,12 @@ would give it.
 
 from __future__ import annotations
 
-import weakref
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
+
+from orchestrate.report.aggregates.keptanswers import KeptAnswers
 
 Blocks = Callable[[], Iterable[tuple[np.ndarray, np.ndarray | None]]]
 """Yields (values, weights) blocks, weights None for 1 each; called once per pass, the same every time."""
@@ -116,9 +117,8 @@ class NamedBlocks:
         return self.blocks()
 
 
-_FIRST_PASSES: list[tuple[weakref.ref[np.ndarray], bytes, dict[bool, Pass]]] = []
-"""The last first passes of named blocks, weighted and not (while their source lives)."""
-KEPT_PASSES = 2
+_FIRST_PASSES: KeptAnswers[dict[bool, Pass]] = KeptAnswers(2)
+"""The last first passes of named blocks (by source and digest), weighted and not."""
 
 
 def select(blocks: Blocks, targets: Callable[[Totals], Sequence[float]]) -> tuple[Totals, list[float]] | None:
@@ -154,12 +154,10 @@ def _first_pass(blocks: Blocks, top: _Search) -> Pass:
     select over the same values."""
     if not isinstance(blocks, NamedBlocks):
         return _histograms(blocks, top, first=True)[0]
-    for ref, digest, both in _FIRST_PASSES:
-        if ref() is blocks.source and digest == blocks.digest:
-            return both[blocks.weighted]
-    weighted, unweighted = _histograms(blocks, top, first=True)
-    both = {True: weighted, False: unweighted}
-    _FIRST_PASSES[:] = [(weakref.ref(blocks.source), blocks.digest, both), *_FIRST_PASSES[:KEPT_PASSES - 1]]
+    both = _FIRST_PASSES.get(blocks.source, blocks.digest)
+    if both is None:
+        weighted, unweighted = _histograms(blocks, top, first=True)
+        both = _FIRST_PASSES.keep(blocks.source, blocks.digest, {True: weighted, False: unweighted})
     return both[blocks.weighted]
 
 

@@ -9,7 +9,6 @@ in blocks, ``blockstats`` selects exact percentiles from them).
 from __future__ import annotations
 
 import hashlib
-import weakref
 from collections.abc import Iterator
 from dataclasses import replace
 
@@ -18,6 +17,7 @@ import pandas as pd
 
 from orchestrate.report.aggregates.blockstats import Blocks, NamedBlocks, fits
 from orchestrate.report.aggregates.chunkcolumn import COLUMN, chunk_offsets, within_row_diffs
+from orchestrate.report.aggregates.keptanswers import KeptAnswers
 from orchestrate.report.aggregates.stats import numeric_column, pooled_stats
 
 
@@ -76,9 +76,8 @@ def _arrivals(records: pd.DataFrame, t0: float = 0.0, rows: np.ndarray | None = 
         yield np.repeat(base[block], counts) + flat / 1000, np.repeat(tpc[block], counts)
 
 
-_PER_SECOND: list[tuple[weakref.ref[pd.DataFrame], float, pd.Series]] = []
-"""The last few frames ``output_tokens_per_second`` binned (while they live), with the width and the answer."""
-KEPT_ANSWERS = 4
+_PER_SECOND: KeptAnswers[pd.Series] = KeptAnswers(4)
+"""The last few frames ``output_tokens_per_second`` binned, by width."""
 
 
 def output_tokens_per_second(records: pd.DataFrame, width: float = 1.0) -> pd.Series:
@@ -89,12 +88,8 @@ def output_tokens_per_second(records: pd.DataFrame, width: float = 1.0) -> pd.Se
 
     :param width: the bins' length in seconds, when not whole seconds (the tokens of each bin, not per second).
     """
-    for ref, kept_width, kept in _PER_SECOND:
-        if ref() is records and kept_width == width:
-            return kept
-    found = _tokens_per_bin(records, width)
-    _PER_SECOND[:] = [(weakref.ref(records), width, found), *_PER_SECOND[:KEPT_ANSWERS - 1]]
-    return found
+    kept = _PER_SECOND.get(records, width)
+    return kept if kept is not None else _PER_SECOND.keep(records, width, _tokens_per_bin(records, width))
 
 
 def _tokens_per_bin(records: pd.DataFrame, width: float) -> pd.Series:
