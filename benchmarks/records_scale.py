@@ -12,7 +12,8 @@ counters that agree with the records), Locust's `locust_stats.json`/`.csv` (agre
 `server.json`, `client.json`, the `summary.json` a run leaves and `scenario.yaml`. Then it runs
 `tokenswarm report DIR` as a user would: once (it parses `requests.jsonl` and keeps its columns beside it),
 then three times more (reading those, as every later report does; the median is quoted), and reads each
-child's CPU (user + sys) and peak RSS from `wait4`. This process stays small on purpose: a child's `ru_maxrss` starts at its parent's size.
+child's CPU (user + sys) and peak RSS from `wait4`. This process stays small on purpose: a child's
+`ru_maxrss` starts at its parent's size.
 
 `--before REV` also reports, on a smaller folder (`--before-records`), with the code of git
 revision REV (`git archive` into a temporary folder, first on PYTHONPATH) and with this tree, one
