@@ -8,6 +8,10 @@ fits, so callers can catch either (the pattern of ``requests.exceptions``).
 
 from __future__ import annotations
 
+OUT_OF_MEMORY = r"out of memory|cudaMalloc failed|failed to allocate|unable to allocate"
+"""What a server's log says when memory ran out (llama.cpp, CUDA, the kernel's killer): ``server.diagnose`` names
+the failure by it, and a tune reads a failed candidate's cause with it (``report.aggregates.tune``)."""
+
 
 class TokenswarmError(Exception):
     """Root of every error the CLI reports as one line (exit code 2)."""

@@ -222,3 +222,19 @@ def compare_png(run: Path) -> Path:
 def compare_sweep_png(run: Path) -> Path:
     """Every swept variant's curves on one chart (decode tok/s, TTFT, TPOT against the swept value)."""
     return run / "compare_sweep.png"
+
+
+def tune_json(run: Path) -> Path:
+    """A tune's ledger: what it asked and, in the order run, each candidate it started and its floor (written as
+    they run, by ``orchestrate.tune.loop``)."""
+    return run / "tune.json"
+
+
+def tune_summary_json(run: Path) -> Path:
+    """A tune's answer for programs (``report.aggregates.tune``), rebuilt by ``tokenswarm report``."""
+    return run / "tune_summary.json"
+
+
+def tune_md(run: Path) -> Path:
+    """A tune's answer for people: the best command line first."""
+    return run / "summary.md"

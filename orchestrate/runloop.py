@@ -58,16 +58,8 @@ def run_scenario(scenario: Scenario, results_root: Path, swarm: Swarm = Swarm(),
                  resume: Path | None = None, detailed: bool = False) -> Path:
     """Run every variant (``repeats`` times, interleaved); returns the run directory. A failing variant
     does not stop the next. ``resume``: that run's folder, whose finished variants are kept (``resume.py``)."""
-    if resume is not None:
-        check_same(resume, scenario.as_run())
-    # a bad file fails every variant alike: read each dataset in full once, exit 2 before any server starts
-    truncated = check_datasets(load for v in scenario.variants for load in (v.load, *v.steps))
-    check_launchers(v.server for v in scenario.variants)  # no engine for any docker variant: exit 2 now
-    run = resume or run_dir(results_root, scenario.name)
+    run, truncated = open_run(scenario, results_root, resume)
     as_run = yaml.safe_dump(scenario.as_run(), sort_keys=False)
-    if resume is None:
-        scenario_copy(run).write_text(as_run)
-    keep_host_floor(run)
     k, n = scenario.repeats, len(scenario.variants)
     print(f"tokenswarm: {scenario.name}: {n} variant(s)" + (f" x {k} repeats, interleaved ({n * k} server starts)"
                                                            if k > 1 else "") + f" -> {run}", flush=True)
@@ -112,6 +104,21 @@ def run_scenario(scenario: Scenario, results_root: Path, swarm: Swarm = Swarm(),
     if page is not None:
         print(f"report: {page}", flush=True)
     return run
+
+
+def open_run(scenario: Scenario, results_root: Path, resume: Path | None) -> tuple[Path, list[str]]:
+    """Check what would fail every variant alike (the datasets, read once in full; the launchers' engines) and the
+    run resumed, then make the run's folder with its ``scenario.yaml``; the folder, and what a cut-short dataset
+    file lost. Nothing has started yet: a mistake here is exit 2."""
+    if resume is not None:
+        check_same(resume, scenario.as_run())
+    truncated = check_datasets(load for v in scenario.variants for load in (v.load, *v.steps))
+    check_launchers(v.server for v in scenario.variants)  # no engine for any docker variant: exit 2 now
+    run = resume or run_dir(results_root, scenario.name)
+    if resume is None:
+        scenario_copy(run).write_text(yaml.safe_dump(scenario.as_run(), sort_keys=False))
+    keep_host_floor(run)
+    return run, truncated
 
 
 def run_variant(context: Context, variant: Variant, paths: VariantPaths, first_attempt: VariantRun | None = None,

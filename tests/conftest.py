@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shlex
 import shutil
 import signal
 import subprocess
@@ -146,6 +147,18 @@ def reference_server(folder: Path, *flags: str) -> Iterator[str]:
     finally:
         proc.send_signal(signal.SIGINT)
         assert proc.wait(10) == 0
+
+
+def reference_binary(folder: Path, *flags: str) -> Path:
+    """An executable ``folder/llama-server`` that runs the reference server with ``flags`` and then the arguments a
+    launcher gives llama-server (``--model M --host H --port P --metrics`` and the scenario's flags): the process
+    launcher, and a tune, start it as they would start llama-server."""
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "llama-server"
+    path.write_text(f"#!/bin/sh\nexec {shlex.join([sys.executable, '-m', 'orchestrate.tools.refserver_cli', *flags])}"
+                    ' "$@"\n')
+    path.chmod(0o755)
+    return path
 
 
 @contextmanager

@@ -27,6 +27,7 @@ from orchestrate.commands.run import (
     capacity_main,
     noise_floor_main,
     run_main,
+    tune_main,
 )
 from orchestrate.commands.tools import (
     add_calibrate_arguments,
@@ -56,6 +57,8 @@ COMMANDS: tuple[Command, ...] = (
      add_calibrate_arguments, calibrate_main),
     ("capacity", "find the most users (or requests/s) each variant serves within an SLO: a search of probes "
      "against one server start", add_capacity_arguments, capacity_main),
+    ("tune", "search a scenario's tune: grid of server settings for the one that serves the most within the SLO: "
+     "the best llama-server command line", add_run_arguments, tune_main),
     ("noise-floor", "run one variant several times: the spread between identical runs, the smallest effect this "
      "host can show (compare.md quotes it)", add_noise_floor_arguments, noise_floor_main),
 )

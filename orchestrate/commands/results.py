@@ -29,13 +29,17 @@ def report_main(args: argparse.Namespace) -> int:
     from orchestrate.report.console import console_lines
     from orchestrate.report.htmlreport import write_html_report
     from orchestrate.report.summary import rebuild_summary
+    from orchestrate.report.tunereport import write_tune_report
+    from orchestrate.results import tune_md
     found = results_in(args.run_dir)
     for paths in found:
         summary = rebuild_summary(paths, args.run_dir.name, detailed=args.save_detailed)
         print(f"== {paths.dir.relative_to(args.run_dir) if paths.dir != args.run_dir else paths.dir.name}")
         for line in console_lines(summary):
             print(f"   {line}")
-    if comparable([args.run_dir]):
+    if write_tune_report(args.run_dir) is not None:  # a tune's candidates: its summary.md, not a comparison
+        print(f"\ntune: {tune_md(args.run_dir)}")
+    elif comparable([args.run_dir]):
         print(f"\ncomparison: {write_comparison([args.run_dir])}")
     print(f"report: {write_html_report(args.run_dir, found)}")
     return 0

@@ -20,6 +20,7 @@ from orchestrate.commands.scenario_options import refuse_until, scenario_of, wit
 from orchestrate.errors import ScenarioError
 from orchestrate.results import variant_dirs
 from orchestrate.scenario.gates import Gate
+from orchestrate.scenario.spec import Scenario
 
 if TYPE_CHECKING:
     from orchestrate.report.schema import Summary
@@ -37,6 +38,8 @@ def export_api_key(key: str | None) -> None:
 def run_main(args: argparse.Namespace) -> int:
     from orchestrate.runloop import run_scenario
     scenario, api_key = scenario_of(args), api_key_of(args)
+    if scenario.tune is not None:
+        return tune_scenario(args, scenario)
     swarm, ui = swarm_of(args), web_ui_of(args)
     refuse_until(scenario, ui is not None)
     baseline = baseline_of(args, scenario.gates)
@@ -87,6 +90,29 @@ def exit_code(run: Path, gates: tuple[Gate, ...] = (), baseline: dict[str, Summa
     if not completed:
         return 1
     return GATE_FAILED if any(v.failed for v in verdicts) else 0
+
+
+def tune_main(args: argparse.Namespace) -> int:
+    """``tokenswarm tune``: a scenario's ``tune:`` (``run`` on such a scenario does the same)."""
+    scenario = scenario_of(args)
+    if scenario.tune is None:
+        raise ScenarioError(f"{args.scenario or 'the scenario'}: has no tune: section (the settings to search, e.g. "
+                            "tune: {space: {parallel: [4, 8, 16]}}); see docs/tuning.md")
+    return tune_scenario(args, scenario)
+
+
+def tune_scenario(args: argparse.Namespace, scenario: Scenario) -> int:
+    """Run the tune; exit 0 when a candidate met the SLO (``summary.md`` names it), 1 when none did."""
+    from orchestrate.results import read_json, tune_summary_json
+    from orchestrate.tune.loop import run_tune
+    if args.ui or args.fail_if or scenario.gates:
+        raise ScenarioError("a tune runs headless and names the best candidate: --ui and gates (fail_if) do not "
+                            "apply; gate a run of its winner instead")
+    swarm = swarm_of(args)
+    export_api_key(api_key_of(args))
+    run = run_tune(scenario, args.results_dir, swarm, resume=args.resume, detailed=args.save_detailed)
+    found = read_json(tune_summary_json(run))
+    return 0 if isinstance(found, dict) and found.get("best") else 1
 
 
 def add_capacity_arguments(p: argparse.ArgumentParser) -> None:

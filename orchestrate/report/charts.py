@@ -17,6 +17,7 @@ from orchestrate.report.schema.capacity import Capacity
 from orchestrate.report.schema.request import Images
 from orchestrate.report.schema.sweep import Sweep
 from orchestrate.report.schema.trace import Trace
+from orchestrate.report.schema.tune import TuneResult
 from orchestrate.report.schema.ui import UiSteps
 
 Figure = dict[str, Any]
@@ -213,6 +214,26 @@ def capacity_figures(label: str, block: Capacity) -> list[Figure]:
              "layout": _layout(f"{label}: requests within the SLO (steady state)", axis, "%")},
             {"title": f"{label}: decode", "data": [speed],
              "layout": _layout(f"{label}: decode tok/s (steady state; hollow: stopped early)", axis, "tokens/s")}]
+
+
+def tune_figures(block: TuneResult) -> list[Figure]:
+    """A tune: each measured candidate's capacity against its peak memory and, with energy, its joules per output
+    token; the frontier's candidates filled, the best in green."""
+    out = []
+    for key, what, unit, ahead in (("peak_memory_gib", "peak memory", "GiB", block.frontier_memory),
+                                   ("joules_per_output_token", "energy per output token", "J/token",
+                                    block.frontier_energy)):
+        shown = [c for c in block.candidates if c.capacity is not None and getattr(c, key) is not None]
+        if not shown:
+            continue
+        out.append({"title": f"capacity against {what}", "data": [{
+            "type": "scatter", "mode": "markers", "name": "candidates", "x": [getattr(c, key) for c in shown],
+            "y": [c.capacity for c in shown], "text": [c.name for c in shown],
+            "marker": {"size": 11, "color": ["#228833" if c.name == block.best else "#4477aa" for c in shown],
+                       "symbol": ["circle" if c.name in ahead else "circle-open" for c in shown]},
+            "hovertemplate": "%{text}: %{y} at %{x:.3g} " + unit + "<extra></extra>"}],
+            "layout": _layout(f"Capacity against {what} (filled: the frontier; green: the best)", unit, "capacity")})
+    return out
 
 
 def effect_figures(effects: list[dict[str, Any]], metrics: tuple[tuple[str, str], ...]) -> list[Figure]:

@@ -35,11 +35,21 @@ from orchestrate.report.compare import CAPACITY_EFFECT, EFFECT_METRICS, ENERGY_E
 from orchestrate.report.definitions import METRIC_DEFINITIONS
 from orchestrate.report.formats import GIB, fmt_bytes, fmt_ms, fmt_num, fmt_pct
 from orchestrate.report.intervallines import interval_text
-from orchestrate.report.jsontypes import lookup
+from orchestrate.report.jsontypes import from_json, lookup
 from orchestrate.report.markdown import summary_md
 from orchestrate.report.schema import Summary
+from orchestrate.report.schema.tune import TuneResult
 from orchestrate.report.summary import read_summary
-from orchestrate.results import VariantPaths, compare_json, file_stamp, read_json, report_html, variant_dirs
+from orchestrate.report.tunereport import tune_markdown
+from orchestrate.results import (
+    VariantPaths,
+    compare_json,
+    file_stamp,
+    read_json,
+    report_html,
+    tune_summary_json,
+    variant_dirs,
+)
 
 TEMPLATE = "report.html.j2"
 MARKDOWN = MarkdownIt("commonmark", {"html": False}).enable("table")
@@ -199,6 +209,11 @@ def _section(key: str, title: str, figures: list[charts.Figure], html: str = "",
 def sections(run_dir: Path, runs: list[Run]) -> list[dict[str, Any]]:
     """The page's sections in reading order; a section with nothing to show is left out."""
     out = []
+    tuned = read_json(tune_summary_json(run_dir))
+    if isinstance(tuned, dict):  # a tune's answer leads: the best command line, then every candidate
+        result = from_json(TuneResult, tuned, str(tune_summary_json(run_dir)))
+        out.append(_section("tune", "Tune: the best settings", charts.tune_figures(result),
+                            intro=tune_markdown(result)))
     glance, steady = table(runs, GLANCE), table(runs, STEADY, lambda r: bool(r.summary.steady_state
                                                                            and r.summary.steady_state.found))
     out.append({**_section("glance", "At a glance", [], intro="Every run's headline (the whole load) and, below "

@@ -58,6 +58,8 @@ class Combination:
     """Factor axis → its value in this combination."""
     factor_keys: dict[tuple[str, ...], str] = field(default_factory=dict)
     """Every target any value of a factor sets → that axis (``matrix.drafter``), for conflict errors."""
+    point: tuple[int, ...] = field(default=(), compare=False)
+    """Each axis's value as its index in the file's order: where a tune (``tune.space``) stands in the grid."""
 
 
 @dataclass(frozen=True)
@@ -153,9 +155,9 @@ def _factor_value(value: dict[Any, Any], at: KeyPath, fail: Fail, target: Target
     return out
 
 
-def _axis(key: Any, values: Any, fail: Fail, target: Target) -> _Axis:
+def _axis(key: Any, values: Any, fail: Fail, target: Target, root: KeyPath) -> _Axis:
     """One axis, a single setting or a factor, with what each of its values sets."""
-    at = ("matrix", key)
+    at = (*root, key)
     to = target(key, at)  # checks the key first: it may not be a string
     named = _named(values, at, fail)
     maps = [isinstance(value, dict) for _, value, _ in named]
@@ -181,22 +183,33 @@ def _refuse_overlaps(axes: list[_Axis], fail: Fail) -> None:
         owner.update({settings_key(to): axis.key for to in axis.targets()})
 
 
-def expand_matrix(raw: Any, fail: Fail, target: Target) -> list[Combination]:
-    """Every combination of the axes, the first axis varying slowest."""
+def _axes(raw: Any, fail: Fail, target: Target, root: KeyPath) -> list[_Axis]:
+    """The axes of ``raw`` (at key path ``root``), each checked, none setting what another sets."""
     if not isinstance(raw, dict) or not raw:
-        raise fail(("matrix",), "must be a mapping of axes to their values, e.g. {flash-attn: [on, off]}")
-    axes = [_axis(key, values, fail, target) for key, values in raw.items()]
+        raise fail(root, "must be a mapping of axes to their values, e.g. {flash-attn: [on, off]}")
+    axes = [_axis(key, values, fail, target, root) for key, values in raw.items()]
     _refuse_overlaps(axes, fail)
     if math.prod(len(axis.values) for axis in axes) > MAX_VARIANTS:
-        raise fail(("matrix",), f"expands to {math.prod(len(axis.values) for axis in axes)} variants; "
-                                f"at most {MAX_VARIANTS}")
+        raise fail(root, f"expands to {math.prod(len(axis.values) for axis in axes)} variants; at most {MAX_VARIANTS}")
+    return axes
+
+
+def axis_values(raw: Any, fail: Fail, target: Target, root: KeyPath = ("matrix",)) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """Each axis's name and its values' names, in the file's order (a tune's grid, ``Combination.point``'s indices)."""
+    return tuple((axis.name, tuple(name for name, _ in axis.values)) for axis in _axes(raw, fail, target, root))
+
+
+def expand_matrix(raw: Any, fail: Fail, target: Target, root: KeyPath = ("matrix",)) -> list[Combination]:
+    """Every combination of the axes, the first axis varying slowest; ``root``: where they are written
+    (``matrix``, or a tune's ``tune.space``)."""
+    axes = _axes(raw, fail, target, root)
     covers = {axis.name: tuple(dict.fromkeys(map(settings_key, axis.targets()))) for axis in axes if axis.factor}
-    factor_keys = {to: f"matrix.{axis.key}" for axis in axes if axis.factor for to in axis.targets()}
-    return [Combination("_".join(f"{axis.name}-{name}" for axis, (name, _) in zip(axes, picks)),
-                        {to: set_at for _, sets in picks for to, set_at in sets.items()},
-                        {axis.name: Factor(name, covers[axis.name]) for axis, (name, _) in zip(axes, picks)
-                         if axis.factor}, factor_keys)
-            for picks in itertools.product(*(axis.values for axis in axes))]
+    factor_keys = {to: ".".join(map(str, (*root, axis.key))) for axis in axes if axis.factor for to in axis.targets()}
+    return [Combination("_".join(f"{axis.name}-{axis.values[i][0]}" for axis, i in zip(axes, point)),
+                        {to: set_at for axis, i in zip(axes, point) for to, set_at in axis.values[i][1].items()},
+                        {axis.name: Factor(axis.values[i][0], covers[axis.name]) for axis, i in zip(axes, point)
+                         if axis.factor}, factor_keys, point)
+            for point in itertools.product(*(range(len(axis.values)) for axis in axes))]
 
 
 def apply_combination(combo: Combination, top: dict[str, Any], item: dict[str, Any], at: KeyPath,

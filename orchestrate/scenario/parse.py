@@ -43,6 +43,7 @@ from orchestrate.scenario.spec import (
 )
 from orchestrate.scenario.sweep import SWEEP_SETTINGS, extract_sweep
 from orchestrate.scenario.trace import parse_trace
+from orchestrate.scenario.tune import DEFAULT_SEARCH, tune_space
 from orchestrate.scenario.until import parse_until
 from orchestrate.scenario.yamlsource import Checker, read_yaml
 
@@ -51,7 +52,7 @@ LOAD_KEYS = {*DATASET_KEYS, "users", "spawn_rate", "num_prompts", "max_seconds",
              *REPLAY_KEYS, *LENGTH_KEYS, "trace", *REQUEST_KEYS, "until"}
 
 TOP_KEYS = {"name", "description", "server", "load", "variants", "matrix", "on_load_failure", "slo", "search",
-            "repeats", "host_limits", "fail_if", "cost"}
+            "repeats", "host_limits", "fail_if", "cost", "tune"}
 VARIANT_KEYS = {"name", "server", "load", "on_load_failure", "slo", "search"}
 FAILURE_KEYS = {"retry_with"}
 _FLAG_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9-]*$")
@@ -176,9 +177,13 @@ def parse_scenario(text: str, path: Path) -> Scenario:
     name = top.get("name", path.stem)
     if not isinstance(name, str) or not name.replace("-", "").replace("_", "").isalnum():
         raise check.fail(("name",), f"must be letters, digits, '-' or '_', got {name!r}")
-    has_matrix = "matrix" in top
-    combos = (expand_matrix(top["matrix"], check.fail, lambda key, at: _target(check, key, at)) if has_matrix
-              else [Combination("", {})])
+    tune, target = None, lambda key, at: _target(check, key, at)
+    if "tune" in top:
+        tune, combos = tune_space(check, top, target)
+        top = {**top, "search": top.get("search") or DEFAULT_SEARCH}
+    else:
+        combos = expand_matrix(top["matrix"], check.fail, target) if "matrix" in top else [Combination("", {})]
+    has_matrix = "matrix" in top or tune is not None
     top_rule = _retry_targets(check, top.get("on_load_failure"), ("on_load_failure",))
     raw_variants = top.get("variants", None)
     listed = raw_variants is not None
@@ -207,10 +212,15 @@ def parse_scenario(text: str, path: Path) -> Scenario:
             if any(v.name == full for v in variants):
                 raise check.fail(("matrix",), f"duplicate variant name {full!r} from the matrix")
             variants.append(_variant(check, full, top, item, at, combo, rule, rule_at))
+    if tune is not None:
+        if not LAUNCHER_KINDS[variants[0].server.launcher].starts_server:
+            raise check.fail(("server", "launcher"), "a tune starts the server with each candidate's settings: use "
+                                                     "launcher process, docker or embedded, not one already running")
+        tune = replace(tune, points={v.name: combo.point for v, combo in zip(variants, combos)})
     return Scenario(name=name, path=path, description=str(top.get("description", "")),
                     variants=tuple(variants), repeats=check.number(top.get("repeats", 1), ("repeats",), int, 1),
                     host_limits=parse_host_limits(check, top.get("host_limits")), gates=_gates(check, top.get("fail_if")),
-                    cost=parse_cost(check, top.get("cost")))
+                    cost=parse_cost(check, top.get("cost")), tune=tune)
 
 
 def _gates(check: Checker, raw: Any) -> tuple[Gate, ...]:

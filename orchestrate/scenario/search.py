@@ -161,6 +161,8 @@ def next_probe(search: Search, history: list[tuple[float, bool]]) -> float | Non
     """
     if len(history) >= search.max_probes:
         return None
+    if not history and search.start is not None:
+        return search.start
     max_passing, min_failing = boundary(history)
     if min_failing == search.low or max_passing == search.high:
         return None  # below the range, or at least its high end

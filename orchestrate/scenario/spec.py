@@ -94,10 +94,38 @@ class Search:
     warmup_prompts: int = DEFAULT_WARMUP_PROMPTS
     """Sent once after the server starts, before the first probe, and counted nowhere: a cold server's
     first requests would fail the first probe on their own."""
+    start: float | None = None
+    """The first probe's load (a tune's floor, also its ``low``: failing there ends it); None: the range's middle."""
 
     def label(self, n: int, value: float) -> str:
         """``probe-03-users-8``: the probe's folder under ``steps/`` and its name in messages."""
         return f"probe-{n:02d}-{self.over}-{value:g}"
+
+
+TUNE_OBJECTIVES = {"capacity": True, "decode_tok_s": True, "joules_per_output_token": False, "usd_per_mtok": False}
+"""What a tune may maximise (True) or minimise (False), at each candidate's capacity."""
+
+
+@dataclass(frozen=True)
+class Tune:
+    """``tune:`` (``scenario/tune.py``): the grid of server settings searched, each point a variant (a candidate),
+    what makes one best, its limits and its budget; ``orchestrate.tune`` runs it."""
+
+    axes: tuple[tuple[str, tuple[str, ...]], ...]
+    """Each axis of ``tune.space`` and its values' names, in the file's order."""
+    points: dict[str, tuple[int, ...]]
+    """Each candidate (a variant's name) → its value's index on every axis."""
+    objective: str = "capacity"
+    max_memory_gib: float | None = None
+    """``constraints.peak_memory_gib``: a candidate past it is out, with all that need as much."""
+    server_starts: int | None = None  # budget: a failed start counts
+    wall_s: float | None = None  # budget: no start once the candidates took that long
+    strategy: str = "climb"
+    """``climb`` (to the best neighbour until none is better) or ``grid`` (``orchestrate.tune.strategy``)."""
+
+    @property
+    def maximise(self) -> bool:
+        return TUNE_OBJECTIVES[self.objective]
 
 
 @dataclass(frozen=True)
@@ -352,12 +380,13 @@ class Scenario:
     """``fail_if:`` (and ``--fail-if``): conditions that fail the run with exit code 3 (``scenario.gates``)."""
     cost: CostRates | None = None
     """``cost:`` (and ``--usd-per-hour``, ``--usd-per-kwh``): prices that make dollars per million tokens."""
+    tune: Tune | None = None  # the variants are a tune's candidates
 
     def as_run(self) -> dict[str, Any]:
         """Every variant's settings after merging and overrides: ``scenario.yaml`` of a run."""
         return {"name": self.name, "description": self.description, "source": str(self.path),
                 "repeats": self.repeats, "host_limits": asdict(self.host_limits),
-                "variants": [asdict(v) for v in self.variants]}
+                **({"tune": asdict(self.tune)} if self.tune else {}), "variants": [asdict(v) for v in self.variants]}
 
     def with_overrides(self, server: dict[str, Any] | None = None, load: dict[str, Any] | None = None,
                        **top: Any) -> "Scenario":

@@ -12,6 +12,8 @@ import re
 import signal
 from typing import NamedTuple
 
+from orchestrate.errors import OUT_OF_MEMORY
+
 _SHELL_REPORT = re.compile(r"^(\S+: (line )?\d+: *)?(\d+ +)?(Illegal instruction|Bus error|Floating point exception|"
                            r"Segmentation fault|Aborted|Killed)( +\(core dumped\))?( .*)?$")
 _LOG_LINE = re.compile(r"^\d+\.\d+\.\d+\.\d+ ([DIWE]) +(.*)$")  # llama.cpp: "0.00.006.716 E msg"
@@ -20,7 +22,7 @@ KNOWN_FAILURES: tuple[tuple[re.Pattern[str], str], ...] = tuple((re.compile(p, r
     (r"ggml-cuda/fattn\.cu:\d+: fatal error",
      "the flash-attention CUDA kernel aborted at load: a known llama.cpp bug with MTP drafters "
      "(Gemma 4 E4B); set flash-attn: off, or on_load_failure: {retry_with: {flash-attn: off}}"),
-    (r"out of memory|cudaMalloc failed|failed to allocate|unable to allocate",
+    (OUT_OF_MEMORY,
      "the server ran out of memory: lower ctx-size or parallel, or offload fewer layers (n-gpu-layers)"),
     (r"could not select device driver|no CUDA-capable device|nvidia-container-cli",
      "the container got no GPU: install the NVIDIA container toolkit, or set docker: {gpus: none}"),

@@ -23,7 +23,8 @@ true`` (not honoured with ``--ignore-ignore-eos``): a client asking for a fixed 
 it. ``--cached-tokens N``: every request reports min(N, prompt - 1) prompt tokens cached, in
 ``timings.cache_n`` (``timings.prompt_n`` the rest) or ``usage.prompt_tokens_details.cached_tokens``. A streamed
 request with ``tools`` gets one tool call instead of content, on the same timeline (its name first, then its
-arguments in pieces; ``finish_reason: tool_calls``), the required arguments filled by type.
+arguments in pieces; ``finish_reason: tool_calls``), the required arguments filled by type. What it plays, and
+its cost in time and memory per slot (a stand-in for llama-server that a tune starts), is ``refserver_timing.Timing``.
 
 The truth file (``--truth-file``, CSV, buffered and flushed every 0.5 s and at exit) has one line
 per event the server wrote: ``request_id,index,kind,ts,scheduled_ts``, with ``kind`` ``arrive``
@@ -57,10 +58,12 @@ import json
 import random
 import re
 import time
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import Callable
+from functools import partial
+from typing import Any, NamedTuple
 
 from orchestrate.tools.refserver_calls import tool_call, tool_call_deltas
+from orchestrate.tools.refserver_timing import MIB, MODEL_ID, SlotMemoryError, Timing, due_times
 from orchestrate.tools.refserver_wire import (
     FLUSH_S,
     HttpConnection,
@@ -77,10 +80,8 @@ MARKER_RE = re.compile(rb"\[req:([A-Za-z0-9_.\-]+)\]")
 """``[req:ID]`` anywhere in the request body names the request in the truth file."""
 DEFAULT_OUTPUT_TOKENS = 16
 """Output length when neither ``--output-tokens`` nor the request's ``max_tokens`` says."""
-MODEL_ID = "synthetic"
 WORDS = tuple(f" w{i}" for i in range(64))
 REASONING_WORDS = tuple(f" r{i}" for i in range(64))
-DIALECTS = ("llama.cpp", "vllm", "openai")
 REASONING_KEY = {"llama.cpp": "reasoning_content", "vllm": "reasoning", "openai": None}
 """The delta (and message) key a dialect streams reasoning under; None: not streamed (OpenAI hides it)."""
 LLAMA_CPP_ONLY = (b"/props", b"/slots", b"/tokenize", b"/apply-template")
@@ -93,51 +94,16 @@ def chunk_texts(vocab: tuple[str, ...], n: int, per_chunk: int) -> list[str]:
     return ["".join(words[k:k + per_chunk]) for k in range(0, n, per_chunk)]
 
 
-@dataclass(frozen=True)
-class Timing:
-    """What the server plays: times in ms; ``output_tokens`` None = the request's ``max_tokens``."""
+class Pending(NamedTuple):
+    """A streamed reply before it has a slot: its timeline and end event wait on the gap it gets then."""
 
-    ttft_ms: float = 50.0
-    itl_ms: float = 10.0
-    jitter_ms: float = 0.0
-    tokens_per_chunk: int = 1
-    output_tokens: int | None = None
-    seed: int = 0
-    slots: int = 256
-    n_ctx: int = 8192
-    close_after: int = 0
-    """Close a kept-alive connection, without warning, after this many responses (0: never)."""
-    queue: bool = False
-    """At most ``slots`` streams at once; a request beyond them waits (first come, first served) and its
-    timeline (``ttft_ms``, then ``itl_ms``) starts when a slot frees, as llama.cpp's do."""
-    dialect: str = "llama.cpp"
-    """Whose stream shape to speak: ``llama.cpp``, ``vllm`` or ``openai`` (see the module docstring)."""
-    reasoning_tokens: int = 0
-    """The first min(N, reply length) tokens of every reply are reasoning, on the same timeline as content."""
-    eos_after: int | None = None
-    """End every reply after this many tokens with ``stop`` (the model's EOS), unless ``ignore_eos`` is honoured."""
-    honour_ignore_eos: bool = True
-    """A request's ``"ignore_eos": true`` runs it to its length limit (False: a server that ignores the field)."""
-    cached_tokens: int = 0
-    """Prompt tokens every request reports as served from the cache (at most the prompt's length - 1)."""
-    fail_status: int | None = None
-    """Answer every chat completion with this HTTP status and llama.cpp's error body (a misbehaving server)."""
-
-    def __post_init__(self) -> None:
-        if self.ttft_ms < 0 or self.itl_ms < 0 or self.jitter_ms < 0:
-            raise ValueError("ttft_ms, itl_ms and jitter_ms must be >= 0")
-        if self.close_after < 0:
-            raise ValueError("close_after must be >= 0")
-        if self.tokens_per_chunk < 1 or (self.output_tokens is not None and self.output_tokens < 1):
-            raise ValueError("tokens_per_chunk and output_tokens must be >= 1")
-        if self.dialect not in DIALECTS:
-            raise ValueError(f"dialect must be one of {', '.join(DIALECTS)}")
-        if self.reasoning_tokens < 0 or self.cached_tokens < 0:
-            raise ValueError("reasoning_tokens and cached_tokens must be >= 0")
-        if self.eos_after is not None and self.eos_after < 1:
-            raise ValueError("eos_after must be >= 1")
-        if self.fail_status is not None and not 400 <= self.fail_status <= 599:
-            raise ValueError("fail_status must be an HTTP error status, 400 to 599")
+    stream: Stream
+    jitter_s: list[float]
+    """Each chunk's jitter in seconds, drawn (seeded) when the request arrived."""
+    shown_from: int
+    """The first chunk written: the chunks before it are hidden reasoning, whose time passes unwritten."""
+    end: Callable[[float], bytes]
+    """The end event (finish, usage, timings) given the reply's ``predicted_ms``."""
 
 
 class RefServer:
@@ -152,8 +118,10 @@ class RefServer:
         self.writes = 0
         self.events_sent = 0
         self.holding: set[Stream] = set()
-        """Streams holding a slot (``Timing.queue``)."""
-        self.waiting: collections.deque[Stream] = collections.deque()
+        """Streams holding a slot: every stream in flight (at most ``slots`` with ``Timing.queue``)."""
+        self.waiting: collections.deque[Pending] = collections.deque()
+        self.slot_memory: list[bytearray] = []
+        """``Timing.slot_memory_mib`` per slot, written so that it is resident."""
         self.loop: asyncio.AbstractEventLoop = None  # type: ignore[assignment]
         self._server: asyncio.base_events.Server | None = None
         self._flusher: asyncio.TimerHandle | None = None
@@ -163,6 +131,13 @@ class RefServer:
         return f"http://{self.host}:{self.port}"
 
     async def start(self) -> None:
+        """Allocate the slots' memory (``SlotMemoryError`` over the limit), then listen."""
+        shortfall = self.timing.memory_shortfall()
+        if shortfall is not None:
+            raise SlotMemoryError(shortfall)
+        size = int(self.timing.slot_memory_mib * MIB)
+        if size:  # a one-byte array repeated: every page written, so the memory is resident
+            self.slot_memory = [bytearray(b"\x01") * size for _ in range(self.timing.slots)]
         self.loop = asyncio.get_running_loop()
         self._server = await self.loop.create_server(lambda: HttpConnection(self), self.host, self.port,
                                                      backlog=4096, reuse_address=True)
@@ -200,7 +175,8 @@ class RefServer:
             write(self._not_found(method, path, keep_alive))
         elif path == b"/props":
             write(http_response(200, json.dumps({
-                "total_slots": self.timing.slots, "model_path": MODEL_ID, "build_info": "tokenswarm-synthetic",
+                "total_slots": self.timing.slots, "model_path": self.timing.model_path,
+                "build_info": "tokenswarm-synthetic",
                 "default_generation_settings": {"n_ctx": self.timing.n_ctx}}).encode(), keep_alive))
         elif path == b"/slots":
             write(http_response(200, json.dumps([{"id": 0, "speculative": False}]).encode(), keep_alive))
@@ -278,18 +254,10 @@ class RefServer:
         reasonings = chunk_texts(REASONING_WORDS, n_reasoning, t.tokens_per_chunk)
         contents = chunk_texts(WORDS, n - n_reasoning, t.tokens_per_chunk)  # never in a reasoning chunk
         r_chunks = len(reasonings)
-        n_chunks = r_chunks + len(contents)
-        due_s = []  # seconds after arrival of every chunk, reasoning then content, hidden or not
-        prev = 0.0
-        for k in range(n_chunks):
-            due = (t.ttft_ms + k * t.itl_ms) / 1000.0
-            if t.jitter_ms:
-                due += self.rng.uniform(-t.jitter_ms, t.jitter_ms) / 1000.0
-            prev = max(prev, due)
-            due_s.append(prev)
+        n_chunks = r_chunks + len(contents)  # reasoning then content, hidden or not
+        jitter_s = [self.rng.uniform(-t.jitter_ms, t.jitter_ms) / 1000.0 if t.jitter_ms else 0.0
+                    for _ in range(n_chunks)]
         reasoning_key = REASONING_KEY[t.dialect]
-        # role, then each chunk written (hidden reasoning: its time passes, nothing is written), then the end
-        times = [0.0, *(due_s if reasoning_key else due_s[r_chunks:]), prev]
         self.truth.add(rid, -1, "arrive", t0_wall, t0_wall)
         created = int(t0_wall)
         cid = f"chatcmpl-{rid}"
@@ -297,17 +265,11 @@ class RefServer:
                f'"object":"chat.completion.chunk"}}'
         cached = max(0, min(t.cached_tokens, prompt_n - 1))
         usage = self._usage(prompt_n, cached, n, n_reasoning)
-        timings: dict[str, Any] | None = None
-        if t.dialect == "llama.cpp":
-            predicted_ms = (prev - due_s[0]) * 1000.0
-            prompt_done = prompt_n - cached
-            timings = {"cache_n": cached, "prompt_n": prompt_done, "prompt_ms": t.ttft_ms,
-                       "prompt_per_second": prompt_done / t.ttft_ms * 1000.0 if t.ttft_ms else 0.0,
-                       "predicted_n": n, "predicted_ms": predicted_ms,
-                       "predicted_per_second": n / predicted_ms * 1000.0 if predicted_ms else 0.0}
-        if not req.get("stream"):
+        if not req.get("stream"):  # it takes no slot: its gap is itl_ms
+            due_s = due_times(t.ttft_ms, t.itl_ms, jitter_s)
+            timings = self._timings(prompt_n, cached, n, (due_s[-1] - due_s[0]) * 1000.0)
             self._complete(conn, "".join(contents), "".join(reasonings), finish_reason, usage, timings, cid, created,
-                           prev, keep_alive)
+                           due_s[-1], keep_alive)
             return
         include_usage = bool((req.get("stream_options") or {}).get("include_usage"))
         head = (b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\n"
@@ -328,32 +290,58 @@ class RefServer:
             finish_reason = "tool_calls"
         finish: dict[str, Any] = {"choices": [{"finish_reason": finish_reason, "index": 0, "delta": {}}],
                                   "created": created, "id": cid, "model": MODEL_ID, "object": "chat.completion.chunk"}
+        end = partial(self._end_event, finish, usage, (prompt_n, cached, n), include_usage)
+        stream = Stream(conn, rid, events, [], t0_loop, t0_wall, keep_alive)  # timed when it gets a slot
+        conn.stream = stream
+        pending = Pending(stream, jitter_s, 0 if reasoning_key else r_chunks, end)
+        if self.timing.queue and len(self.holding) >= self.timing.slots:
+            self.waiting.append(pending)  # its timeline starts when a slot frees
+            return
+        self._start(pending, now=False)
+
+    def _timings(self, prompt_n: int, cached: int, n: int, predicted_ms: float) -> dict[str, Any] | None:
+        """llama.cpp's ``timings`` (None for the other dialects): the prompt took ``ttft_ms``, the reply
+        ``predicted_ms`` from its first chunk to its last."""
+        if self.timing.dialect != "llama.cpp":
+            return None
+        ttft_ms = self.timing.ttft_ms
+        prompt_done = prompt_n - cached
+        return {"cache_n": cached, "prompt_n": prompt_done, "prompt_ms": ttft_ms,
+                "prompt_per_second": prompt_done / ttft_ms * 1000.0 if ttft_ms else 0.0,
+                "predicted_n": n, "predicted_ms": predicted_ms,
+                "predicted_per_second": n / predicted_ms * 1000.0 if predicted_ms else 0.0}
+
+    def _end_event(self, finish: dict[str, Any], usage: dict[str, Any], counts: tuple[int, int, int],
+                   include_usage: bool, predicted_ms: float) -> bytes:
+        """A stream's last event: the finish chunk, usage (and llama.cpp's timings) as the dialect sends them,
+        ``[DONE]`` and the end of the chunked body."""
+        timings = self._timings(*counts, predicted_ms)
+        usage_chunk = {"choices": [], "created": finish["created"], "id": finish["id"], "model": MODEL_ID,
+                       "object": "chat.completion.chunk", "usage": usage}
         end = b""
         if timings is None:  # vLLM and OpenAI send usage only when asked, in a last chunk of its own
             end += sse_event(finish)
             if include_usage:
-                end += sse_event({"choices": [], "created": created, "id": cid, "model": MODEL_ID,
-                                  "object": "chat.completion.chunk", "usage": usage})
+                end += sse_event(usage_chunk)
         elif include_usage:
             end += sse_event(finish)
-            end += sse_event({"choices": [], "created": created, "id": cid, "model": MODEL_ID,
-                           "object": "chat.completion.chunk", "usage": usage, "timings": timings})
+            end += sse_event({**usage_chunk, "timings": timings})
         else:
             end += sse_event({**finish, "usage": usage, "timings": timings})
-        events.append(("end", end + chunked_raw(b"data: [DONE]\n\n") + b"0\r\n\r\n"))
-        stream = Stream(conn, rid, events, times, t0_loop, t0_wall, keep_alive)
-        conn.stream = stream
-        if self.timing.queue and len(self.holding) >= self.timing.slots:
-            self.waiting.append(stream)  # its timeline starts when a slot frees
-            return
-        self._start(stream, now=False)
+        return end + chunked_raw(b"data: [DONE]\n\n") + b"0\r\n\r\n"
 
-    def _start(self, stream: Stream, now: bool) -> None:
-        """Give ``stream`` a slot and send its first event; ``now``: it waited, so its times count from here."""
+    def _start(self, pending: Pending, now: bool) -> None:
+        """Give a stream a slot, time it and send its first event; ``now``: it waited, so its times count from
+        here. Its gap is ``itl_ms`` plus ``slot_cost_ms`` for each other stream holding a slot now."""
+        stream, t = pending.stream, self.timing
+        due_s = due_times(t.ttft_ms, t.itl_ms + t.slot_cost_ms * len(self.holding), pending.jitter_s)
+        # role, then each chunk written (hidden reasoning: its time passes, nothing is written), then the end
+        stream.times = [0.0, *due_s[pending.shown_from:], due_s[-1]]
+        stream.events.append(("end", pending.end((due_s[-1] - due_s[0]) * 1000.0)))
         self.holding.add(stream)
         if now:
             stream.t0_loop, stream.t0_wall = self.loop.time(), time.time()
-        if self.timing.queue:  # without a queue a request starts as it arrives
+        if t.queue:  # without a queue a request starts as it arrives
             self.truth.add(stream.rid, -2, "start", stream.t0_wall, stream.t0_wall)
         stream.step()
 
@@ -364,7 +352,7 @@ class RefServer:
         self.holding.remove(stream)
         while self.waiting and len(self.holding) < self.timing.slots:
             waiting = self.waiting.popleft()
-            transport = waiting.conn.transport
+            transport = waiting.stream.conn.transport
             if transport is not None and not transport.is_closing():
                 self._start(waiting, now=True)
 

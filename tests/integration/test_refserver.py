@@ -1,13 +1,17 @@
 """The reference server (``tokenswarm serve-synthetic``): timing as asked, llama.cpp's stream shape, pre-flight;
-the other dialects (vLLM, OpenAI), reasoning, EOS before max_tokens and cached prompt tokens."""
+the other dialects (vLLM, OpenAI), reasoning, EOS before max_tokens and cached prompt tokens; started by the
+process launcher in llama-server's place, with a cost in speed and memory per slot."""
 
 from __future__ import annotations
 
 import csv
 import json
 import re
+import signal
 import socket
 import statistics
+import subprocess
+import sys
 import threading
 import time
 from collections import Counter
@@ -18,8 +22,11 @@ from typing import Any
 import pytest
 import requests
 
-from orchestrate.tools.refserver import Timing
-from tests.conftest import reference_server
+from orchestrate.errors import ServerExitedError
+from orchestrate.scenario.spec import ServerSpec
+from orchestrate.server.launchers.process import ProcessLauncher
+from orchestrate.tools.refserver_timing import Timing
+from tests.conftest import reference_binary, reference_server
 from tests.fixtures.refserver_thread import refserver_thread
 from tests.helpers import read_jsonl, tokenswarm_run, write_scenario
 
@@ -306,3 +313,101 @@ def test_the_cli_flags_reach_the_server(tmp_path: Path) -> None:
 def test_timing_refuses_what_no_server_does(bad: dict[str, Any]) -> None:
     with pytest.raises(ValueError):
         Timing(**bad)
+
+
+# -- as llama-server: a launcher's command line, a cost in speed and memory per slot --------------
+
+def launcher(folder: Path, flags: dict[str, Any]) -> ProcessLauncher:
+    """The process launcher as a scenario sets it up (``--model M --host H --port P --metrics <flags>``)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    spec = ServerSpec(launcher="process", binary=str(reference_binary(folder)), flags=flags)
+    return ProcessLauncher(spec, "model.gguf", None, folder / "server.log")
+
+
+def rss_mib(pid: int) -> float:
+    """The process's resident memory, MiB (``VmRSS`` of ``/proc/PID/status``)."""
+    match = re.search(r"^VmRSS:\s+(\d+) kB", Path(f"/proc/{pid}/status").read_text(), re.M)
+    assert match is not None
+    return int(match.group(1)) / 1024.0
+
+
+@pytest.mark.parametrize("parallel", ["--parallel", "-np"])
+def test_it_takes_the_command_line_a_launcher_gives_llama_server(tmp_path: Path, parallel: str) -> None:
+    cmd = [sys.executable, "-m", "orchestrate.tools.refserver_cli", "--model", "x", "--host", "127.0.0.1",
+           "--port", "0", "--metrics", parallel, "3"]
+    with open(tmp_path / "server.log", "w") as log:
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=log, text=True)
+    assert proc.stdout is not None
+    try:
+        line = proc.stdout.readline()
+        assert "listening on http://127.0.0.1:" in line, line
+        url = line.split()[-1]
+        props = requests.get(f"{url}/props", timeout=5).json()
+        metrics = requests.get(f"{url}/metrics", timeout=5).status_code
+    finally:
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(10) == 0
+    assert props["total_slots"] == 3 and props["model_path"] == "x"
+    assert metrics == 404  # as before: a sampler finds no counters and samples memory only
+
+
+def test_a_stream_started_beside_another_gets_the_slot_cost_in_each_gap(tmp_path: Path) -> None:
+    """With --queue and --slot-cost-ms 30 (started by the process launcher), a stream that starts alone keeps
+    --itl-ms 5; one that starts while it holds its slot (K = 2) gets 5 + 30 ms, at the client and in the truth."""
+    truth = tmp_path / "truth.csv"
+    server = launcher(tmp_path, {"parallel": 2, "queue": True, "slot-cost-ms": 30, "ttft-ms": 5, "itl-ms": 5,
+                                 "truth-file": str(truth)})
+    with server:
+        url = server.start()
+        server.wait_ready(20)
+        host, port = url.removeprefix("http://").split(":")
+        with socket.create_connection((host, int(port))) as sock:  # "alone": holds its slot ~100 ms
+            f = sock.makefile("rb")
+            body = json.dumps({"messages": [{"role": "user", "content": "[req:alone]"}], "max_tokens": 20,
+                               "stream": True}).encode()
+            sock.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n%s"
+                         % (len(body), body))
+            while b'"role"' not in f.readline():  # its slot is taken: the next stream starts beside it
+                pass
+            beside = stream_times(url, "beside", 6)[0]
+            while f.readline() not in (b"", b"0\r\n"):
+                pass
+    gaps = [b - a for a, b in zip(beside, beside[1:])]
+    assert len(beside) == 6 and 28.0 <= statistics.median(gaps) <= 50.0, gaps
+    rows = list(csv.DictReader(open(truth)))
+    due = {rid: [float(r["scheduled_ts"]) for r in rows if r["request_id"] == rid and r["kind"] == "content"]
+           for rid in ("alone", "beside")}
+    assert len(due["alone"]) == 20
+    for rid, gap in (("alone", 0.005), ("beside", 0.035)):
+        assert [b - a for a, b in zip(due[rid], due[rid][1:])] == pytest.approx([gap] * (len(due[rid]) - 1),
+                                                                                   abs=1e-5)
+    sent = [float(r["ts"]) for r in rows if r["request_id"] == "alone" and r["kind"] == "content"]
+    assert statistics.median(b - a for a, b in zip(sent, sent[1:])) < 0.015  # it kept its own gap
+
+
+def test_slot_memory_over_the_limit_fails_to_load_as_out_of_memory(tmp_path: Path) -> None:
+    server = launcher(tmp_path, {"parallel": 4, "slot-memory-mib": 64, "memory-limit-mib": 200})
+    with server, pytest.raises(ServerExitedError) as raised:
+        server.start()
+        server.wait_ready(20)
+    failed = raised.value
+    assert failed.returncode == 1
+    assert failed.cause is not None and failed.cause.startswith(
+        f"ggml_backend_cpu_buffer_type_alloc_buffer: failed to allocate buffer of size {256 << 20}: out of memory")
+    assert failed.hint is not None and "ran out of memory" in failed.hint
+    assert "256 MiB > memory limit 200 MiB" in (tmp_path / "server.log").read_text()
+
+
+def test_slot_memory_is_resident_in_the_server_process(tmp_path: Path) -> None:
+    """4 slots of 32 MiB: the server's RSS is 128 MiB above the same server's without, before it answers."""
+    rss = {}
+    for mib in (0, 32):
+        server = launcher(tmp_path / str(mib), {"parallel": 4, "slot-memory-mib": mib, "memory-limit-mib": 128})
+        with server:
+            server.start()
+            server.wait_ready(20)
+            pid = server.pid()
+            assert pid is not None
+            rss[mib] = rss_mib(pid)
+            assert (server.memory_bytes() or 0) >= rss[mib] * 1024 * 1024 * 0.9  # what the sampler sees
+    assert 118.0 <= rss[32] - rss[0] <= 145.0, rss

@@ -131,7 +131,7 @@ def test_locustfiles_import_nothing_of_the_orchestrator() -> None:
 
 STAGES = ("scenario", "server", "load", "report")
 """The pipeline's order: a stage imports only itself and the stages before it. ``tools/``, ``plans/`` (the kinds of
-run, which the run loop runs), ``commands/`` (each subcommand's arguments and main, and what ``run``'s flags make)
+run, which the run loop runs), ``tune/`` (a tune's loop of server starts and its strategy), ``commands/`` (each subcommand's arguments and main, and what ``run``'s flags make)
 and the modules at the top (``cli``, ``runloop``, ``variantrun``, ``resume``, ``results``, ``errors``, ``cache``,
 ``processes``) may import any stage."""
 
@@ -175,7 +175,7 @@ def test_every_module_lives_in_a_stage_or_is_named_at_the_top() -> None:
     top = {"orchestrate", "orchestrate.cli", "orchestrate.runloop", "orchestrate.variantrun", "orchestrate.resume",
            "orchestrate.results", "orchestrate.errors", "orchestrate.cache", "orchestrate.processes"}
     loose = sorted(m for m in MODULES if m.startswith("orchestrate") and m not in top
-                   and m.split(".")[1] not in (*STAGES, "plans", "tools", "standins", "commands"))
+                   and m.split(".")[1] not in (*STAGES, "plans", "tune", "tools", "standins", "commands"))
     assert loose == []
 
 

@@ -23,7 +23,7 @@ import pytest
 
 from locustfiles.dataset import Prompt
 from orchestrate.server.launchers.base import free_port
-from orchestrate.tools.refserver import Timing
+from orchestrate.tools.refserver_timing import Timing
 from tests.fixtures.raw_http import RawHttpServer
 from tests.fixtures.refserver_thread import refserver_thread
 from tests.helpers import ROOT, read_jsonl

@@ -36,7 +36,7 @@ def test_no_command_is_an_argparse_error(capsys):
 
 def test_the_commands_in_the_order_help_lists_them() -> None:
     assert [name for name, *_ in COMMANDS] == ["run", "validate", "plan", "worker", "report", "compare", "export",
-                                               "serve-synthetic", "calibrate", "capacity", "noise-floor"]
+                                               "serve-synthetic", "calibrate", "capacity", "tune", "noise-floor"]
 
 
 def with_command(monkeypatch: pytest.MonkeyPatch, name: str, fn: Callable[[argparse.Namespace], int]) -> None:

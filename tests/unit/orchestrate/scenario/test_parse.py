@@ -168,7 +168,7 @@ def test_demo_scenario_is_valid():
     pytest.param("""\
         name: x
         foo: 1
-     """, "study.yaml:2 foo: unknown key; allowed: cost, description, fail_if, host_limits, load, matrix, name, on_load_failure, repeats, search, server, slo, variants",
+     """, "study.yaml:2 foo: unknown key; allowed: cost, description, fail_if, host_limits, load, matrix, name, on_load_failure, repeats, search, server, slo, tune, variants",
      id="unknown_top_key"),
     pytest.param("""\
         name: x
@@ -296,7 +296,7 @@ def test_demo_scenario_is_valid():
      """, "study.yaml:2 load.spawn_rate: must be a number, got '1e400'", id="yaml_1e400_is_a_string"),
     pytest.param("""\
         "foo\\nbar": 1
-     """, "study.yaml:1 'foo\\nbar': unknown key; allowed: cost, description, fail_if, host_limits, load, matrix, name, on_load_failure, repeats, search, server, slo, variants",
+     """, "study.yaml:1 'foo\\nbar': unknown key; allowed: cost, description, fail_if, host_limits, load, matrix, name, on_load_failure, repeats, search, server, slo, tune, variants",
      id="key_with_newline_is_quoted"),
     pytest.param("""\
         - 1

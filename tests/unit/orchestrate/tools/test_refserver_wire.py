@@ -9,7 +9,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from orchestrate.tools.refserver import RefServer, Timing
+from orchestrate.tools.refserver import RefServer
+from orchestrate.tools.refserver_timing import Timing
 from orchestrate.tools.refserver_wire import HttpConnection
 
 
