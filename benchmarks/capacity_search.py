@@ -31,7 +31,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from docsection import write_section  # noqa: E402
+from docsection import write_results  # noqa: E402
 from refrun import reference_server, tokenswarm  # noqa: E402
 
 from orchestrate.scenario.search import boundary, converged, next_probe  # noqa: E402
@@ -132,11 +132,7 @@ def main() -> None:
             print(f"N={capacity}: found {row['max_passing']} (failing {row['min_failing']}) in {row['probes']} probes, "
                   f"{row['search_wall_s']:.0f} s: {row['values']}", flush=True)
             data["runs"].append(row)
-    name = f"capacity_search-{now:%Y%m%d}.json"
-    data["json"] = name
-    (ROOT / "benchmarks" / name).write_text(json.dumps(data, indent=1) + "\n")
-    write_section(args.out, "capacity_search", doc_lines(data))
-    print(f"written: benchmarks/{name}, {args.out}")
+    write_results("capacity_search", data, args.out, doc_lines)
 
 
 if __name__ == "__main__":

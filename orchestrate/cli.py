@@ -40,6 +40,7 @@ examples:
   tokenswarm run scenarios/demo.yaml --ui                Locust's web UI: ramp the users by hand
   tokenswarm capacity --url http://127.0.0.1:8080 --slo ttft_ms=2000,tpot_ms=100
                                                          how many users it serves within those limits
+  tokenswarm tune scenarios/gemma3-270m-tune.yaml        the llama-server flags that serve the most users
   tokenswarm compare results/RUN_A results/RUN_B         two runs side by side
 Each command has its own --help."""
 

@@ -20,7 +20,7 @@ from orchestrate.commands.scenario_options import refuse_until, scenario_of, wit
 from orchestrate.errors import ScenarioError
 from orchestrate.results import variant_dirs
 from orchestrate.scenario.gates import Gate
-from orchestrate.scenario.spec import Scenario
+from orchestrate.scenario.spec import LAUNCHER_KINDS, Scenario
 
 if TYPE_CHECKING:
     from orchestrate.report.schema import Summary
@@ -108,6 +108,9 @@ def tune_scenario(args: argparse.Namespace, scenario: Scenario) -> int:
     if args.ui or args.fail_if or scenario.gates:
         raise ScenarioError("a tune runs headless and names the best candidate: --ui and gates (fail_if) do not "
                             "apply; gate a run of its winner instead")
+    if not LAUNCHER_KINDS[scenario.variants[0].server.launcher].starts_server:
+        raise ScenarioError("--url: a tune starts the server with each candidate's flags; it cannot tune one that "
+                            "is already running")
     swarm = swarm_of(args)
     export_api_key(api_key_of(args))
     run = run_tune(scenario, args.results_dir, swarm, resume=args.resume, detailed=args.save_detailed)
@@ -140,6 +143,8 @@ def capacity_main(args: argparse.Namespace) -> int:
         raise ScenarioError("capacity runs headless, probe by probe: --ui does not apply")
     scenario, api_key = scenario_of(args), api_key_of(args)
     scenario, swarm = with_search(scenario, args), swarm_of(args)
+    if scenario.tune is not None:  # each candidate is a capacity search: the flags set them all
+        return tune_scenario(args, scenario)
     refuse_until(scenario, False)
     baseline = baseline_of(args, scenario.gates)
     export_api_key(api_key)

@@ -21,6 +21,10 @@ results/<UTC timestamp>-<scenario>/
   report.html                        the run on one interactive page, self-contained (works offline)
   compare.md  compare.json  compare.png  compare_sweep.png (sweeps)
   noise_floor.json                   this host's noise floor when one was measured (tokenswarm noise-floor)
+  tune.json                          (tokenswarm tune) the tune as asked; each candidate started, in order, with its
+                                     floor and time; those a memory failure pruned; why it ended (written as it runs)
+  tune_summary.json  summary.md      (tune) the answer: the best as a llama-server command line, the runner-up, the
+                                     frontier, every candidate with its figures or why it was dropped (docs/tuning.md)
   repeat-<i>/<variant>/              (repeats: K) each repeat a run folder of its own, with the files below
   <variant>/
     server.log  server.json          server output; launcher and command, /props facts, readiness,

@@ -131,8 +131,8 @@ def floor(search: Search, tune: Tune, tried: Mapping[str, Standing]) -> float | 
     capacity = tried[best].capacity
     assert capacity is not None  # a capacity objective's value is the capacity
     low = capacity * (1 - search.precision)
-    if search.over == "users":
-        low = float(min(math.floor(low), capacity - 1))
+    if search.over == "users":  # whole users, as a users search's range is
+        low = int(min(math.floor(low), capacity - 1))
     return low if low > search.low else None
 
 

@@ -41,7 +41,7 @@ def tune_scenario(tmp_path: Path, space: dict[str, list[Any]], **tune: Any) -> P
         "name": "tune", "server": {"launcher": "process", "binary": str(binary), "model": "tiny", "ready_timeout_s": 30},
         "load": {"dataset": "synthetic:3000", "max_tokens": 16}, "slo": SLO,
         "search": {"range": [1, 32], "settle_s": 0.3, "warmup_prompts": 2},
-        "tune": {"space": space, **tune}}))
+        "tune": {"space": space, **tune}}, sort_keys=False))
     return path
 
 
@@ -119,3 +119,43 @@ def test_a_tune_cut_short_resumes_keeping_the_candidates_done(tmp_path: Path) ->
     assert (result["best"], result["server_starts"]) == ("parallel-4", 2)
     assert {c["name"]: c["capacity"] for c in result["candidates"]} == {"parallel-2": 2, "parallel-4": 4}
     assert any((run / "partial").iterdir())
+
+
+def test_a_tune_of_the_real_llama_server_names_its_best_command_line_within_its_budget(
+        tmp_path: Path, llama_server_binary: Path, gemma_model: Path) -> None:
+    """Gemma 3 270M on the real llama-server: slots × flash attention × micro-batch, 2 server starts of 8; every
+    candidate started is the real server with its flags (its /props says its slots), and the best is a command
+    line."""
+    path = tmp_path / "tune.yaml"
+    path.write_text(yaml.safe_dump({
+        "name": "real-tune", "server": {"launcher": "process", "binary": str(llama_server_binary),
+                                        "model": "gemma-3-270m", "ready_timeout_s": 120,
+                                        "flags": {"ctx-size": 4096, "threads": 2, "cont-batching": True}},
+        "load": {"dataset": "sharegpt-v3", "allow_truncated": True, "max_tokens": 16, "seed": 0,
+                 "sampling": {"max_prompt_tokens": 128}},
+        "slo": {"ttft_ms": 1000, "tpot_ms": 60},
+        "search": {"range": [1, 8], "prompts_per_user": 3, "warmup_prompts": 2, "settle_s": 0.5},
+        "tune": {"space": {"parallel": [1, 4], "flash-attn": ["on", "off"], "ubatch-size": [128, 512]},
+                 "budget": {"server_starts": 2}}}, sort_keys=False))
+    proc, run = tune(tmp_path, path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    result = json.loads((run / "tune_summary.json").read_text())
+    assert (result["server_starts"], result["grid"]) == (2, 8)
+    assert result["ended"] == "the budget of 2 server starts was spent"
+    started = [c for c in result["candidates"] if c["order"] is not None]
+    assert [c["state"] for c in result["candidates"] if c["order"] is None] == ["not_tried"] * 6
+    for c in started:
+        summary = json.loads((run / c["name"] / "summary.json").read_text())
+        argv = summary["server"]["launcher"]["argv"]
+        assert argv[0] == str(llama_server_binary)
+        assert argv[argv.index("--parallel") + 1] == c["values"]["parallel"]
+        assert argv[argv.index("--flash-attn") + 1] == c["values"]["flash-attn"]
+        assert argv[argv.index("--ubatch-size") + 1] == c["values"]["ubatch-size"]
+        assert summary["server"]["facts"]["total_slots"] == int(c["values"]["parallel"])
+        assert c["capacity"] == summary["capacity"]["max_passing"]
+    best = next(c for c in started if c["name"] == result["best"])
+    assert best["capacity"] is not None and best["capacity"] == max(c["capacity"] or 0 for c in started)
+    assert result["command"] == (f"llama-server --model {gemma_model} --ctx-size 4096 --threads 2 --cont-batching "
+                                 f"--parallel {best['values']['parallel']} --flash-attn {best['values']['flash-attn']} "
+                                 f"--ubatch-size {best['values']['ubatch-size']}")
+    assert result["command"] in (run / "summary.md").read_text() and result["command"] in proc.stdout

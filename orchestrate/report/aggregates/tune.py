@@ -61,7 +61,13 @@ def standing(summary: Summary | None, paths: VariantPaths, tune: Tune) -> Standi
     if capacity is None:
         return Standing(memory_gib=memory, why="no probe passed")
     value = figures.get(tune.objective)
-    return Standing(value, capacity, memory, why=None if value is not None else f"no {tune.objective} reading")
+    return Standing(value, capacity, memory, figures.get("decode_tok_s"),
+                    why=None if value is not None else f"no {tune.objective} reading")
+
+
+TIE_MARGIN = 0.05
+"""Between candidates of equal value (capacities are whole users, often equal), one whose decode tok/s at that load
+is this share higher wins: the same users served with more headroom. Within it, the first found stays."""
 
 
 def better(tune: Tune, a: float, b: float) -> bool:
@@ -69,11 +75,20 @@ def better(tune: Tune, a: float, b: float) -> bool:
     return a > b if tune.maximise else a < b
 
 
+def beats(tune: Tune, a: Standing, b: Standing) -> bool:
+    """``a`` is the better candidate: a better value, or an equal one with clearly more decode tok/s at capacity."""
+    if a.value is None or b.value is None:
+        return a.value is not None
+    if a.value != b.value:
+        return better(tune, a.value, b.value)
+    return a.decode_tok_s is not None and b.decode_tok_s is not None and a.decode_tok_s > b.decode_tok_s * (1 + TIE_MARGIN)
+
+
 def incumbent(tune: Tune, tried: Mapping[str, Standing]) -> str | None:
-    """The best candidate so far (the first of equals, in the order tried); None before any has a value."""
+    """The best candidate so far, in the order tried (``beats``); None before any has a value."""
     best: str | None = None
     for name, found in tried.items():
-        if found.value is not None and (best is None or better(tune, found.value, tried[best].value or 0.0)):
+        if found.value is not None and (best is None or beats(tune, found, tried[best])):
             best = name
     return best
 
@@ -84,12 +99,13 @@ def tune_of(data: Mapping[str, Any]) -> Tune:
                    "points": {name: tuple(point) for name, point in data["points"].items()}})
 
 
-def command_line(settings: Mapping[str, Any]) -> str:
-    """A candidate's server as a ``llama-server`` command line (its model, drafter and flags; host and port yours)."""
+def command_line(settings: Mapping[str, Any], model: str | None = None) -> str:
+    """A candidate's server as a ``llama-server`` command line (its model file, else the scenario's name for it; its
+    drafter and flags; host and port yours)."""
     flags = {key.removeprefix("server.flags."): value for key, value in settings.items()
              if key.startswith("server.flags.")}
     draft = settings.get("server.draft_model")
-    return shlex.join(["llama-server", "--model", str(settings.get("server.model", "MODEL.gguf")),
+    return shlex.join(["llama-server", "--model", model or str(settings.get("server.model", "MODEL.gguf")),
                        *(["--model-draft", str(draft)] if draft else []), *flag_args(flags)])
 
 
@@ -138,7 +154,7 @@ def tune_result(run: Path) -> TuneResult | None:
         if name not in order:
             candidates.append(Candidate(name, values, "pruned", f"pruned: needs at least the memory of "
                                         f"{ruled_out[name]}, which ran out") if name in ruled_out else
-                              Candidate(name, values, "not_tried", f"not tried: {ledger.get('ended') or 'not reached'}"))
+                              Candidate(name, values, "not_tried", f"not tried: {ledger.get('ended') or 'not yet'}"))
             continue
         n, entry = order[name]
         s, f, summary = standings[name], figures[name], summaries[name]
@@ -160,7 +176,8 @@ def tune_result(run: Path) -> TuneResult | None:
     return TuneResult(
         tune.objective, tune.maximise, tune.strategy, {axis: list(names) for axis, names in tune.axes}, len(tune.points),
         len(tried), round(sum(walls), 1) if tried else None, ledger.get("ended") or "", best,
-        command_line(best_summary.settings) if best_summary else None, sentence, runner, close,
+        command_line(best_summary.settings, best_summary.model.path if best_summary.model else None)
+        if best_summary else None, sentence, runner, close,
         frontier(_pairs(candidates, lambda c: c.peak_memory_gib)),
         frontier(_pairs(candidates, lambda c: c.joules_per_output_token)),
         tuple(candidates))

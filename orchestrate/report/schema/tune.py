@@ -20,6 +20,8 @@ class Standing:
     """Its capacity (``capacity.max_passing``); None when no probe passed."""
     memory_gib: float | None = None
     """Its server's peak memory, GiB (the GPU's when sampled, else the process's); None unmeasured."""
+    decode_tok_s: float | None = None
+    """Steady-state decode tok/s of its probe at capacity: between equal values, clearly more of it wins."""
     out_of_memory: bool = False
     """It failed to load for want of memory, or went past ``constraints.peak_memory_gib``: every candidate that
     needs at least as much is pruned."""

@@ -158,3 +158,57 @@ def test_capacity_runs_every_variant_with_the_search_of_its_flags(tmp_path: Path
     (v,) = scenario.variants
     assert v.search == Search("users", 2, 64) and v.slo == Slo(ttft_ms=2000.0, tpot_ms=100.0)
     assert v.server.url == "http://127.0.0.1:9"
+
+
+# --- tokenswarm tune --------------------------------------------------------------------------------
+
+TUNE = """\
+server: {launcher: process, model: /m/gemma.gguf}
+slo: {ttft_ms: 2000}
+tune: {space: {parallel: [2, 4]}}
+"""
+
+
+@pytest.fixture
+def tunes(monkeypatch: pytest.MonkeyPatch) -> list[Scenario]:
+    """``orchestrate.tune.loop.run_tune`` replaced: starts nothing, names the first candidate best."""
+    import orchestrate.tune.loop
+    seen: list[Scenario] = []
+
+    def run_tune(scenario: Scenario, results_root: Path, swarm: object, resume: Path | None = None,
+                 detailed: bool = False) -> Path:
+        seen.append(scenario)
+        run = results_root / "run"
+        run.mkdir(parents=True)
+        (run / "tune_summary.json").write_text(json.dumps({"best": scenario.variants[0].name}))
+        return run
+
+    monkeypatch.setattr(orchestrate.tune.loop, "run_tune", run_tune)
+    return seen
+
+
+@pytest.mark.parametrize("command", ["tune", "run", "capacity"])
+def test_a_tune_scenario_is_tuned_by_tune_run_and_capacity(tmp_path: Path, tunes: list[Scenario], no_run: FakeRunLoop,
+                                                            command: str) -> None:
+    scenario = tmp_path / "tune.yaml"
+    scenario.write_text(TUNE)
+    args = ["--range", "2,16"] if command == "capacity" else []
+    assert main([command, str(scenario), "--results-dir", str(tmp_path / "r"), *args]) == 0
+    (tuned,) = tunes
+    assert [v.name for v in tuned.variants] == ["parallel-2", "parallel-4"] and not no_run.scenarios
+    assert tuned.variants[0].search == (Search("users", 2, 16) if command == "capacity" else Search("users", 1, 256))
+
+
+@pytest.mark.parametrize(("text", "args", "expected"), [
+    ("slo: {ttft_ms: 2000}\n", [], "has no tune: section"),
+    (TUNE, ["--url", "http://127.0.0.1:9"], "--url: variants parallel-2 and parallel-4 differ only in server"),
+    ("slo: {ttft_ms: 2000}\ntune: {space: {parallel: [2]}}\n", ["--url", "http://127.0.0.1:9"],
+     "--url: a tune starts the server"),
+    (TUNE, ["--fail-if", "ttft_ms.p99 > 2000"], "gates (fail_if) do not apply"),
+])
+def test_what_a_tune_cannot_do_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str], tunes: list[Scenario],
+                                           text: str, args: list[str], expected: str) -> None:
+    scenario = tmp_path / "s.yaml"
+    scenario.write_text(text)
+    assert main(["tune", str(scenario), "--results-dir", str(tmp_path / "r"), *args]) == 2
+    assert expected in one_error_line(capsys) and not tunes

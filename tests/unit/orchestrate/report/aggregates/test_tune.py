@@ -21,6 +21,7 @@ def test_the_command_line_is_llama_servers_own() -> None:
     assert command_line(settings) == ("llama-server --model '/models/gemma 3.gguf' --parallel 8 --flash-attn on "
                                       "--cont-batching --ubatch-size 256")
     assert "--model-draft d.gguf" in command_line({**settings, "server.draft_model": "d.gguf"})
+    assert command_line(settings, "/cache/gemma.gguf").startswith("llama-server --model /cache/gemma.gguf --parallel")
 
 
 def test_the_frontier_keeps_what_nothing_beats_on_both() -> None:
