@@ -60,7 +60,8 @@ def tune_markdown(result: TuneResult, run: str | None = None) -> str:
               f"{_figure(result.wall_s, 0)} s; ended: {result.ended}.", ""]
     if result.frontier_memory or result.frontier_energy:
         lines += ["## Frontier", ""]
-        for what, names in (("peak memory", result.frontier_memory), ("energy per output token", result.frontier_energy)):
+        for what, names in (("peak memory", result.frontier_memory),
+                            ("energy per output token", result.frontier_energy)):
             if names:
                 lines.append(f"- capacity against {what}: " + ", ".join(f"`{n}`" for n in names)
                              + " (no other candidate serves more with less)")

@@ -4,10 +4,10 @@ Stage: tune, pure (no server, no files): the loop (``tune/loop.py``) asks, runs 
 into a ``Standing`` (``report.aggregates.tune.standing``) and asks again, so a resumed tune asks the same
 questions and gets the same answers.
 
-**climb** starts at the middle of the grid and moves to the best of the current best's neighbours (one axis, one
-step along a numeric axis in the file's order; any other value of a named one) until none is better. That
-costs a few starts per axis instead of the product of them all, and finds the grid's best when each setting,
-the others held, has one best value (slots: more help until the SLO binds; micro-batch: up to the compute's
+**climb** starts at the middle of the grid and tries the best's neighbours one by one (one axis, one step along a
+numeric axis in the file's order; any other value of a named one), going on from any that beats it, until none
+does. That costs a few starts per axis instead of the product of them all, and finds the grid's best when each
+setting, the others held, has one best value (slots: more help until the SLO binds; micro-batch: up to the compute's
 width). It can stop at a local best when two settings interact against that (the docs' "Tuning a server").
 **grid** tries every candidate. Both start a candidate with a probe at the **floor** (the best capacity so
 far less the search's noise, ``floor``): one that cannot hold it is out after that probe; both skip a
@@ -27,9 +27,9 @@ from orchestrate.scenario.flags import canonical_flag
 from orchestrate.scenario.spec import Search, Tune
 
 MEMORY_GROWS = {"parallel", "ctx-size", "batch-size", "ubatch-size", "n-gpu-layers", "n-gpu-layers-draft",
-                "spec-draft-n-max", "slot-memory-mib"}
+                "spec-draft-n-max"}
 """llama-server flags whose larger values never need less memory (more slots, context, batch, layers on the
-GPU, draft tokens); ``slot-memory-mib`` is the reference server's stand-in for a per-slot cost."""
+GPU, draft tokens)."""
 CACHE_TYPES = ("q4_0", "q4_1", "iq4_nl", "q5_0", "q5_1", "q8_0", "bf16", "f16", "f32")
 """``cache-type-k``/``-v`` by bytes per element (bf16 and f16 alike)."""
 CACHE_BYTES = {name: (i if name != "f16" else CACHE_TYPES.index("bf16")) for i, name in enumerate(CACHE_TYPES)}

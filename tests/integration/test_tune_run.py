@@ -40,7 +40,7 @@ def tune_scenario(tmp_path: Path, space: dict[str, list[Any]], **tune: Any) -> P
     path.write_text(yaml.safe_dump({
         "name": "tune", "server": {"launcher": "process", "binary": str(binary), "model": "tiny", "ready_timeout_s": 30},
         "load": {"dataset": "synthetic:3000", "max_tokens": 16}, "slo": SLO,
-        "search": {"range": [1, 32], "settle_s": 0.3, "warmup_prompts": 2},
+        "search": {"range": [1, 16], "prompts_per_user": 3, "settle_s": 0.2, "warmup_prompts": 1},
         "tune": {"space": space, **tune}}, sort_keys=False))
     return path
 

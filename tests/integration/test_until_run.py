@@ -34,12 +34,14 @@ def test_a_run_stops_at_the_precision_asked_and_says_when_or_why_not(tmp_path: P
         assert summary["stopped_by"] == "until" and summary["requests"]["sent"] < 5000
         until = summary["until"]
         assert until["stopped"] is True and until["checks"] >= 1
-        for target in until["targets"]:  # the final window: within what was asked, and seen to hold while it ran
-            assert target["reached"] <= targets[target["figure"]] + 0.005 and target["held_at_s"] > 0
-        # the final window ends at the stop and can be a hair wider than the check that stopped the run: said so
+        stopping = json.loads((run_dir / "default" / "until.json").read_text())
+        assert stopping["stopped"] is True
+        for target in until["targets"]:  # within what was asked at the check that stopped the run, seen to hold
+            assert stopping["latest"][target["figure"]] <= targets[target["figure"]] and target["held_at_s"] > 0
+            # the final window runs on to the last reply, its drain included: close to the check's, not bound by it
+            assert target["reached"] <= 1.5 * targets[target["figure"]]
         lead = "stopped at the precision asked" if until["held"] else "stopped when every target held at a check"
         assert f"until: {lead}" in (run_dir / "default" / "summary.md").read_text()
-        assert json.loads((run_dir / "default" / "until.json").read_text())["stopped"] is True
         # a target no 40 requests can meet: the cap ends the run, and the summary says so
         proc, run_dir = tokenswarm_run(tmp_path / "capped", scenario(tmp_path, num_prompts=40), "--url", url,
                                        "--until", "ttft_ms.p99=0.001")

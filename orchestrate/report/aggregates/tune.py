@@ -57,7 +57,8 @@ def standing(summary: Summary | None, paths: VariantPaths, tune: Tune) -> Standi
         return Standing(capacity=capacity, memory_gib=memory, out_of_memory=True,
                         why=f"peak memory {memory:.2f} GiB, over the constraint's {tune.max_memory_gib:g} GiB")
     if summary.status != "completed":
-        return Standing(memory_gib=memory, why=f"{summary.status}: {summary.error or summary.stopped_by or ''}".rstrip(": "))
+        said = summary.error or summary.stopped_by
+        return Standing(memory_gib=memory, why=f"{summary.status}: {said}" if said else summary.status)
     if capacity is None:
         return Standing(memory_gib=memory, why="no probe passed")
     value = figures.get(tune.objective)
@@ -81,7 +82,8 @@ def beats(tune: Tune, a: Standing, b: Standing) -> bool:
         return a.value is not None
     if a.value != b.value:
         return better(tune, a.value, b.value)
-    return a.decode_tok_s is not None and b.decode_tok_s is not None and a.decode_tok_s > b.decode_tok_s * (1 + TIE_MARGIN)
+    mine, theirs = a.decode_tok_s, b.decode_tok_s
+    return mine is not None and theirs is not None and mine > theirs * (1 + TIE_MARGIN)
 
 
 def incumbent(tune: Tune, tried: Mapping[str, Standing]) -> str | None:
@@ -174,7 +176,8 @@ def tune_result(run: Path) -> TuneResult | None:
     if best is not None and best_summary is not None and best_summary.capacity is not None:
         sentence = f"{best}: {best_summary.capacity.sentence}"
     return TuneResult(
-        tune.objective, tune.maximise, tune.strategy, {axis: list(names) for axis, names in tune.axes}, len(tune.points),
+        tune.objective, tune.maximise, tune.strategy, {axis: list(names) for axis, names in tune.axes},
+        len(tune.points),
         len(tried), round(sum(walls), 1) if tried else None, ledger.get("ended") or "", best,
         command_line(best_summary.settings, best_summary.model.path if best_summary.model else None)
         if best_summary else None, sentence, runner, close,
