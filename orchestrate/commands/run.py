@@ -108,6 +108,7 @@ def tune_scenario(args: argparse.Namespace, scenario: Scenario) -> int:
     if args.ui or args.fail_if or scenario.gates:
         raise ScenarioError("a tune runs headless and names the best candidate: --ui and gates (fail_if) do not "
                             "apply; gate a run of its winner instead")
+    refuse_until(scenario, False)  # each candidate is a capacity search
     if not LAUNCHER_KINDS[scenario.variants[0].server.launcher].starts_server:
         raise ScenarioError("--url: a tune starts the server with each candidate's flags; it cannot tune one that "
                             "is already running")

@@ -205,6 +205,7 @@ def test_a_tune_scenario_is_tuned_by_tune_run_and_capacity(tmp_path: Path, tunes
     ("slo: {ttft_ms: 2000}\ntune: {space: {parallel: [2]}}\n", ["--url", "http://127.0.0.1:9"],
      "--url: a tune starts the server"),
     (TUNE, ["--fail-if", "ttft_ms.p99 > 2000"], "gates (fail_if) do not apply"),
+    (TUNE, ["--until", "ttft_ms.p99=0.05"], "a capacity search runs many: drop until"),
 ])
 def test_what_a_tune_cannot_do_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str], tunes: list[Scenario],
                                            text: str, args: list[str], expected: str) -> None:
