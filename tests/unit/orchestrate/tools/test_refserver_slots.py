@@ -17,23 +17,7 @@ from orchestrate.server.diagnose import diagnose
 from orchestrate.tools.refserver import RefServer
 from orchestrate.tools.refserver_timing import SlotMemoryError, Timing, due_times
 from orchestrate.tools.refserver_wire import HttpConnection
-
-
-class Transport(asyncio.Transport):
-    """Collects what the server writes."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.data = bytearray()
-
-    def write(self, data: Any) -> None:
-        self.data += data
-
-    def is_closing(self) -> bool:
-        return False
-
-    def close(self) -> None:
-        pass
+from tests.fixtures.collecting_transport import Transport
 
 
 def request(rid: str, max_tokens: int) -> bytes:

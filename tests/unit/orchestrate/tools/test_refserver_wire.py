@@ -7,28 +7,11 @@ import asyncio
 import csv
 import json
 from pathlib import Path
-from typing import Any
 
 from orchestrate.tools.refserver import RefServer
 from orchestrate.tools.refserver_timing import Timing
 from orchestrate.tools.refserver_wire import HttpConnection
-
-
-class Transport(asyncio.Transport):
-    """Collects what the server writes."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.data = bytearray()
-
-    def write(self, data: Any) -> None:
-        self.data += data
-
-    def is_closing(self) -> bool:
-        return False
-
-    def close(self) -> None:
-        pass
+from tests.fixtures.collecting_transport import Transport
 
 
 def request(rid: str) -> bytes:
