@@ -80,14 +80,15 @@ def run_tune(scenario: Scenario, results_root: Path, swarm: Swarm = Swarm(), res
                 ended = spent or ("every candidate ran or was pruned" if tune.strategy == "grid" else
                                   "the climb found no neighbour of the best that beats it")
                 break
+            if tried:  # the page of the candidates so far, while this one runs (the last one's: below)
+                write_tune_report(run)
+                write_html_report(run)
             low = floor(search, tune, tried)
             variant = variants[name]
             if low is not None:
                 variant = replace(variant, search=replace(search, low=low, start=low))
             tried[name] = try_candidate(run, context, variant, tune, ledger, low, swarm, resume is not None, tried)
             ledger.pruned = pruned(tune, tried)
-            write_tune_report(run)
-            write_html_report(run)
     finally:
         ledger.write(ended)
         result = write_tune_report(run)

@@ -43,15 +43,18 @@ def at_capacity(summary: Summary, paths: VariantPaths) -> dict[str, float | None
             "usd_per_mtok": step.cost.usd_per_mtok_output if step and step.cost else None}
 
 
-def standing(summary: Summary | None, paths: VariantPaths, tune: Tune) -> Standing:
-    """How the search weighs a candidate that ran: its objective at capacity, or why it has none."""
+def standing(summary: Summary | None, paths: VariantPaths, tune: Tune,
+             figures: dict[str, float | None] | None = None) -> Standing:
+    """How the search weighs a candidate that ran: its objective at capacity, or why it has none; ``figures``: its
+    ``at_capacity``, when the caller has them already."""
     if summary is None:
         return Standing(why="it left no summary")
     if summary.status in FAILED:
         cause = summary.server.cause or summary.error or "no cause in its log"
         ran_out = bool(re.search(OUT_OF_MEMORY, f"{cause} {summary.server.hint or ''}", re.I))
         return Standing(out_of_memory=ran_out, why=f"{summary.status.replace('_', ' ')}: {cause}")
-    memory, figures = memory_gib(summary), at_capacity(summary, paths)
+    memory = memory_gib(summary)
+    figures = at_capacity(summary, paths) if figures is None else figures
     capacity = figures.get("capacity")
     if tune.max_memory_gib is not None and memory is not None and memory > tune.max_memory_gib:
         return Standing(capacity=capacity, memory_gib=memory, out_of_memory=True,
@@ -140,8 +143,8 @@ def tune_result(run: Path) -> TuneResult | None:
     tune, search = tune_of(ledger["tune"]), Search(**{**ledger["search"], "start": None})
     tried = ledger["tried"]
     summaries = {e["name"]: read_summary(VariantPaths(run / e["name"])) for e in tried}
-    standings = {e["name"]: standing(summaries[e["name"]], VariantPaths(run / e["name"]), tune) for e in tried}
     figures = {n: at_capacity(s, VariantPaths(run / n)) if s else {} for n, s in summaries.items()}
+    standings = {n: standing(s, VariantPaths(run / n), tune, figures[n]) for n, s in summaries.items()}
     best = incumbent(tune, standings)
     rest = {n: s for n, s in standings.items() if n != best}
     runner = incumbent(tune, rest)
